@@ -1,0 +1,18 @@
+#!/bin/bash
+# Installs the Debian packages scx_tt needs to build and to run its VM tests, when missing.
+# Idempotent; run as root (CI and the dev machines are root). Rust comes from the preinstalled
+# toolchain (rustc >= 1.91).
+set -euo pipefail
+PKGS=(clang-19 libelf-dev zlib1g-dev pkg-config make gcc libc6-dev
+      qemu-system-x86 busybox-static cpio stress-ng rt-tests)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "install-deps: cargo not found (need Rust >= 1.91)" >&2; exit 1; }

@@ -1,0 +1,4 @@
+//! Subcommand handlers. Each returns the process exit code.
+
+pub mod plan;
+pub mod run;

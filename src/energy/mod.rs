@@ -1,0 +1,1 @@
+//! Energy: power model and OS backends (cpufreq, idle control, energy readout).

@@ -1,0 +1,10 @@
+//! scx_tt: time-triggered, table-driven real-time scheduling for Linux/KVM nodes as a sched_ext
+//! scheduler, with slot shifting for run-time admission and energy-aware policies.
+//!
+//! Pure logic lives in [`plan`] (plan format and validation), [`planner`] (offline table,
+//! intervals, online slot shifting) and [`energy`] (power model); OS effects live at the edge.
+
+pub mod energy;
+pub mod plan;
+pub mod planner;
+pub mod trace;

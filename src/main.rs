@@ -1,0 +1,41 @@
+//! scx_tt command line: wires the subcommands together; each lives in `src/cli/`.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+
+/// Time-triggered, table-driven real-time scheduling for Linux/KVM nodes (sched_ext).
+///
+/// `scx_tt --table plan.json` enforces the plan's slot table on the managed CPUs (root, a kernel
+/// with CONFIG_SCHED_CLASS_EXT=y). The subcommands work without root or sched_ext.
+#[derive(Parser, Debug)]
+#[command(name = "scx_tt", version, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(flatten)]
+    run: cli::run::RunArgs,
+
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Validate, explain and generate plan files.
+    #[command(subcommand)]
+    Plan(cli::plan::PlanCmd),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result = match cli.cmd {
+        Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
+        None => cli::run::run(cli.run),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("scx_tt: error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}

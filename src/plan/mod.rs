@@ -1,0 +1,84 @@
+//! The plan: which tasks own which slots on which managed CPUs.
+//!
+//! A plan file (JSON, format version 1, `docs/plan-format.md`) is parsed into a raw, serde-level
+//! form and validated at the boundary by `Plan::try_from(raw)`. Every derived quantity (periods
+//! from utilization/latency, the frame, the CPU assignment, jobs, the EDF table, capacity
+//! intervals and spare capacities) is recomputed here and never read from input.
+//!
+//! The types below are the contract other modules (planner, loader, simulate) build on.
+
+use crate::planner::offline::{Interval, Job, Range, Slot};
+use serde::Serialize;
+
+/// A validated plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// Slot length in microseconds.
+    pub slot_us: u64,
+    /// Slots in the repeating major frame.
+    pub frame_slots: Slot,
+    /// Managed CPUs, in the order of `cpus`.
+    pub managed: Vec<u32>,
+    /// Housekeeping CPUs: everything not in the plan runs here.
+    pub housekeeping: Vec<u32>,
+    pub tasks: Vec<Task>,
+    /// One entry per managed CPU, same order as `managed`.
+    pub cpus: Vec<CpuPlan>,
+}
+
+/// A task of the plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Task {
+    pub name: String,
+    pub selector: Selector,
+    pub class: Class,
+    /// The managed CPU a `tt` task was assigned to (given or by the partitioning heuristic).
+    /// For a `be` task: the CPU it is restricted to, or `None` for any managed CPU.
+    pub cpu: Option<u32>,
+}
+
+/// How the threads of a task are found at run time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Selector {
+    Pid(u32),
+    Tids(Vec<u32>),
+    /// Thread name (`/proc/<pid>/task/<tid>/comm`).
+    Comm(String),
+    /// cgroup v2 path; its `cgroup.threads`.
+    Cgroup(String),
+    /// A QEMU process; its vCPU threads ("CPU n/KVM").
+    Qemu(QemuSelector),
+    /// argv to spawn (demos and tests).
+    Cmd(Vec<String>),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QemuSelector {
+    Pid(u32),
+    /// The `-name` of the guest.
+    Name(String),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Class {
+    /// Time-triggered: owns slots of the table.
+    Tt,
+    /// Best effort: runs only in slack on managed CPUs.
+    Be,
+}
+
+/// The offline schedule of one managed CPU.
+#[derive(Clone, Debug, Serialize)]
+pub struct CpuPlan {
+    pub cpu: u32,
+    /// Jobs of the frame on this CPU (`Job::task` indexes `Plan::tasks`).
+    pub jobs: Vec<Job>,
+    /// The table as slot ranges sorted by start (`Range::job` indexes `jobs`); slots not covered
+    /// are free (slack).
+    pub table: Vec<Range>,
+    /// Capacity intervals with spare capacities, covering `[0, frame_slots)`.
+    pub intervals: Vec<Interval>,
+}
