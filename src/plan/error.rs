@@ -75,8 +75,6 @@ pub enum Rule {
     TimingCount(String),
     #[error("is a timing field; a be task has no timing (it runs only in slack)")]
     BeTiming,
-    #[error("belongs to another timing model than {0}")]
-    MixedTiming(&'static str),
     #[error("must be at least 1")]
     Zero,
     #[error("exceeds its deadline window of {window} slots")]
