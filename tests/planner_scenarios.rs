@@ -329,3 +329,61 @@ fn steps_must_come_in_order() {
     p.step(0, &[]).unwrap();
     assert!(p.step(1, &[FULL, FULL]).is_err());
 }
+
+#[test]
+fn an_admission_keeps_a_dpm_idle_period_when_the_job_fits_after_it_and_ends_it_otherwise() {
+    // A [0,10) wcet 2, B [12,20) wcet 3, frame 30: intervals [0,10) 8, [10,12) 2, [12,20) 5,
+    // [20,30) empty 10. Slots 0, 1 run A; slot 2 starts an idle period of 8 + 2 + 5 = 15 slots
+    // (until 17); after slot 2, sc([0,10)) = 7 and 14 idle slots are still promised.
+    let mut p = planner(
+        vec![job(0, 0, 10, 2), job(1, 12, 20, 3)],
+        30,
+        Policy::Dpm,
+        Freqs::max_only(),
+    );
+    p.step(0, &[]).unwrap();
+    p.step(1, &[FULL]).unwrap();
+    assert_eq!(p.step(2, &[DONE]).unwrap()[0].idle_until, Some(17));
+    // Firm job, 2 slots before 30: available = 7 + 2 + 5 + 10 = 24; minus the 14 promised
+    // idle slots leaves 10 >= 2: the idle period stays, B runs 17-19 (deadline 20 first),
+    // the firm job 20-21.
+    assert_eq!(
+        p.admit_firm(7, 2, 30, None),
+        Admission::Accepted { cpu: 0, bound: 30 }
+    );
+    let runs: Vec<Run> = (3..22).map(|s| p.step(s, &[]).unwrap()[0].run).collect();
+    assert!(runs[..14].iter().all(|r| *r == Run::Idle));
+    assert!(runs[14..17]
+        .iter()
+        .all(|r| matches!(r, Run::Job { task: 1, .. })));
+    assert!(runs[17..]
+        .iter()
+        .all(|r| matches!(r, Run::Job { task: 7, .. })));
+
+    // Same start, but 12 slots before 17: available = 7 + 2 + min(17 - 12, 5) = 14 >= 12,
+    // yet only 14 - 14 = 0 remain after the idle period: the CPU is woken for slot 3.
+    let mut p = planner(
+        vec![job(0, 0, 10, 2), job(1, 12, 20, 3)],
+        30,
+        Policy::Dpm,
+        Freqs::max_only(),
+    );
+    p.step(0, &[]).unwrap();
+    p.step(1, &[FULL]).unwrap();
+    p.step(2, &[DONE]).unwrap();
+    assert_eq!(
+        p.admit_firm(7, 12, 17, None),
+        Admission::Accepted { cpu: 0, bound: 17 }
+    );
+    let d = p.step(3, &[]).unwrap()[0];
+    assert_eq!(
+        (d.run, d.idle_until),
+        (
+            Run::Job {
+                task: 7,
+                kind: scx_tt::planner::JobKind::Firm
+            },
+            None
+        )
+    );
+}

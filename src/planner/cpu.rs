@@ -37,8 +37,8 @@
 //!
 //! acceptance(c, d):  avail = Σ_{I ⊆ [now,d)} max(0, sc(I))
 //!                          + min(d - max(start,now), max(0, sc(I_d)))   // I_d ∋ d, split part
-//!                          - slots still promised to a DPM idle period
 //!                   accept iff avail >= c
+//!                   (a DPM idle period in progress is ended early if the job needs its slots)
 //! guarantee(c, d):  if d inside I = [s,e): split into [s,d) (sc = min(d-s', sc(I)), no jobs)
 //!                   and [d,e) (sc = sc(I) - (d-s'))
 //!                   add the job to the interval ending at d; add_sc(that interval, -c)
@@ -487,7 +487,8 @@ impl CpuState {
         None
     }
 
-    /// Acceptance test for `wcet` slots before `deadline`, from slot `now` on.
+    /// Acceptance test for `wcet` slots before `deadline`, from slot `now` on. Slots promised to
+    /// a DPM idle period count as free: the guarantee routine wakes the CPU if it needs them.
     pub fn acceptance(&self, now: Slot, wcet: u64, deadline: Slot) -> Capacity {
         let d = deadline.min(self.horizon_end());
         let mut avail: i64 = 0;
@@ -505,7 +506,6 @@ impl CpuState {
                 break;
             }
         }
-        avail -= self.idle_until.saturating_sub(now) as i64;
         Capacity {
             needed: wcet,
             available: avail,
@@ -518,6 +518,12 @@ impl CpuState {
         let d = deadline.min(self.horizon_end());
         if wcet == 0 {
             return;
+        }
+        // A DPM idle period in progress keeps going only if the job still fits after it;
+        // otherwise it ends now (the CPU is woken for the next slot).
+        let promised = self.idle_until.saturating_sub(now) as i64;
+        if promised > 0 && self.acceptance(now, wcet, d).available - promised < wcet as i64 {
+            self.idle_until = now;
         }
         let i = self.cur + self.ivs[self.cur..].partition_point(|iv| iv.end < d);
         if self.ivs[i].end != d {

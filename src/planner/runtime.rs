@@ -97,11 +97,11 @@ impl std::fmt::Display for Rejection {
         match self {
             Rejection::Capacity { cpu, cap } => write!(
                 f,
-                "needs {} slots before slot {}, best CPU #{cpu} has {}",
+                "needs {} slots before slot {}, best CPU (index {cpu}) has {}",
                 cap.needed, cap.deadline, cap.available
             ),
             Rejection::Infeasible { cpu, miss } => {
-                write!(f, "frame infeasible on CPU #{cpu}: {miss}")
+                write!(f, "frame infeasible on CPU index {cpu}: {miss}")
             }
             Rejection::Invalid(why) => f.write_str(why),
         }

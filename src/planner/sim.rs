@@ -23,7 +23,7 @@
 use super::cpu::{JobEvent, JobKind, UNIT};
 use super::policy::{Freqs, Policy, Run};
 use super::power::PowerModel;
-use super::runtime::{Admission, CpuInput, Observation, Planner, PlannerConfig};
+use super::runtime::{Admission, CpuInput, Observation, Planner, PlannerConfig, Rejection};
 use crate::plan::{Class, Plan};
 use crate::trace::{SlotKind, SlotRecord};
 use serde::{Deserialize, Serialize};
@@ -136,6 +136,11 @@ pub enum SimError {
     Arrival { name: String, why: String },
     #[error(transparent)]
     Step(#[from] super::runtime::StepError),
+}
+
+/// Parses `arrivals.json` (a JSON list of [`Arrival`]).
+pub fn parse_arrivals(text: &str) -> Result<Vec<Arrival>, serde_json::Error> {
+    serde_json::from_str(text)
 }
 
 /// splitmix64: a small seeded generator (no dependency, reproducible across platforms).
@@ -335,6 +340,29 @@ pub fn simulate(
     Ok(SimOutput { report, records })
 }
 
+/// The rejection in words, naming CPUs by id.
+fn reject_reason(why: &Rejection, plan: &Plan) -> String {
+    let id = |i: usize| plan.managed.get(i).copied().unwrap_or(u32::MAX);
+    match why {
+        Rejection::Capacity { cpu, cap } => format!(
+            "needs {} slots before slot {}; the best CPU ({}) has {} free",
+            cap.needed,
+            cap.deadline,
+            id(*cpu),
+            cap.available
+        ),
+        Rejection::Infeasible { cpu, miss } => format!(
+            "the frame would be infeasible on every CPU; on CPU {}: instance {} misses slot {} with {} of {} slots left",
+            id(*cpu),
+            miss.instance,
+            miss.deadline,
+            miss.remaining,
+            miss.wcet
+        ),
+        Rejection::Invalid(why) => why.clone(),
+    }
+}
+
 fn close_idle_run(run: &mut (u64, bool), st: &mut CpuStats, power: &dyn PowerModel, slot_s: f64) {
     let (len, dpm) = *run;
     if len == 0 {
@@ -406,7 +434,7 @@ fn submit(
         }
         (ArrivalKind::Aperiodic, Some(d), _) => {
             rec.kind = "firm";
-            planner.admit_firm(task, a.wcet, now + d, cpu)
+            planner.admit_firm(task, a.wcet, a.at_slot + d, cpu)
         }
         (ArrivalKind::Periodic, _, Some(p)) => {
             rec.kind = "periodic";
@@ -425,7 +453,7 @@ fn submit(
                 _ => format!("fits the frame; runs from slot {bound}"),
             };
         }
-        Admission::Rejected(why) => rec.reason = why.to_string(),
+        Admission::Rejected(why) => rec.reason = reject_reason(&why, plan),
     }
     Ok(rec)
 }
