@@ -387,3 +387,15 @@ fn an_admission_keeps_a_dpm_idle_period_when_the_job_fits_after_it_and_ends_it_o
         )
     );
 }
+
+#[test]
+fn a_deadline_already_past_is_rejected_with_zero_available() {
+    let mut p = planner(vec![job(0, 0, 10, 2)], 10, Policy::Bss, Freqs::max_only());
+    for s in 0..5 {
+        p.step(s, &[]).unwrap();
+    }
+    match p.admit_firm(1, 1, 3, None) {
+        Admission::Rejected(Rejection::Capacity { cap, .. }) => assert_eq!(cap.available, 0),
+        other => panic!("{other:?}"),
+    }
+}

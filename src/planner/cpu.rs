@@ -492,6 +492,13 @@ impl CpuState {
     pub fn acceptance(&self, now: Slot, wcet: u64, deadline: Slot) -> Capacity {
         let d = deadline.min(self.horizon_end());
         let mut avail: i64 = 0;
+        if d <= now {
+            return Capacity {
+                needed: wcet,
+                available: 0,
+                deadline: d,
+            };
+        }
         for iv in &self.ivs[self.cur..] {
             if iv.end <= now {
                 continue;

@@ -397,7 +397,6 @@ fn submit(
         ),
         None => None,
     };
-    let now = planner.now();
     let mut rec = AdmissionRecord {
         at_slot: a.at_slot,
         name: a.name.clone(),
