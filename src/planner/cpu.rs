@@ -230,6 +230,25 @@ impl CpuState {
         self.soft.len()
     }
 
+    /// Bytes of this CPU's planner state (struct plus heap capacity).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        size_of::<Self>()
+            + self.template.capacity() * size_of::<Job>()
+            + self.template_kind.capacity() * size_of::<JobKind>()
+            + self.template_by_release.capacity() * size_of::<usize>()
+            + self
+                .template_ivs
+                .iter()
+                .map(|i| size_of::<offline::Interval>() + i.jobs.capacity() * size_of::<usize>())
+                .sum::<usize>()
+            + self.ivs.capacity() * size_of::<Iv>()
+            + self.jobs.capacity() * size_of::<LiveJob>()
+            + self.ready.capacity() * size_of::<Reverse<(Slot, usize)>>()
+            + self.unreleased.capacity() * size_of::<usize>()
+            + self.soft.capacity() * size_of::<SoftJob>()
+    }
+
     fn materialise_next_frame(&mut self) {
         let base = self.next_frame * self.frame;
         for iv in &self.template_ivs {
