@@ -61,7 +61,13 @@ fn run(cpus: usize, frame: u64, jobs: u64) {
 
 fn main() {
     println!("planner_admission on {}", common::machine());
-    for (cpus, frame, jobs) in [(1, 1000, 100), (15, 1000, 100), (1, 2000, 1000), (15, 2000, 1000), (64, 500, 10)] {
+    for (cpus, frame, jobs) in [
+        (1, 1000, 100),
+        (15, 1000, 100),
+        (1, 2000, 1000),
+        (15, 2000, 1000),
+        (64, 500, 10),
+    ] {
         run(cpus, frame, jobs);
     }
 }

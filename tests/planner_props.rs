@@ -50,7 +50,7 @@ fn live(cpu: &CpuState) -> Vec<(u64, u64, u64)> {
 /// Property SC-exact, recomputed from scratch: sc(I) = |I ∩ [now,∞)| - Σ committed(I) +
 /// min(0, sc(next)), and sc(I_cur) ≥ 0 (Property SC-nonneg).
 fn check_sc(cpu: &CpuState, now: u64) -> Result<(), String> {
-    let ivs = cpu.intervals();
+    let ivs: Vec<_> = cpu.intervals().collect();
     let mut committed: HashMap<u64, i64> = HashMap::new();
     for j in cpu.live_jobs() {
         assert_eq!((j.rem + j.res) % UNIT, 0, "Property Commit");

@@ -35,7 +35,6 @@ fn planner(jobs: Vec<Job>, frame: u64, policy: Policy, freqs: Freqs) -> Planner 
 fn ivs(p: &Planner) -> Vec<(u64, u64, i64)> {
     p.cpus()[0]
         .intervals()
-        .iter()
         .map(|i| (i.start, i.end, i.sc))
         .collect()
 }
@@ -167,10 +166,11 @@ fn a_job_reaching_its_wcet_is_cut_off_and_reported() {
 }
 
 #[test]
-fn periodic_addition_runs_from_the_frame_after_next_and_removal_returns_capacity() {
+fn periodic_addition_runs_from_the_first_frame_not_yet_built_and_removal_returns_capacity() {
     // Frame 20: A [0,10) wcet 4, B [0,20) wcet 6 -> frame sc (6, 4).
     // Add P: wcet 2, period 10 (instances [0,10), [10,20)): EDF-feasible (4+6+4 = 14 <= 20).
-    // Frames 0 and 1 are materialised, so P runs from slot 40.
+    // During frame 0, frames 0 and 1 are complete and frame 2 is being built: it is finished
+    // with the old template, so P runs from frame 3, slot 60.
     // New template: [0,10) has A+P = 6, [10,20) has B+P = 8 -> sc([10,20)) = 2,
     // sc([0,10)) = 10 - 6 + 0 = 4.
     let mut p = planner(
@@ -182,7 +182,7 @@ fn periodic_addition_runs_from_the_frame_after_next_and_removal_returns_capacity
     p.step(0, &[]).unwrap();
     assert_eq!(
         p.admit_periodic(2, 2, 10, None),
-        Admission::Accepted { cpu: 0, bound: 40 }
+        Admission::Accepted { cpu: 0, bound: 60 }
     );
     // Another 9-slot task every 10 slots cannot fit (4 + 2 + 9 > 10 in [0,10)).
     assert!(matches!(
@@ -190,25 +190,24 @@ fn periodic_addition_runs_from_the_frame_after_next_and_removal_returns_capacity
         Admission::Rejected(Rejection::Infeasible { .. })
     ));
     let mut p_slots = 0;
-    for s in 1..60 {
+    for s in 1..80 {
         let d = p.step(s, &[]).unwrap();
         if matches!(d[0].run, Run::Job { task: 2, .. }) {
-            assert!(s >= 40, "P ran at slot {s}, before its first frame");
+            assert!(s >= 60, "P ran at slot {s}, before its first frame");
             p_slots += 1;
         }
-        if s == 40 {
-            // Frame 2 was materialised at slot 20 with the new template; slot 40 ran A
-            // (-1 + 1), so [40,50) still shows 4.
-            assert_eq!(&ivs(&p)[..2], &[(40, 50, 4), (50, 60, 2)]);
+        if s == 60 {
+            // Slot 60 ran A (-1 + 1), so [60,70) still shows 4.
+            assert_eq!(&ivs(&p)[..2], &[(60, 70, 4), (70, 80, 2)]);
         }
     }
-    assert_eq!(p_slots, 4); // two instances of 2 slots in frame 2
-                            // Removal: frame 3 ([60,80)) still holds P's instances; removing P frees them at once:
-                            // [60,70): 4 + 2 = 6, [70,80): 2 + 2 = 4.
+    assert_eq!(p_slots, 4); // two instances of 2 slots in frame 3
+                            // Removal: frame 4 ([80,100)) holds P's instances; removing P frees them at once:
+                            // [80,90): 4 + 2 = 6, [90,100): 2 + 2 = 4.
     assert!(p.remove_task(2));
     let iv = ivs(&p);
-    let f3: Vec<_> = iv.iter().filter(|i| i.0 >= 60).take(2).collect();
-    assert_eq!(f3, vec![&(60, 70, 6), &(70, 80, 4)]);
+    let f4: Vec<_> = iv.iter().filter(|i| i.0 >= 80).take(2).collect();
+    assert_eq!(f4, vec![&(80, 90, 6), &(90, 100, 4)]);
 }
 
 #[test]

@@ -20,8 +20,9 @@
 //!   holds.
 //! - *spare capacity* `sc(I)`: slots of `I` (from now on) not needed by guaranteed jobs, with
 //!   borrowing: `sc(I) = |I ∩ [now,∞)| − Σ_{j∈I} (rem+res)(j)/UNIT + min(0, sc(next(I)))`.
-//! - *horizon*: the materialised frames, the current one and the next. Firm deadlines are clamped
-//!   to the horizon end (a job meeting an earlier deadline meets its own).
+//! - *horizon*: the current frame and the next one, complete; the frame after them is built a
+//!   little every slot. Firm deadlines are clamped to the horizon end (a job meeting an earlier
+//!   deadline meets its own).
 //!
 //! # Algorithm
 //! ```text
@@ -153,6 +154,11 @@ pub(crate) enum Running {
 }
 
 /// The online state of one managed CPU.
+///
+/// Intervals and jobs live in deques: the front interval is the current one (past intervals are
+/// popped as time passes), jobs are addressed by a sequence number (`seq - job_base` indexes
+/// `jobs`; finished jobs are popped from the front). The frame after next is built a few
+/// intervals and jobs per slot during the current frame, so no slot pays for a whole frame.
 #[derive(Clone, Debug)]
 pub struct CpuState {
     pub(crate) frame: Slot,
@@ -162,17 +168,21 @@ pub struct CpuState {
     /// Template jobs in release order.
     pub(crate) template_by_release: Vec<usize>,
     pub(crate) template_ivs: Vec<offline::Interval>,
-    pub(crate) ivs: Vec<Iv>,
-    /// Index of the interval containing the current slot.
-    pub(crate) cur: usize,
-    pub(crate) jobs: Vec<LiveJob>,
-    /// Released unfinished jobs by (deadline, index); finished ones are dropped lazily.
+    /// Intervals from the current one on: the horizon, then the frame being built.
+    pub(crate) ivs: VecDeque<Iv>,
+    pub(crate) jobs: VecDeque<LiveJob>,
+    /// Sequence number of `jobs[0]`.
+    pub(crate) job_base: usize,
+    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
     pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
-    /// Unreleased jobs in release order.
+    /// Unreleased jobs (seq) in release order.
     pub(crate) unreleased: VecDeque<usize>,
     pub(crate) soft: VecDeque<SoftJob>,
-    /// Next frame to materialise.
+    /// Frames before this one are complete: the horizon ends at `next_frame · frame`.
     pub(crate) next_frame: u64,
+    /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
+    pub(crate) build_iv: usize,
+    pub(crate) build_job: usize,
     /// First slot not promised to a DPM idle period.
     pub(crate) idle_until: Slot,
     pub(crate) running: Running,
@@ -189,41 +199,51 @@ impl CpuState {
             template_kind: kinds.to_vec(),
             template_by_release: Vec::new(),
             template_ivs: Vec::new(),
-            ivs: Vec::new(),
-            cur: 0,
-            jobs: Vec::new(),
+            ivs: VecDeque::new(),
+            jobs: VecDeque::new(),
+            job_base: 0,
             ready: BinaryHeap::new(),
             unreleased: VecDeque::new(),
             soft: VecDeque::new(),
             next_frame: 0,
+            build_iv: 0,
+            build_job: 0,
             idle_until: 0,
             running: Running::Other,
             has_be,
         };
         s.rebuild_template();
-        s.materialise_next_frame();
-        s.materialise_next_frame();
+        s.build(usize::MAX);
+        s.build(usize::MAX);
         s
     }
 
     pub(crate) fn rebuild_template(&mut self) {
         self.template_ivs = offline::intervals(&self.template, self.frame);
-        let mut order: Vec<usize> = (0..self.template.len()).collect();
+        let mut order: Vec<usize> = (0..self.template.len())
+            .filter(|&j| self.template[j].wcet > 0)
+            .collect();
         order.sort_by_key(|&j| (self.template[j].release, self.template[j].deadline, j));
         self.template_by_release = order;
     }
 
-    /// End of the materialised horizon.
+    /// End of the horizon (the complete frames).
     pub fn horizon_end(&self) -> Slot {
         self.next_frame * self.frame
     }
 
-    pub fn intervals(&self) -> &[Iv] {
-        &self.ivs[self.cur..]
+    /// Intervals of the horizon, the current one first.
+    pub fn intervals(&self) -> impl DoubleEndedIterator<Item = &Iv> + '_ {
+        let n = self.ivs.partition_point(|iv| iv.end <= self.horizon_end());
+        self.ivs.range(..n)
     }
 
-    pub fn live_jobs(&self) -> impl Iterator<Item = &LiveJob> {
-        self.jobs.iter().filter(|j| !j.done)
+    /// Unfinished guaranteed jobs of the horizon.
+    pub fn live_jobs(&self) -> impl Iterator<Item = &LiveJob> + '_ {
+        let end = self.horizon_end();
+        self.jobs
+            .iter()
+            .filter(move |j| !j.done && j.deadline <= end)
     }
 
     pub fn soft_queue_len(&self) -> usize {
@@ -249,28 +269,36 @@ impl CpuState {
             + self.soft.capacity() * size_of::<SoftJob>()
     }
 
-    fn materialise_next_frame(&mut self) {
+    /// Builds up to `budget` intervals and `budget` jobs of frame `next_frame`; completes the
+    /// frame when both are done.
+    fn build(&mut self, budget: usize) {
         let base = self.next_frame * self.frame;
-        for iv in &self.template_ivs {
-            let pending = iv
+        let iv_end = self
+            .template_ivs
+            .len()
+            .min(self.build_iv.saturating_add(budget));
+        for t in &self.template_ivs[self.build_iv..iv_end] {
+            let pending = t
                 .jobs
                 .iter()
                 .filter(|&&j| self.template[j].wcet > 0)
                 .count() as u32;
-            self.ivs.push(Iv {
-                start: base + iv.start,
-                end: base + iv.end,
-                sc: iv.sc,
+            self.ivs.push_back(Iv {
+                start: base + t.start,
+                end: base + t.end,
+                sc: t.sc,
                 pending,
             });
         }
-        for &j in &self.template_by_release {
+        self.build_iv = iv_end;
+        let job_end = self
+            .template_by_release
+            .len()
+            .min(self.build_job.saturating_add(budget));
+        for &j in &self.template_by_release[self.build_job..job_end] {
             let t = &self.template[j];
-            if t.wcet == 0 {
-                continue;
-            }
-            self.unreleased.push_back(self.jobs.len());
-            self.jobs.push(LiveJob {
+            self.unreleased.push_back(self.job_base + self.jobs.len());
+            self.jobs.push_back(LiveJob {
                 task: t.task,
                 kind: self.template_kind[j],
                 release: base + t.release,
@@ -280,12 +308,39 @@ impl CpuState {
                 done: false,
             });
         }
-        self.next_frame += 1;
+        self.build_job = job_end;
+        if self.build_iv == self.template_ivs.len()
+            && self.build_job == self.template_by_release.len()
+        {
+            self.next_frame += 1;
+            self.build_iv = 0;
+            self.build_job = 0;
+        }
+    }
+
+    /// Completes the frame being built (before the template changes).
+    fn finish_build(&mut self) {
+        if self.build_iv > 0 || self.build_job > 0 {
+            self.build(usize::MAX);
+        }
+    }
+
+    pub(crate) fn job(&self, seq: usize) -> &LiveJob {
+        &self.jobs[seq - self.job_base]
+    }
+
+    fn job_mut(&mut self, seq: usize) -> &mut LiveJob {
+        &mut self.jobs[seq - self.job_base]
+    }
+
+    /// Whether job `seq` is finished (or already dropped).
+    fn is_done(&self, seq: usize) -> bool {
+        seq < self.job_base || self.jobs[seq - self.job_base].done
     }
 
     /// Index of the interval ending at `deadline` (every live job's interval ends at its deadline).
     pub(crate) fn iv_of(&self, deadline: Slot) -> usize {
-        let i = self.cur + self.ivs[self.cur..].partition_point(|iv| iv.end < deadline);
+        let i = self.ivs.partition_point(|iv| iv.end < deadline);
         debug_assert!(i < self.ivs.len() && self.ivs[i].end == deadline);
         i
     }
@@ -297,7 +352,7 @@ impl CpuState {
             let old = self.ivs[i].sc;
             let new = old + delta;
             self.ivs[i].sc = new;
-            if i <= self.cur {
+            if i == 0 {
                 return;
             }
             delta = new.min(0) - old.min(0);
@@ -308,38 +363,44 @@ impl CpuState {
         }
     }
 
-    fn convert(&mut self, idx: usize) {
-        let whole = self.jobs[idx].res / UNIT;
+    fn convert(&mut self, seq: usize) {
+        let whole = self.job(seq).res / UNIT;
         if whole > 0 {
-            self.jobs[idx].res -= whole * UNIT;
-            let i = self.iv_of(self.jobs[idx].deadline);
+            self.job_mut(seq).res -= whole * UNIT;
+            let i = self.iv_of(self.job(seq).deadline);
             self.add_sc(i, whole as i64);
         }
     }
 
     /// Frees what a finished job still holds.
-    fn finish(&mut self, idx: usize) {
-        let j = &mut self.jobs[idx];
+    fn finish(&mut self, seq: usize) {
+        let j = self.job_mut(seq);
         debug_assert!(!j.done);
         j.done = true;
         let held = (j.rem + j.res) / UNIT;
         j.rem = 0;
         j.res = 0;
-        let i = self.iv_of(self.jobs[idx].deadline);
+        let deadline = j.deadline;
+        let i = self.iv_of(deadline);
         self.ivs[i].pending -= 1;
         if held > 0 {
             self.add_sc(i, held as i64);
+        }
+        while self.jobs.front().is_some_and(|j| j.done) {
+            self.jobs.pop_front();
+            self.job_base += 1;
         }
     }
 
     /// Consumes the slot being decided: it is no longer spare. `run` says what runs in it.
     pub(crate) fn consume(&mut self, run: Running) -> Running {
-        self.ivs[self.cur].sc -= 1;
+        self.ivs[0].sc -= 1;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
-                let e = (freq_ppm as u64).min(self.jobs[idx].rem);
-                self.jobs[idx].rem -= e;
-                self.jobs[idx].res += e;
+                let e = (freq_ppm as u64).min(self.job(idx).rem);
+                let j = self.job_mut(idx);
+                j.rem -= e;
+                j.res += e;
                 self.convert(idx);
                 Running::Job {
                     idx,
@@ -363,35 +424,35 @@ impl CpuState {
         events: &mut Vec<JobEvent>,
     ) {
         let run = std::mem::replace(&mut self.running, Running::Other);
+        let work = |freq_ppm: u32| {
+            (ran_ns.min(slot_ns) as u128 * freq_ppm as u128 / slot_ns.max(1) as u128) as u64
+        };
         match run {
             Running::Job {
                 idx,
                 credited,
                 freq_ppm,
             } => {
-                if self.jobs[idx].done {
+                if self.is_done(idx) {
                     return;
                 }
-                let task = self.jobs[idx].task;
-                let kind = self.jobs[idx].kind;
+                let (task, kind) = (self.job(idx).task, self.job(idx).kind);
                 if done {
                     self.finish(idx);
                     events.push(JobEvent::Completed { task, kind });
                     return;
                 }
-                let ran = (ran_ns.min(slot_ns) as u128 * freq_ppm as u128 / slot_ns.max(1) as u128)
-                    as u64;
+                let ran = work(freq_ppm);
                 if ran < credited {
                     self.uncredit(idx, credited - ran);
                 }
-                if self.jobs[idx].rem == 0 {
+                if self.job(idx).rem == 0 {
                     self.finish(idx);
                     events.push(JobEvent::Overrun { task, kind });
                 }
             }
             Running::Soft { freq_ppm } => {
-                let ran = (ran_ns.min(slot_ns) as u128 * freq_ppm as u128 / slot_ns.max(1) as u128)
-                    as u64;
+                let ran = work(freq_ppm);
                 if let Some(front) = self.soft.front_mut() {
                     front.rem = front.rem.saturating_sub(ran);
                     let task = front.task;
@@ -409,9 +470,9 @@ impl CpuState {
     }
 
     /// The job executed `units` less than credited (its slot was partly lost).
-    fn uncredit(&mut self, idx: usize, units: u64) {
-        self.jobs[idx].rem += units;
-        let j = &mut self.jobs[idx];
+    fn uncredit(&mut self, seq: usize, units: u64) {
+        let j = self.job_mut(seq);
+        j.rem += units;
         if j.res >= units {
             j.res -= units;
             return;
@@ -419,20 +480,20 @@ impl CpuState {
         let short = units - j.res;
         let slots = short.div_ceil(UNIT);
         j.res = slots * UNIT - short;
-        let i = self.iv_of(self.jobs[idx].deadline);
+        let i = self.iv_of(self.job(seq).deadline);
         self.add_sc(i, -(slots as i64));
     }
 
-    /// Moves to `slot`: drops past intervals (reporting misses), materialises the next frame at a
-    /// frame boundary, releases jobs.
+    /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
+    /// next, releases jobs.
     pub(crate) fn advance(&mut self, slot: Slot, events: &mut Vec<JobEvent>) {
-        while let Some(&Reverse((deadline, idx))) = self.ready.peek() {
-            if deadline > slot && !self.jobs[idx].done {
+        while let Some(&Reverse((deadline, seq))) = self.ready.peek() {
+            if deadline > slot && !self.is_done(seq) {
                 break;
             }
             self.ready.pop();
-            if !self.jobs[idx].done {
-                let j = &self.jobs[idx];
+            if !self.is_done(seq) {
+                let j = self.job(seq);
                 events.push(JobEvent::Miss {
                     task: j.task,
                     kind: j.kind,
@@ -440,66 +501,40 @@ impl CpuState {
                     rem_units: j.rem,
                 });
                 // The job's interval is over: it holds nothing any more.
-                let i = self.iv_of(deadline);
-                let j = &mut self.jobs[idx];
-                j.done = true;
-                j.rem = 0;
-                j.res = 0;
-                self.ivs[i].pending -= 1;
+                self.job_mut(seq).rem = 0;
+                self.job_mut(seq).res = 0;
+                self.finish(seq);
             }
         }
-        while self.ivs[self.cur].end <= slot {
-            self.cur += 1;
+        while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
+            self.ivs.pop_front();
         }
-        if slot >= self.horizon_end() - self.frame {
-            self.compact();
-            self.materialise_next_frame();
+        let k = slot / self.frame;
+        while self.next_frame < k + 2 {
+            self.build(usize::MAX);
         }
-        while let Some(&idx) = self.unreleased.front() {
-            if self.jobs[idx].release > slot {
+        if self.next_frame == k + 2 {
+            // Spread frame k+2 over the first half of frame k.
+            let items = self.template_ivs.len().max(self.template_by_release.len()) as u64;
+            let per_slot = items.div_ceil((self.frame / 2).max(1)) + 1;
+            self.build(per_slot as usize);
+        }
+        while let Some(&seq) = self.unreleased.front() {
+            if !self.is_done(seq) && self.job(seq).release > slot {
                 break;
             }
             self.unreleased.pop_front();
-            if !self.jobs[idx].done {
-                self.ready.push(Reverse((self.jobs[idx].deadline, idx)));
+            if !self.is_done(seq) {
+                self.ready.push(Reverse((self.job(seq).deadline, seq)));
             }
-        }
-    }
-
-    /// Drops past intervals and finished jobs (once per frame).
-    fn compact(&mut self) {
-        self.ivs.drain(..self.cur);
-        self.cur = 0;
-        let mut map = vec![usize::MAX; self.jobs.len()];
-        let mut kept = Vec::with_capacity(self.jobs.len());
-        for (i, j) in self.jobs.drain(..).enumerate() {
-            if !j.done {
-                map[i] = kept.len();
-                kept.push(j);
-            }
-        }
-        self.jobs = kept;
-        let ready: Vec<_> = self
-            .ready
-            .drain()
-            .filter_map(|Reverse((d, i))| (map[i] != usize::MAX).then_some(Reverse((d, map[i]))))
-            .collect();
-        self.ready = BinaryHeap::from(ready);
-        self.unreleased = self
-            .unreleased
-            .iter()
-            .filter_map(|&i| (map[i] != usize::MAX).then_some(map[i]))
-            .collect();
-        if let Running::Job { idx, .. } = &mut self.running {
-            *idx = map[*idx];
         }
     }
 
     /// The earliest-deadline released unfinished job.
     pub(crate) fn edf_top(&mut self) -> Option<usize> {
-        while let Some(&Reverse((_, idx))) = self.ready.peek() {
-            if !self.jobs[idx].done {
-                return Some(idx);
+        while let Some(&Reverse((_, seq))) = self.ready.peek() {
+            if !self.is_done(seq) {
+                return Some(seq);
             }
             self.ready.pop();
         }
@@ -518,7 +553,7 @@ impl CpuState {
                 deadline: d,
             };
         }
-        for iv in &self.ivs[self.cur..] {
+        for iv in &self.ivs {
             if iv.end <= now {
                 continue;
             }
@@ -551,7 +586,7 @@ impl CpuState {
         if promised > 0 && self.acceptance(now, wcet, d).available - promised < wcet as i64 {
             self.idle_until = now;
         }
-        let i = self.cur + self.ivs[self.cur..].partition_point(|iv| iv.end < d);
+        let i = self.ivs.partition_point(|iv| iv.end < d);
         if self.ivs[i].end != d {
             // Split [s, e) at d: the part before d keeps the free slots that lie before d.
             let iv = self.ivs[i].clone();
@@ -578,8 +613,8 @@ impl CpuState {
                 (d as i64 - s_eff) + (iv.sc - (d as i64 - s_eff)).min(0)
             );
         }
-        let idx = self.jobs.len();
-        self.jobs.push(LiveJob {
+        let seq = self.job_base + self.jobs.len();
+        self.jobs.push_back(LiveJob {
             task,
             kind: JobKind::Firm,
             release: now,
@@ -590,11 +625,13 @@ impl CpuState {
         });
         self.ivs[i].pending += 1;
         self.add_sc(i, -(wcet as i64));
-        self.ready.push(Reverse((d, idx)));
+        self.ready.push(Reverse((d, seq)));
     }
 
-    /// Finishes every live job of `task` (its capacity returns) and drops it from the template.
+    /// Finishes every live job of `task` (its capacity returns) and drops it from the template
+    /// (the frame being built is completed first, with the old template).
     pub fn remove_task(&mut self, task: usize) -> bool {
+        self.finish_build();
         let before = self.template.len();
         let mut keep = Vec::new();
         let mut kinds = Vec::new();
@@ -609,14 +646,15 @@ impl CpuState {
         self.template_kind = kinds;
         self.rebuild_template();
         let mut live = false;
-        for idx in 0..self.jobs.len() {
-            if !self.jobs[idx].done && self.jobs[idx].task == task {
-                if let Running::Job { idx: r, .. } = self.running {
-                    if r == idx {
-                        self.running = Running::Other;
-                    }
-                }
-                self.finish(idx);
+        let seqs: Vec<usize> = (self.job_base..self.job_base + self.jobs.len())
+            .filter(|&s| !self.is_done(s) && self.job(s).task == task)
+            .collect();
+        for seq in seqs {
+            if matches!(self.running, Running::Job { idx, .. } if idx == seq) {
+                self.running = Running::Other;
+            }
+            if !self.is_done(seq) {
+                self.finish(seq);
                 live = true;
             }
         }
@@ -624,12 +662,13 @@ impl CpuState {
     }
 
     /// Adds the instances of a periodic task to the frame template if the template stays
-    /// EDF-feasible; they join the horizon from the next materialised frame on. Returns the
-    /// first slot of that frame, or the EDF miss.
+    /// EDF-feasible; they join from the first frame not yet built (the frame being built is
+    /// completed first). Returns the first slot of that frame, or the EDF miss.
     pub fn add_periodic(&mut self, instances: &[Job]) -> Result<Slot, offline::Miss> {
         let mut jobs = self.template.clone();
         jobs.extend_from_slice(instances);
         offline::edf(&jobs, self.frame)?;
+        self.finish_build();
         self.template = jobs;
         self.template_kind
             .extend(std::iter::repeat_n(JobKind::Periodic, instances.len()));

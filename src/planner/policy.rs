@@ -196,11 +196,13 @@ pub struct Decision {
 
 /// Algorithm 2: slots the CPU may stay idle from now on (nothing is ready).
 pub fn idle_duration(cpu: &CpuState) -> u64 {
-    let ivs = &cpu.ivs;
-    let cur = cpu.cur;
-    let mut d = ivs[cur].sc.max(0) as u64;
-    if ivs[cur].pending == 0 {
-        for iv in &ivs[cur + 1..] {
+    let mut ivs = cpu.intervals();
+    let Some(cur) = ivs.next() else {
+        return 0;
+    };
+    let mut d = cur.sc.max(0) as u64;
+    if cur.pending == 0 {
+        for iv in ivs {
             d += iv.sc.max(0) as u64;
             if iv.pending > 0 {
                 break;
@@ -210,13 +212,13 @@ pub fn idle_duration(cpu: &CpuState) -> u64 {
     d
 }
 
-/// Algorithm 3: units of slack job `idx` may spend by running slower.
-pub fn available_slack(cpu: &CpuState, idx: usize, free_intervals: bool) -> u64 {
-    let j = &cpu.jobs[idx];
+/// Algorithm 3: units of slack job `seq` may spend by running slower.
+pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
+    let j = cpu.job(seq);
     let ij = cpu.iv_of(j.deadline);
     let mut a = j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT;
     if free_intervals {
-        let mut i = cpu.cur;
+        let mut i = 0;
         while i != ij && cpu.ivs[i].pending == 0 && cpu.ivs[i].sc > 0 {
             a += cpu.ivs[i].sc as u64 * UNIT;
             i += 1;
@@ -241,7 +243,7 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
         };
     }
     if let Some(front) = cpu.soft.front() {
-        if cpu.ivs[cpu.cur].sc > 0 {
+        if cpu.ivs[0].sc > 0 {
             let task = front.task;
             cpu.consume(Running::Soft { freq_ppm: max });
             return Decision {
@@ -256,10 +258,10 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
             Policy::Bss | Policy::Dpm => max,
             Policy::Dvfs | Policy::DpmDvfs => {
                 let a = available_slack(cpu, idx, policy == Policy::Dvfs);
-                freqs.for_work(cpu.jobs[idx].rem, a)
+                freqs.for_work(cpu.job(idx).rem, a)
             }
         };
-        let (task, kind) = (cpu.jobs[idx].task, cpu.jobs[idx].kind);
+        let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
         cpu.consume(Running::Job {
             idx,
             credited: 0,

@@ -23,12 +23,13 @@
 //! Periodic tasks are tested the same way with the frame template's EDF feasibility.
 //!
 //! # Frames
-//! The horizon holds the current and the next frame; at each frame boundary the frame after next
-//! is materialised from the template (offline jobs plus admitted periodic tasks). Firm deadlines
-//! are clamped to the horizon end (at least one whole frame ahead), a source of pessimism for
-//! deadlines further away. A periodic task admitted or removed in frame `k` changes the template
-//! used from frame `k+2` on (the horizon already holds `k+1`); a removal also frees the capacity
-//! its live jobs still hold at once.
+//! The horizon holds the current and the next frame; during frame `k` the frame `k+2` is built
+//! from the template (offline jobs plus admitted periodic tasks) a few intervals and jobs per
+//! slot, so that it is complete when `k+1` starts. Firm deadlines are clamped to the horizon end
+//! (at least one whole frame ahead), a source of pessimism for deadlines further away. A periodic
+//! task admitted or removed in frame `k` changes the template from frame `k+3` on (`k+1` is
+//! complete and `k+2` is finished with the old template first); a removal also frees the
+//! capacity its live jobs still hold at once.
 
 use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, UNIT};
 use super::offline::{Job, Miss, Slot};
@@ -300,7 +301,7 @@ impl Planner {
         let target = cpu.filter(|&c| c < self.cpus.len()).or_else(|| {
             (0..self.cpus.len()).min_by_key(|&i| {
                 let c = &self.cpus[i];
-                (c.soft.len(), -c.ivs[c.cur].sc, i)
+                (c.soft.len(), -c.ivs[0].sc, i)
             })
         })?;
         self.cpus[target].soft.push_back(SoftJob {
