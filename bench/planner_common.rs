@@ -61,3 +61,8 @@ pub fn stats(samples: &mut [u64]) -> (f64, u64, u64) {
     let q = |p: f64| samples[((n as f64 * p) as usize).min(n - 1)];
     (mean, q(0.99), q(0.999))
 }
+
+/// Median of sorted `samples` (call after [`stats`]).
+pub fn median(sorted: &[u64]) -> u64 {
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0)
+}

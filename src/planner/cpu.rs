@@ -544,6 +544,12 @@ impl CpuState {
     /// Acceptance test for `wcet` slots before `deadline`, from slot `now` on. Slots promised to
     /// a DPM idle period count as free: the guarantee routine wakes the CPU if it needs them.
     pub fn acceptance(&self, now: Slot, wcet: u64, deadline: Slot) -> Capacity {
+        self.acceptance_until(now, wcet, deadline, i64::MAX)
+    }
+
+    /// [`Self::acceptance`] that stops counting once `enough` free slots are found (then
+    /// `available` is a lower bound ≥ `enough`).
+    pub fn acceptance_until(&self, now: Slot, wcet: u64, deadline: Slot, enough: i64) -> Capacity {
         let d = deadline.min(self.horizon_end());
         let mut avail: i64 = 0;
         if d <= now {
@@ -562,6 +568,9 @@ impl CpuState {
             }
             if iv.end <= d {
                 avail += iv.sc.max(0);
+                if avail >= enough {
+                    break;
+                }
             } else {
                 avail += (d - iv.start.max(now)).min(iv.sc.max(0) as u64) as i64;
                 break;
@@ -583,7 +592,13 @@ impl CpuState {
         // A DPM idle period in progress keeps going only if the job still fits after it;
         // otherwise it ends now (the CPU is woken for the next slot).
         let promised = self.idle_until.saturating_sub(now) as i64;
-        if promised > 0 && self.acceptance(now, wcet, d).available - promised < wcet as i64 {
+        if promised > 0
+            && self
+                .acceptance_until(now, wcet, d, promised + wcet as i64)
+                .available
+                - promised
+                < wcet as i64
+        {
             self.idle_until = now;
         }
         let i = self.ivs.partition_point(|iv| iv.end < d);

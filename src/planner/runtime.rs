@@ -209,6 +209,17 @@ impl Planner {
         cpu: Option<usize>,
     ) -> Admission {
         let now = self.next_slot;
+        if let Some(c) = cpu.filter(|&c| c < self.cpus.len()) {
+            // The requested CPU first; counting stops as soon as the job fits.
+            let cap = self.cpus[c].acceptance_until(now, wcet, deadline, wcet as i64);
+            if cap.available >= wcet as i64 {
+                self.cpus[c].guarantee(now, task, wcet, deadline);
+                return Admission::Accepted {
+                    cpu: c,
+                    bound: cap.deadline,
+                };
+            }
+        }
         let caps: Vec<Capacity> = self
             .cpus
             .iter()
