@@ -340,7 +340,9 @@ impl CpuState {
 
     /// Index of the interval ending at `deadline` (every live job's interval ends at its deadline).
     pub(crate) fn iv_of(&self, deadline: Slot) -> usize {
-        let i = self.ivs.partition_point(|iv| iv.end < deadline);
+        // Running jobs are mostly due within the next few intervals: probe those first.
+        let near = self.ivs.iter().take(8).position(|iv| iv.end >= deadline);
+        let i = near.unwrap_or_else(|| self.ivs.partition_point(|iv| iv.end < deadline));
         debug_assert!(i < self.ivs.len() && self.ivs[i].end == deadline);
         i
     }

@@ -196,7 +196,8 @@ pub struct Decision {
 
 /// Algorithm 2: slots the CPU may stay idle from now on (nothing is ready).
 pub fn idle_duration(cpu: &CpuState) -> u64 {
-    let mut ivs = cpu.intervals();
+    let end = cpu.horizon_end();
+    let mut ivs = cpu.ivs.iter().take_while(|iv| iv.end <= end);
     let Some(cur) = ivs.next() else {
         return 0;
     };
