@@ -8,6 +8,7 @@
 //!   (Algorithm 2's duration);
 //! - a firm job (c, d) is accepted iff the ALAP schedule has ≥ c free slots in [now, d); a DPM
 //!   idle period goes on iff those c slots also exist in [idle_until, d).
+//!
 //! Jobs run exactly their WCET, so both sides see identical observations.
 
 use proptest::prelude::*;
@@ -90,7 +91,7 @@ impl Reference {
 
     /// Decides slot `s`: (run, idle_until).
     fn decide(&mut self, s: u64) -> (Run, Option<u64>) {
-        if s > 0 && s % FRAME == 0 {
+        if s > 0 && s.is_multiple_of(FRAME) {
             self.add_frame();
         }
         self.jobs.retain(|j| j.left > 0);

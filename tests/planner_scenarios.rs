@@ -398,3 +398,25 @@ fn a_deadline_already_past_is_rejected_with_zero_available() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_partly_stolen_slot_gives_the_work_back_and_costs_capacity() {
+    // A [0,10) wcet 2, frame 10: sc = 8. Slot 0 is charged as a full slot of A:
+    // sc = 8 - 1 + 1 = 8, rem = 1.
+    // A really ran only half of slot 0 and did not complete: rem = 1.5 slots, which hold
+    // 2 whole slots again -> sc = 8 - 1 = 7 before slot 1 is charged.
+    // Slot 1 runs A (-1, +1 converted): sc = 7; A holds rem 0.5 + res 0.5 = 1 slot, and
+    // slots 2..9 (8) minus that 1 = 7: consistent.
+    let mut p = planner(vec![job(0, 0, 10, 2)], 10, Policy::Bss, Freqs::max_only());
+    p.step(0, &[]).unwrap();
+    assert_eq!(ivs(&p)[0].2, 8);
+    let half = Observation {
+        ran_ns: SLOT_NS / 2,
+        done: false,
+    };
+    let d = p.step(1, &[half]).unwrap()[0];
+    assert!(matches!(d.run, Run::Job { task: 0, .. }));
+    assert_eq!(ivs(&p)[0].2, 7);
+    let j = p.cpus()[0].live_jobs().next().unwrap();
+    assert_eq!((j.rem, j.res), (UNIT / 2, UNIT / 2));
+}

@@ -257,7 +257,7 @@ impl Planner {
         period: Slot,
         cpu: Option<usize>,
     ) -> Admission {
-        if period == 0 || self.frame % period != 0 {
+        if period == 0 || !self.frame.is_multiple_of(period) {
             return Admission::Rejected(Rejection::Invalid(format!(
                 "period {period} does not divide the frame of {} slots",
                 self.frame
