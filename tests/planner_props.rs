@@ -68,9 +68,20 @@ fn check_sc(cpu: &CpuState, now: u64) -> Result<(), String> {
         }
         borrow = want.min(0);
     }
+    // Property Cover: sorted, disjoint, contiguous up to the horizon end.
+    for w in ivs.windows(2) {
+        if w[0].end != w[1].start || w[0].start >= w[0].end {
+            return Err(format!("Property Cover: {:?} then {:?}", w[0], w[1]));
+        }
+    }
+    if ivs.last().map(|i| i.end) != Some(cpu.horizon_end()) {
+        return Err("Property Cover: intervals stop before the horizon end".into());
+    }
     let first_live = ivs.iter().find(|i| i.end > now).expect("horizon ahead");
     if first_live.sc < 0 {
-        return Err(format!("current interval {first_live:?} has negative sc"));
+        return Err(format!(
+            "Property SC-nonneg: current interval {first_live:?} has negative sc"
+        ));
     }
     Ok(())
 }
@@ -186,6 +197,7 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
             .map_err(|e| e.to_string())?[0];
         for &(_, e) in p.events() {
             match e {
+                // Properties Safe-freq and Safe-idle (policy.rs): no guaranteed job misses.
                 JobEvent::Miss { .. } => return Err(format!("{e:?} at slot {slot}")),
                 JobEvent::Completed { task, .. }
                 | JobEvent::Overrun { task, .. }
