@@ -22,8 +22,7 @@ BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline"
 for b in "${BINARIES[@]}"; do
   [ -n "$b" ] && [ -x "$b" ] || die "missing binary '$b' (cargo build --release; scripts/install-deps.sh)"
 done
-file -L /bin/busybox 2>/dev/null | grep -q 'statically linked' \
-  || [ "$(ldd /bin/busybox 2>&1 | grep -c 'not a dynamic')" = 1 ] \
+[[ $(ldd /bin/busybox 2>&1 || true) == *"not a dynamic"* ]] \
   || die "/bin/busybox is not static: install busybox-static"
 
 mkdir -p "$VM_DIR"

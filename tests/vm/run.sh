@@ -9,8 +9,8 @@
 # paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh).
 #
 # Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
-# (the last try), files/ (the files the guest sent over its second serial port) and
-# results.env (scalar results, also in files/).
+# (the last try), files/ (the files the guest sent over its second serial port),
+# results.env (scalar results, also in files/) and scenario.rc (when the guest completed).
 #
 # A try whose guest crashed (Oops, panic) or hung (no completion marker before the timeout) is
 # retried, up to --tries times (default 3; TCG's multi-threaded mode has a rare text-patching
@@ -73,6 +73,7 @@ for try in $(seq 1 "$TRIES"); do
     extract_files "$serial"
     cp "$OUT/files/results.env" "$OUT/results.env" 2>/dev/null || touch "$OUT/results.env"
     rc=$(sed -n 's/^=== tt-vm: done rc=\([0-9]*\).*/\1/p' "$console" | tail -1)
+    echo "$rc" > "$OUT/scenario.rc"
     [ "$try" -gt 1 ] && log "$SCENARIO: completed on try $try of $TRIES"
     log "$SCENARIO: scenario exit code $rc; results in $OUT"
     exit "$rc"
