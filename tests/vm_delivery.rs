@@ -184,3 +184,40 @@ fn demo_plan_delivers_its_slots_and_keeps_others_off_managed_cpus() {
     }
     c.finish();
 }
+
+/// The summary of the agreed interface (docs/run-output.md), 10 s of 10 ms slots on CPU 1;
+/// `delivered_ns` of task a and `foreign_ns` are parameters.
+fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
+    let json = format!(
+        r#"{{ "slot_us": 10000, "duration_ns": 10000000000, "exit": "duration",
+  "tasks": [ {{ "name": "a", "class": "tt", "cpu": 1, "tids": [123], "state": "running",
+               "planned_ns": 5000000000, "delivered_ns": {delivered_ns}, "outside_ns": 1000000,
+               "run_ns": 5000000000 }},
+             {{ "name": "z", "class": "be", "cpu": null, "tids": [124], "state": "running",
+               "planned_ns": 0, "delivered_ns": 0, "outside_ns": 0, "run_ns": 4000000000 }} ],
+  "cpus": [ {{ "cpu": 1, "managed": true, "ticks": 1000,
+              "late_ns": {{ "min": 1000, "p50": 50000, "p99": 900000, "max": 3000000 }},
+              "late_hist": [ {{ "le_ns": 100000, "count": 700 }}, {{ "le_ns": null, "count": 300 }} ],
+              "stolen_ns": 2000000, "kthread_ns": 2000000, "foreign_ns": {foreign_ns},
+              "be_while_tt_ready_ns": 0, "bpf_tick_ns_avg": 850.5 }} ] }}"#
+    );
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn checks_pass_on_a_good_summary() {
+    let mut c = Checks::default();
+    check_run(&mut c, "sample", &sample_summary(4_900_000_000, 0));
+    assert_eq!(c.failures(), &[] as &[String]);
+}
+
+#[test]
+fn checks_catch_short_delivery_and_foreign_time() {
+    let mut c = Checks::default();
+    // 4.4 s of 5 s planned is 88 % < 90 %; 1 us of foreign time on a managed CPU.
+    check_run(&mut c, "sample", &sample_summary(4_400_000_000, 1_000));
+    let f = c.failures();
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f[0].contains("outside the plan for 1000 ns"), "{f:?}");
+    assert!(f[1].contains("delivered 88.0 %"), "{f:?}");
+}

@@ -332,6 +332,10 @@ impl Checks {
         }
     }
 
+    pub fn failures(&self) -> &[String] {
+        &self.failures
+    }
+
     pub fn finish(self) {
         assert!(
             self.failures.is_empty(),
