@@ -31,6 +31,18 @@ struct Late {
     max: i64,
 }
 
+/// One entry of `bpftool -j prog show` (run_* only with kernel.bpf_stats_enabled=1).
+#[derive(Deserialize)]
+struct Prog {
+    id: u64,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    run_time_ns: u64,
+    #[serde(default)]
+    run_cnt: u64,
+}
+
 const SLOTS_US: [u64; 2] = [1_000, 10_000];
 const MEASURED_CPU: u32 = 1;
 
@@ -55,6 +67,44 @@ fn ratio(base: i64, bpf: i64) -> String {
     } else {
         format!("{:.1}x", base as f64 / bpf as f64)
     }
+}
+
+/// Per-program BPF run time between the two bpftool snapshots of one slot length, and the total
+/// per slot (all CPUs) and as a share of one CPU.
+fn bpf_programs(out: &harness::VmOutput, slot_us: u64) -> Result<String, String> {
+    let a: Vec<Prog> = out.json(&format!("bpf_{slot_us}_a.json"))?;
+    let b: Vec<Prog> = out.json(&format!("bpf_{slot_us}_b.json"))?;
+    let window_ms = out.number(&format!("bpf_{slot_us}_window_ms"))?.max(1) as u64;
+    let slots = (window_ms * 1000 / slot_us).max(1);
+    let mut t = String::new();
+    let mut total_ns = 0;
+    for p in b.iter().filter(|p| p.run_cnt > 0) {
+        let (t0, c0) = a
+            .iter()
+            .find(|q| q.id == p.id)
+            .map_or((0, 0), |q| (q.run_time_ns, q.run_cnt));
+        let (dt, dc) = (
+            p.run_time_ns.saturating_sub(t0),
+            p.run_cnt.saturating_sub(c0),
+        );
+        total_ns += dt;
+        let avg = if dc == 0 { 0.0 } else { dt as f64 / dc as f64 };
+        let _ = writeln!(
+            t,
+            "  {slot_us:>6} us slots  {:<24} {dc:>8} runs  {avg:>8.0} ns/run",
+            p.name
+        );
+    }
+    let _ = writeln!(
+        t,
+        "  {slot_us:>6} us slots  total {:.0} ns of BPF per slot ({slots} slots in {window_ms} ms), {:.2} % of one CPU",
+        total_ns as f64 / slots as f64,
+        100.0 * total_ns as f64 / (window_ms as f64 * 1e6)
+    );
+    if total_ns == 0 {
+        return Err(format!("{t}no BPF run time recorded (bpf_stats_enabled?)"));
+    }
+    Ok(t)
 }
 
 fn main() {
@@ -159,6 +209,19 @@ fn main() {
             ratio(b.p99, l.p99),
             ratio(b.max, l.max)
         );
+    }
+    let _ = writeln!(
+        t,
+        "\nBPF programs over a steady-state window (bpftool, run_time_ns / run_cnt):"
+    );
+    for slot in SLOTS_US {
+        match bpf_programs(&out, slot) {
+            Ok(text) => t.push_str(&text),
+            Err(e) => {
+                let _ = writeln!(t, "{slot} us: {e}");
+                failed = true;
+            }
+        }
     }
     print!("{t}");
     let path = harness::repo().join("bench/results/lateness.txt");

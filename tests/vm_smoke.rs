@@ -24,7 +24,13 @@ fn guest_kernel_has_sched_ext_and_every_binary_runs() {
         Ok("disabled"),
         "a scheduler is attached at boot"
     );
-    for bin in ["scx_tt", "tt_timer_baseline", "stress-ng", "cyclictest"] {
+    for bin in [
+        "scx_tt",
+        "tt_timer_baseline",
+        "stress-ng",
+        "cyclictest",
+        "bpftool",
+    ] {
         assert_eq!(
             out.result(&format!("bin_{bin}")),
             Ok("runs"),

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and scenarios, scx_tt and
-# tt_timer_baseline (release builds), stress-ng and cyclictest from Debian, the shared libraries
-# of every binary (found with ldd), schedules/ and the test plans.
+# tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian, the shared
+# libraries of every binary (found with ldd), schedules/ and the test plans.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
 set -euo pipefail
@@ -18,7 +18,8 @@ while [ $# -gt 0 ]; do
 done
 
 BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline"
-          "$(command -v stress-ng || true)" "$(command -v cyclictest || true)")
+          "$(command -v stress-ng || true)" "$(command -v cyclictest || true)"
+          "$(command -v bpftool || true)")
 for b in "${BINARIES[@]}"; do
   [ -n "$b" ] && [ -x "$b" ] || die "missing binary '$b' (cargo build --release; scripts/install-deps.sh)"
 done
@@ -37,7 +38,7 @@ cp "$VM_SRC"/plans/*.json "$ROOT/tt/plans/" 2>/dev/null || true
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
-cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$ROOT/usr/bin/"
+cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
 
 # Shared libraries at their host paths (ldd prints nothing useful for static binaries).
 for b in "${BINARIES[@]}"; do

@@ -5,7 +5,7 @@ ok=0
 [ -d /sys/kernel/sched_ext ] && result sched_ext present || { result sched_ext missing; ok=1; }
 result state "$(scx_state)"
 result cpus "$(nproc)"
-for b in scx_tt tt_timer_baseline stress-ng cyclictest; do
+for b in scx_tt tt_timer_baseline stress-ng cyclictest bpftool; do
   if "$b" --help > /dev/null 2>&1 || "$b" --version > /dev/null 2>&1; then
     result "bin_$b" runs
   else
