@@ -28,6 +28,7 @@ done
 
 mkdir -p "$VM_DIR"
 ROOT=$(mktemp -d "$VM_DIR/root.XXXX")
+chmod 755 "$ROOT"   # the guest's /: unprivileged users must traverse it
 trap 'rm -rf "$ROOT"' EXIT
 mkdir -p "$ROOT"/{bin,usr/bin,dev,proc,sys,tmp,run,out,tt/scenarios,tt/plans,schedules}
 cp /bin/busybox "$ROOT/bin/busybox"

@@ -7,9 +7,13 @@ run_scx_tt missing_pid --table $P/missing_pid.json --duration-s 5
 run_scx_tt missing_cpu --table $P/missing_cpu.json --duration-s 5
 
 # Not root: the same valid plan as an unprivileged user.
-echo "tt-vm: run scx_tt as uid 1000"
-setpriv --reuid=1000 --regid=1000 --clear-groups \
-  scx_tt --table $P/one_cpu.json --duration-s 5 > $OUT/not_root.out 2> $OUT/not_root.err
+mkdir -p /etc
+echo 'root:x:0:0::/:/bin/sh' > /etc/passwd
+echo 'tt:x:1000:1000::/tmp:/bin/sh' >> /etc/passwd
+printf 'root:x:0:\ntt:x:1000:\n' > /etc/group
+echo "tt-vm: run scx_tt as user tt (uid 1000)"
+su -s /bin/sh tt -c "scx_tt --table $P/one_cpu.json --duration-s 5" \
+  > $OUT/not_root.out 2> $OUT/not_root.err
 result not_root_rc $?
 result not_root_state "$(scx_state)"
 cat $OUT/not_root.err
