@@ -63,7 +63,7 @@ boot() {
     timeout "$TIMEOUT_S" "${cmd[@]}" < /dev/null 2>&1 | tr -d '\r' > "$console" || true
   fi
   log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL)"
-  grep -q '^=== tt-vm: done rc=' "$console"
+  grep -q '^=== tt-vm: done rc=' "$console" && tr -d '\r' < "$serial" | grep -c '^=== tt-files complete' > /dev/null
 }
 
 for try in $(seq 1 "$TRIES"); do
@@ -83,7 +83,7 @@ for try in $(seq 1 "$TRIES"); do
     log "$SCENARIO: try $try of $TRIES: guest kernel crashed:"
     grep -m3 -E 'Oops|Kernel panic|BUG: |RIP:' "$console" | sed 's/^/    /' >&2
   else
-    log "$SCENARIO: try $try of $TRIES: no completion marker within ${TIMEOUT_S} s (guest hung); last lines:"
+    log "$SCENARIO: try $try of $TRIES: no completion marker, or files incomplete, within ${TIMEOUT_S} s (guest hung); last lines:"
     tail -n 5 "$console" | sed 's/^/    /' >&2
   fi
   [ "$try" -lt "$TRIES" ] && log "$SCENARIO: retrying"

@@ -58,4 +58,7 @@ send_out_files() {
     echo
     echo "=== tt-file $(basename "$f") end"
   done > /dev/ttyS1
+  # Closing the tty above waited for its output to drain; this marker tells the host that
+  # every file arrived.
+  echo "=== tt-files complete" > /dev/ttyS1
 }
