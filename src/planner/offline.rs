@@ -295,4 +295,87 @@ mod tests {
         let got: Vec<_> = iv.iter().map(|i| (i.start, i.end, i.sc)).collect();
         assert_eq!(got, vec![(0, 4, 2), (4, 6, -1), (6, 8, 2)]);
     }
+
+    fn spans(iv: &[Interval]) -> Vec<(Slot, Slot, i64)> {
+        iv.iter().map(|i| (i.start, i.end, i.sc)).collect()
+    }
+
+    #[test]
+    fn intervals_jobs_sharing_a_deadline_with_different_releases() {
+        // J2 [0,2) w1; J0 [2,8) w1 and J1 [4,8) w2 share deadline 8. Frame 8.
+        // I0 = [0,2) {J2}; I1 starts at max(2, min(2, 4)) = 2: [2,8) {J0, J1}.
+        // sc(I1) = 6 - (1 + 2) + 0 = 3; sc(I0) = 2 - 1 + min(3, 0) = 1.
+        let jobs = vec![job(0, 2, 8, 1), job(1, 4, 8, 2), job(2, 0, 2, 1)];
+        let iv = intervals(&jobs, 8);
+        assert_eq!(spans(&iv), vec![(0, 2, 1), (2, 8, 3)]);
+        assert_eq!(iv[1].jobs, vec![0, 1]);
+    }
+
+    #[test]
+    fn intervals_empty_interval_before_a_late_release() {
+        // J0 [0,3) w1; J1 [5,8) w2; frame 10.
+        // I0 = [0,3); J1's interval starts at max(3, 5) = 5, so [3,5) is an empty interval;
+        // [8,10) is an empty tail. Backwards: tail 2; [5,8): 3 - 2 = 1; [3,5): 2 - 0 = 2;
+        // [0,3): 3 - 1 = 2.
+        let jobs = vec![job(0, 0, 3, 1), job(1, 5, 8, 2)];
+        let iv = intervals(&jobs, 10);
+        assert_eq!(
+            spans(&iv),
+            vec![(0, 3, 2), (3, 5, 2), (5, 8, 1), (8, 10, 2)]
+        );
+        assert!(iv[1].is_empty() && iv[3].is_empty());
+    }
+
+    #[test]
+    fn intervals_negative_sc_borrows_from_predecessor() {
+        // J0 [0,4) w1; J1 [1,6) w4. I0 = [0,4); I1 = [max(4, 1), 6) = [4,6).
+        // sc(I1) = 2 - 4 = -2: J1 needs 2 slots before slot 4, lent by I0.
+        // sc(I0) = 4 - 1 + (-2) = 1. Latest execution: J1 at 2,3,4,5; J0 at 1; slot 0 free.
+        let jobs = vec![job(0, 0, 4, 1), job(1, 1, 6, 4)];
+        assert_eq!(spans(&intervals(&jobs, 6)), vec![(0, 4, 1), (4, 6, -2)]);
+    }
+
+    #[test]
+    fn intervals_borrowing_crosses_a_full_interval_into_an_empty_one() {
+        // J1 [2,5) w3 (its interval starts at 2: [0,2) is empty); J2 [0,6) w2 ends [5,6).
+        // sc([5,6)) = 1 - 2 = -1; sc([2,5)) = 3 - 3 + (-1) = -1; sc([0,2)) = 2 - 0 + (-1) = 1.
+        // Latest execution: J2 at 5 and 1, J1 at 2,3,4: exactly slot 0 of [0,2) is free.
+        let jobs = vec![job(1, 2, 5, 3), job(2, 0, 6, 2)];
+        assert_eq!(
+            spans(&intervals(&jobs, 6)),
+            vec![(0, 2, 1), (2, 5, -1), (5, 6, -1)]
+        );
+    }
+
+    #[test]
+    fn intervals_cover_frame_without_jobs() {
+        assert_eq!(spans(&intervals(&[], 7)), vec![(0, 7, 7)]);
+    }
+
+    #[test]
+    fn tie_break_same_deadline_earlier_release_first() {
+        // J0 [2,10) w2, J1 [0,10) w2, J2 [0,1) w1: slot 0 J2; slot 1 J1 (only ready);
+        // slot 2: J0 and J1 tie on deadline 10, J1 released earlier: J1 [1,3), then J0 [3,5).
+        let jobs = vec![job(0, 2, 10, 2), job(1, 0, 10, 2), job(2, 0, 1, 1)];
+        let t: Vec<_> = edf(&jobs, 10)
+            .unwrap()
+            .iter()
+            .map(|r| (r.start, r.end, r.job))
+            .collect();
+        assert_eq!(t, vec![(0, 1, 2), (1, 3, 1), (3, 5, 0)]);
+    }
+
+    #[test]
+    fn tie_break_same_deadline_and_release_lower_task_first() {
+        let jobs = vec![job(3, 0, 4, 1), job(1, 0, 4, 1)];
+        let t = edf(&jobs, 4).unwrap();
+        assert_eq!((t[0].job, t[1].job), (1, 0));
+    }
+
+    #[test]
+    fn edf_idles_until_the_next_release() {
+        // J0 [3,5) w2 alone: slots 0-2 free, J0 at [3,5).
+        let t = edf(&[job(0, 3, 5, 2)], 6).unwrap();
+        assert_eq!((t[0].start, t[0].end), (3, 5));
+    }
 }
