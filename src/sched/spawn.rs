@@ -13,25 +13,19 @@ pub struct Spawned {
 }
 
 impl Spawned {
-    /// Spawn `argv` in its own process group, stopped before exec (SIGSTOP in the child).
+    /// Spawn `argv` in its own process group, stopped before it execs the workload: a shell
+    /// stops itself, then `exec`s argv in the same process (same pid). (A SIGSTOP in a
+    /// pre_exec hook would deadlock: std waits for the exec to report success.)
     pub fn stopped(argv: &[String]) -> io::Result<Spawned> {
-        let (prog, args) = argv
-            .split_first()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty cmd"))?;
-        let mut cmd = Command::new(prog);
-        cmd.args(args)
+        if argv.is_empty() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "empty cmd"));
+        }
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", r#"kill -STOP $$ && exec "$@""#, "scx_tt-spawn"])
+            .args(argv)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .process_group(0);
-        // SAFETY: raise() is async-signal-safe, as required between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                if libc::raise(libc::SIGSTOP) != 0 {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
         let child = cmd.spawn()?;
         let pid = child.id();
         let mut status = 0;
@@ -41,7 +35,8 @@ impl Spawned {
         }
         if !libc::WIFSTOPPED(status) {
             return Err(io::Error::other(format!(
-                "{prog} did not stop before exec (status {status:#x})"
+                "{} did not stop before exec (status {status:#x})",
+                argv[0]
             )));
         }
         Ok(Spawned {
