@@ -68,6 +68,9 @@
  *   grid points and each piece is added to the record of its slot (two records are open, the
  *   ending and the starting slot, so a late tick loses nothing). Per task, run_ns and
  *   inside_ns (inside its own slots; be: on a managed CPU) sum all CPUs.
+ *   be_ready_ns counts be time while the owner waited in its DSQ, from the later of the
+ *   owner's wakeup and the slot's tick: before the tick the scheduler could not act yet, and
+ *   that time shows up as tick lateness instead.
  *
  * F. What userspace may change while running
  *   - task_ctx entries (add threads found later, delete exited ones): a thread's next enqueue
@@ -164,6 +167,7 @@ enum tt_run_kind {
 struct tt_slot_acc {
 	struct tt_slot_rec rec; /* rec.slot says which slot it collects */
 	bool open;
+	bool ticked; /* the slot's tick has fired (kick issued) */
 };
 
 struct tt_cpu_acct {
@@ -263,6 +267,7 @@ static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 	acc->rec.owner = owner_of(cpu, slot);
 	acc->rec.be_top = TT_NO_TASK;
 	acc->open = true;
+	acc->ticked = false;
 }
 
 /* Add @ns that ran in @slot on managed CPU @cpu to the slot's record. */
@@ -298,7 +303,8 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 		rec->be_top = a->cur_task;
 		if (ts)
 			__sync_fetch_and_add(&ts->inside_ns, ns);
-		if (rec->owner != TT_NO_TASK &&
+		/* before the slot's tick fired, the overrun is tick lateness, not a choice */
+		if (acc->ticked && rec->owner != TT_NO_TASK &&
 		    scx_bpf_dsq_nr_queued(task_dsq(rec->owner)) > 0) {
 			ready = a->owner_ready_ns;
 			from = ready > piece_start ? ready : piece_start;
@@ -370,8 +376,10 @@ static void close_slot(s32 cpu, u64 slot, s64 late_ns)
 	acc_open(a, cpu, slot + 2);
 	/* the record of the slot that starts now carries this tick's lateness */
 	acc = &a->acc[(slot + 1) & 1];
-	if (acc->open && acc->rec.slot == slot + 1)
+	if (acc->open && acc->rec.slot == slot + 1) {
 		acc->rec.late_ns = late_ns;
+		acc->ticked = true;
+	}
 }
 
 /* ---- the slot tick (B) ---- */
@@ -399,8 +407,10 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	charge(cpu, now);
 	if (slot > 0)
 		close_slot(cpu, slot - 1, (s64)(now - t->expires_ns));
-	else
+	else {
 		a->acc[0].rec.late_ns = (s64)(now - t->expires_ns);
+		a->acc[0].ticked = true;
+	}
 
 	owner = owner_of(cpu, slot);
 	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))

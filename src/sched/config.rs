@@ -108,3 +108,110 @@ impl SchedConfig {
             .map(|t| t as usize)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{CpuPlan, Selector, Task};
+    use crate::planner::offline::{Job, Range};
+
+    fn task(name: &str, class: Class, cpu: Option<u32>) -> Task {
+        Task {
+            name: name.into(),
+            selector: Selector::Pid(1),
+            class,
+            cpu,
+        }
+    }
+
+    fn job(task: usize) -> Job {
+        Job {
+            task,
+            instance: 0,
+            release: 0,
+            deadline: 4,
+            wcet: 1,
+        }
+    }
+
+    /// CPU 1: a owns [0,2), b owns [3,4); CPU 2: c owns [1,4). Frame 4, slot 1 ms.
+    fn plan() -> Plan {
+        Plan {
+            slot_us: 1000,
+            frame_slots: 4,
+            managed: vec![1, 2],
+            housekeeping: vec![0],
+            tasks: vec![
+                task("a", Class::Tt, Some(1)),
+                task("b", Class::Tt, Some(1)),
+                task("c", Class::Tt, Some(2)),
+                task("bg", Class::Be, None),
+            ],
+            cpus: vec![
+                CpuPlan {
+                    cpu: 1,
+                    jobs: vec![job(0), job(1)],
+                    table: vec![
+                        Range {
+                            start: 0,
+                            end: 2,
+                            job: 0,
+                        },
+                        Range {
+                            start: 3,
+                            end: 4,
+                            job: 1,
+                        },
+                    ],
+                    intervals: Vec::new(),
+                },
+                CpuPlan {
+                    cpu: 2,
+                    jobs: vec![job(2)],
+                    table: vec![Range {
+                        start: 1,
+                        end: 4,
+                        job: 0,
+                    }],
+                    intervals: Vec::new(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn table_rows_follow_managed_order_and_map_jobs_to_tasks() {
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 3]).expect("config");
+        assert_eq!(cfg.table, vec![0, 0, NO_TASK, 1, NO_TASK, 2, 2, 2]);
+        assert_eq!(cfg.owner(0, 5), Some(0)); // slot 5 = frame slot 1 on CPU 1
+        assert_eq!(cfg.owner(0, 6), None);
+        assert_eq!(cfg.owner(1, 7), Some(2));
+        assert_eq!((cfg.slot_ns, cfg.guard_ns), (1_000_000, 50_000));
+    }
+
+    #[test]
+    fn cpus_the_plan_does_not_name_do_housekeeping() {
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 3]).expect("config");
+        assert_eq!(cfg.housekeeping, vec![0, 3]);
+        assert_eq!(cfg.tasks[3], (Class::Be, None));
+    }
+
+    #[test]
+    fn guard_must_be_shorter_than_the_slot() {
+        let err = SchedConfig::from_plan(&plan(), 1000, &[0, 1, 2]).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::GuardTooLong {
+                guard_us: 1000,
+                slot_us: 1000
+            }
+        );
+        assert_eq!(default_guard_us(10_000), 500);
+    }
+
+    #[test]
+    fn cpus_beyond_the_bpf_limit_are_rejected() {
+        let err = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 300]).unwrap_err();
+        assert_eq!(err, ConfigError::CpuTooLarge(300));
+    }
+}

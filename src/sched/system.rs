@@ -105,3 +105,57 @@ pub fn check_root() -> Result<(), SystemError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn fake(name: &str, state: Option<&str>, ops: Option<&str>, online: &str) -> SysFs {
+        let root = std::env::temp_dir().join(format!("scx_tt-sysfs-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("devices/system/cpu")).expect("mkdir");
+        fs::write(root.join("devices/system/cpu/online"), online).expect("write");
+        if let Some(state) = state {
+            fs::create_dir_all(root.join("kernel/sched_ext/root")).expect("mkdir");
+            fs::write(root.join("kernel/sched_ext/state"), format!("{state}\n")).expect("write");
+            fs::write(root.join("kernel/sched_ext/root/ops"), ops.unwrap_or("")).expect("write");
+        }
+        SysFs { root }
+    }
+
+    #[test]
+    fn missing_sched_ext_names_the_config_option_and_the_demo() {
+        let err = fake("none", None, None, "0-1")
+            .check_sched_ext_free()
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("CONFIG_SCHED_CLASS_EXT") && msg.contains("make demo"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn another_scheduler_is_named() {
+        let err = fake("other", Some("enabled"), Some("bpfland_1.0"), "0-1").check_sched_ext_free();
+        assert_eq!(err, Err(SystemError::OtherScheduler("bpfland_1.0".into())));
+        assert_eq!(
+            fake("free", Some("disabled"), None, "0-1").check_sched_ext_free(),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn offline_cpu_is_reported_with_the_online_list() {
+        let s = fake("cpus", Some("disabled"), None, "0-2\n");
+        assert_eq!(s.check_cpus(&[0, 2]), Ok(()));
+        assert_eq!(
+            s.check_cpus(&[1, 5]),
+            Err(SystemError::CpuMissing {
+                cpu: 5,
+                online: "0-2".into()
+            })
+        );
+    }
+}
