@@ -196,15 +196,28 @@ fn timeline_keeps_the_last_n_slots_and_renders_letters() {
             0,
         ));
     }
-    let (first, cells) = acc.timeline(1).expect("cpu 1 has a timeline");
-    assert_eq!(first, 1);
-    assert_eq!(cells, vec![Cell::Task(0), Cell::Task(1), Cell::Idle]);
+    let cells = acc.timeline(1).expect("cpu 1 has a timeline");
+    assert_eq!(
+        cells,
+        vec![(1, Cell::Task(0)), (2, Cell::Task(1)), (3, Cell::Idle)]
+    );
     let text = render_summary(&acc, &acc.summary(&facts(vec![TaskCounters::default(); 3])));
     assert!(text.starts_with("=== scx_tt summary ===\n"), "{text}");
     // spin-a -> S, spin-b -> next free letter A (S taken), background -> b (be, lowercase)
     assert!(text.contains("|SA.|"), "{text}");
     assert!(text.contains("S=spin-a A=spin-b b=background"), "{text}");
     assert!(text.contains("lateness histogram cpu 1"), "{text}");
+}
+
+#[test]
+fn timeline_leaves_a_gap_for_a_skipped_slot() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 4);
+    // slot 2's tick was more than a slot late: no record for it
+    for slot in [0, 1, 3] {
+        acc.add(&sample(slot, Some(0), SLOT, 0));
+    }
+    let text = render_summary(&acc, &acc.summary(&facts(vec![TaskCounters::default(); 3])));
+    assert!(text.contains("|SS S|"), "{text}");
 }
 
 #[test]

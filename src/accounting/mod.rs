@@ -118,13 +118,12 @@ pub enum Cell {
 #[derive(Clone, Debug, Default)]
 struct CpuAcc {
     records: u64,
-    first_slot: Option<u64>,
     late: LatenessStats,
     stolen_ns: u64,
     kthread_ns: u64,
     foreign_ns: u64,
     be_ready_ns: u64,
-    timeline: VecDeque<Cell>,
+    timeline: VecDeque<(u64, Cell)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -175,7 +174,6 @@ impl Accounting {
         let cell = self.cell(s);
         let acc = self.cpus.entry(s.cpu).or_default();
         acc.records += 1;
-        acc.first_slot.get_or_insert(s.slot);
         acc.late.add(s.late_ns);
         acc.stolen_ns += s.stolen_ns();
         acc.kthread_ns += s.kthread_ns;
@@ -185,7 +183,7 @@ impl Accounting {
             if acc.timeline.len() == timeline_slots {
                 acc.timeline.pop_front();
             }
-            acc.timeline.push_back(cell);
+            acc.timeline.push_back((s.slot, cell));
         }
         if let Some(t) = s.owner.and_then(|o| self.per_task.get_mut(o)) {
             t.planned_slots += 1;
@@ -237,11 +235,15 @@ impl Accounting {
         }
     }
 
-    /// The timeline cells kept for `cpu`, oldest first, and the slot number of the first one.
-    pub fn timeline(&self, cpu: u32) -> Option<(u64, Vec<Cell>)> {
-        let acc = self.cpus.get(&cpu)?;
-        let first = acc.first_slot? + acc.records - acc.timeline.len() as u64;
-        Some((first, acc.timeline.iter().copied().collect()))
+    /// The timeline cells kept for `cpu`, oldest first, with their slot numbers (slots whose
+    /// tick was skipped have no cell).
+    pub fn timeline(&self, cpu: u32) -> Option<Vec<(u64, Cell)>> {
+        Some(self.cpus.get(&cpu)?.timeline.iter().copied().collect())
+    }
+
+    /// Timeline slots kept per CPU.
+    pub fn timeline_slots(&self) -> usize {
+        self.timeline_slots
     }
 
     /// The summary at the end of the run. `tasks[i]` of `run` describes `self.tasks[i]`.

@@ -178,15 +178,26 @@ fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
         .iter()
         .filter_map(|c| acc.timeline(c.cpu).map(|t| (c.cpu, t)))
         .collect();
-    if rows.iter().all(|(_, (_, cells))| cells.is_empty()) {
+    let Some(last) = rows
+        .iter()
+        .filter_map(|(_, cells)| cells.last().map(|c| c.0))
+        .max()
+    else {
         return;
-    }
-    let first = rows.iter().map(|(_, (f, _))| *f).min().unwrap_or(0);
-    let _ = writeln!(out, "timeline (one column per slot, from slot {first}):");
-    for (cpu, (start, cells)) in &rows {
-        let pad = " ".repeat(start.saturating_sub(first) as usize);
-        let line: String = cells.iter().map(|&c| cell_char(c, &letters)).collect();
-        let _ = writeln!(out, "  cpu {cpu:>3} |{pad}{line}|");
+    };
+    let first = (last + 1).saturating_sub(acc.timeline_slots() as u64);
+    let _ = writeln!(
+        out,
+        "timeline (one column per slot, slots {first}..={last}):"
+    );
+    for (cpu, cells) in &rows {
+        let line: String = (first..=last)
+            .map(|slot| match cells.iter().find(|c| c.0 == slot) {
+                Some(&(_, cell)) => cell_char(cell, &letters),
+                None => ' ',
+            })
+            .collect();
+        let _ = writeln!(out, "  cpu {cpu:>3} |{line}|");
     }
     let legend: Vec<String> = acc
         .tasks()
@@ -196,7 +207,7 @@ fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
         .collect();
     let _ = writeln!(
         out,
-        "  legend: {}; uppercase tt, lowercase be, '.' idle, '*' stolen/foreign",
+        "  legend: {}; uppercase tt, lowercase be, '.' idle, '*' stolen/foreign, ' ' no record (tick skipped)",
         legend.join(" ")
     );
 }

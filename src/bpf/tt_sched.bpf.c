@@ -270,53 +270,56 @@ static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 	acc->ticked = false;
 }
 
-/* Add @ns that ran in @slot on managed CPU @cpu to the slot's record. */
+/*
+ * Add @ns that ran in @slot on managed CPU @cpu: to the task's inside time (decided by the
+ * table, so it holds even for a slot whose record was lost to a very late tick) and to the
+ * slot's record.
+ */
 static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_start, u64 ns)
 {
 	struct tt_slot_acc *acc = &a->acc[slot & 1];
 	struct tt_slot_rec *rec = &acc->rec;
+	bool has_rec = acc->open && rec->slot == slot;
+	u32 task = a->cur_task, owner;
 	struct tt_task_stats *ts;
 	u64 ready, from;
+	bool be;
 
-	if (!acc->open || rec->slot != slot) {
-		if (cpu < TT_MAX_CPUS)
-			__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, ns);
+	if (!has_rec && cpu < TT_MAX_CPUS)
+		__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, ns);
+	if (a->cur_kind != TT_RUN_PLAN) {
+		if (!has_rec)
+			return;
+		if (a->cur_kind == TT_RUN_KTHREAD)
+			rec->kthread_ns += ns;
+		else if (a->cur_kind == TT_RUN_FOREIGN)
+			rec->foreign_ns += ns;
 		return;
 	}
-	switch (a->cur_kind) {
-	case TT_RUN_KTHREAD:
-		rec->kthread_ns += ns;
+	if (task >= TT_MAX_TASKS)
 		return;
-	case TT_RUN_FOREIGN:
-		rec->foreign_ns += ns;
+	ts = &task_stats[task];
+	be = task_class[task] == TT_CLASS_BE;
+	owner = owner_of(cpu, slot);
+	if (be || task == owner)
+		__sync_fetch_and_add(&ts->inside_ns, ns);
+	if (!has_rec)
 		return;
-	case TT_RUN_PLAN:
-		break;
-	default:
+	if (!be) {
+		if (task == owner)
+			rec->owner_ns += ns;
+		else
+			rec->other_tt_ns += ns;
 		return;
 	}
-	ts = stats_of(a->cur_task);
-	if (a->cur_task >= TT_MAX_TASKS)
-		return;
-	if (task_class[a->cur_task] == TT_CLASS_BE) {
-		rec->be_ns += ns;
-		rec->be_top = a->cur_task;
-		if (ts)
-			__sync_fetch_and_add(&ts->inside_ns, ns);
-		/* before the slot's tick fired, the overrun is tick lateness, not a choice */
-		if (acc->ticked && rec->owner != TT_NO_TASK &&
-		    scx_bpf_dsq_nr_queued(task_dsq(rec->owner)) > 0) {
-			ready = a->owner_ready_ns;
-			from = ready > piece_start ? ready : piece_start;
-			if (from < piece_start + ns)
-				rec->be_ready_ns += piece_start + ns - from;
-		}
-	} else if (a->cur_task == rec->owner) {
-		rec->owner_ns += ns;
-		if (ts)
-			__sync_fetch_and_add(&ts->inside_ns, ns);
-	} else {
-		rec->other_tt_ns += ns;
+	rec->be_ns += ns;
+	rec->be_top = task;
+	/* before the slot's tick fired, the overrun is tick lateness, not a choice */
+	if (acc->ticked && owner != TT_NO_TASK && scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0) {
+		ready = a->owner_ready_ns;
+		from = ready > piece_start ? ready : piece_start;
+		if (from < piece_start + ns)
+			rec->be_ready_ns += piece_start + ns - from;
 	}
 }
 
@@ -368,7 +371,8 @@ static void close_slot(s32 cpu, u64 slot, s64 late_ns)
 		out = bpf_ringbuf_reserve(&slot_recs, sizeof(*out), 0);
 		if (out) {
 			__builtin_memcpy(out, &acc->rec, sizeof(*out));
-			bpf_ringbuf_submit(out, 0);
+			/* no wakeup per record: userspace drains the ring every 100 ms */
+			bpf_ringbuf_submit(out, BPF_RB_NO_WAKEUP);
 		} else {
 			__sync_fetch_and_add(&cpu_stats[cpu].rec_drops, 1);
 		}
@@ -405,11 +409,24 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	a = &cpu_acct[cpu];
 
 	charge(cpu, now);
-	if (slot > 0)
+	if (slot > 0) {
 		close_slot(cpu, slot - 1, (s64)(now - t->expires_ns));
-	else {
+	} else {
 		a->acc[0].rec.late_ns = (s64)(now - t->expires_ns);
 		a->acc[0].ticked = true;
+	}
+	if (slot_start(slot + 1) <= now) {
+		/*
+		 * More than a slot late: emit what this slot has, skip to the slot we are in
+		 * (the skipped slots get no record; their run time still counts per task).
+		 */
+		__sync_fetch_and_add(&cpu_stats[cpu].late_skips, 1);
+		close_slot(cpu, slot, 0);
+		slot = slot_of(now);
+		acc_open(a, cpu, slot);
+		acc_open(a, cpu, slot + 1);
+		a->acc[slot & 1].rec.late_ns = (s64)(now - slot_start(slot));
+		a->acc[slot & 1].ticked = true;
 	}
 
 	owner = owner_of(cpu, slot);
@@ -417,14 +434,6 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 
 	next = slot + 1;
-	if (slot_start(next) <= now) {
-		/* more than a slot late: emit what the current slot has, skip to the next */
-		next = slot_of(now) + 1;
-		__sync_fetch_and_add(&cpu_stats[cpu].late_skips, 1);
-		close_slot(cpu, slot, 0);
-		acc_open(a, cpu, next - 1);
-		acc_open(a, cpu, next);
-	}
 	t->slot = next;
 	t->expires_ns = slot_start(next);
 	bpf_timer_start(timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);

@@ -211,8 +211,10 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
     };
 
     let exit = loop {
+        // BPF submits without wakeups, so poll is a 100 ms sleep; consume drains the ring.
         // EINTR from the signal handler is expected; the flag is checked below.
         let _ = ring.poll(Duration::from_millis(100));
+        let _ = ring.consume();
         drain(&mut acc)?;
         if stop.load(Ordering::SeqCst) {
             break ExitReason::Signal;
