@@ -115,6 +115,7 @@ fn stolen_counts_be_only_in_owned_slots() {
         foreign_ns: 250_000,
         other_tt_ns: 250_000,
         be_ready_ns: 300_000,
+        be_kick_ns: 40_000,
         be_top: Some(2),
         late_ns: 0,
     });
@@ -132,6 +133,7 @@ fn stolen_counts_be_only_in_owned_slots() {
     assert_eq!(s.cpus[0].kthread_ns, 600_000);
     assert_eq!(s.cpus[0].foreign_ns, 250_000);
     assert_eq!(s.cpus[0].be_while_tt_ready_ns, 300_000);
+    assert_eq!(s.cpus[0].be_kick_latency_ns, 40_000);
 }
 
 #[test]

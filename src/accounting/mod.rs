@@ -46,8 +46,10 @@ pub struct SlotSample {
     pub other_tt_ns: u64,
     pub kthread_ns: u64,
     pub foreign_ns: u64,
-    /// be ran while the owner had a runnable thread waiting.
+    /// be was started while the owner had a runnable thread waiting (a wrong decision).
     pub be_ready_ns: u64,
+    /// be kept running after the owner woke or the slot ticked, until the kick took effect.
+    pub be_kick_ns: u64,
     pub late_ns: i64,
     /// The be task that ran last in the slot.
     pub be_top: Option<usize>,
@@ -123,6 +125,7 @@ struct CpuAcc {
     kthread_ns: u64,
     foreign_ns: u64,
     be_ready_ns: u64,
+    be_kick_ns: u64,
     timeline: VecDeque<(u64, Cell)>,
 }
 
@@ -179,6 +182,7 @@ impl Accounting {
         acc.kthread_ns += s.kthread_ns;
         acc.foreign_ns += s.foreign_ns;
         acc.be_ready_ns += s.be_ready_ns;
+        acc.be_kick_ns += s.be_kick_ns;
         if timeline_slots > 0 {
             if acc.timeline.len() == timeline_slots {
                 acc.timeline.pop_front();
@@ -287,6 +291,7 @@ impl Accounting {
                     kthread_ns: acc.kthread_ns,
                     foreign_ns: acc.foreign_ns,
                     be_while_tt_ready_ns: acc.be_ready_ns,
+                    be_kick_latency_ns: acc.be_kick_ns,
                     bpf_tick_ns_avg: counters
                         .tick_cost_ns
                         .checked_div(counters.ticks)
@@ -377,6 +382,7 @@ pub struct CpuSummary {
     pub kthread_ns: u64,
     pub foreign_ns: u64,
     pub be_while_tt_ready_ns: u64,
+    pub be_kick_latency_ns: u64,
     pub bpf_tick_ns_avg: u64,
     pub late_skips: u64,
     pub record_drops: u64,

@@ -27,6 +27,8 @@ enum tt_limits {
 	TT_MAX_THREADS = 65536,
 	/* How far dispatch looks ahead for the end of the owner's contiguous run of slots. */
 	TT_LOOKAHEAD_SLOTS = 16,
+	/* Slots one run segment is split over at most (the rest counts as lost_ns). */
+	TT_MAX_PIECES = 256,
 	/* Ring buffer of per-slot records, bytes (a power of two, page multiple). */
 	TT_RINGBUF_BYTES = 1 << 20,
 };
@@ -86,7 +88,8 @@ struct tt_slot_rec {
 	u64 other_tt_ns; /* tt tasks that do not own the slot (overrun past their slot end) */
 	u64 kthread_ns; /* per-CPU kernel threads bound to this CPU */
 	u64 foreign_ns; /* tasks outside the plan (not kthreads) */
-	u64 be_ready_ns; /* be ran while the owner had a runnable thread waiting */
+	u64 be_ready_ns; /* be was started while the owner had a runnable thread waiting */
+	u64 be_kick_ns; /* be still ran after the owner woke or the slot ticked (kick latency) */
 	s64 late_ns; /* slot tick lateness: timer callback time minus the slot boundary */
 	u32 be_top; /* the be task that ran last in the slot, or TT_NO_TASK */
 	u32 lost; /* 1 when part of the slot's time could not be attributed (very late tick) */
@@ -111,7 +114,7 @@ struct tt_cpu_stats {
 
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
-_Static_assert(sizeof(struct tt_slot_rec) == 80, "tt_slot_rec");
+_Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
 _Static_assert(sizeof(struct tt_cpu_stats) == 48, "tt_cpu_stats");
 

@@ -68,9 +68,10 @@
  *   grid points and each piece is added to the record of its slot (two records are open, the
  *   ending and the starting slot, so a late tick loses nothing). Per task, run_ns and
  *   inside_ns (inside its own slots; be: on a managed CPU) sum all CPUs.
- *   be_ready_ns counts be time while the owner waited in its DSQ, from the later of the
- *   owner's wakeup and the slot's tick: before the tick the scheduler could not act yet, and
- *   that time shows up as tick lateness instead.
+ *   be_ready_ns counts runs of a be task that was *started* while the slot had ticked and its
+ *   owner waited in its DSQ (a wrong decision: must be 0). be_kick_ns counts how long a be
+ *   task that was running legitimately went on after the owner woke (or the slot ticked)
+ *   until the kick preempted it: the kick latency, reported, not a violation.
  *
  * F. What userspace may change while running
  *   - task_ctx entries (add threads found later, delete exited ones): a thread's next enqueue
@@ -173,6 +174,7 @@ struct tt_slot_acc {
 struct tt_cpu_acct {
 	u32 cur_kind;
 	u32 cur_task;
+	bool be_started_over_owner; /* the running be task started while the owner waited */
 	u64 seg_start_ns;
 	u64 owner_ready_ns; /* when the current owner last became runnable */
 	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
@@ -314,12 +316,16 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 	}
 	rec->be_ns += ns;
 	rec->be_top = task;
+	if (a->be_started_over_owner) {
+		rec->be_ready_ns += ns;
+		return;
+	}
 	/* before the slot's tick fired, the overrun is tick lateness, not a choice */
 	if (acc->ticked && owner != TT_NO_TASK && scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0) {
 		ready = a->owner_ready_ns;
 		from = ready > piece_start ? ready : piece_start;
 		if (from < piece_start + ns)
-			rec->be_ready_ns += piece_start + ns - from;
+			rec->be_kick_ns += piece_start + ns - from;
 	}
 }
 
@@ -344,7 +350,10 @@ static void charge(s32 cpu, u64 now)
 		return;
 	if (!started(from))
 		from = t0_ns;
-	for (i = 0; i < 4 && from < now; i++) {
+	/* a segment spans more than two slots only when ticks were very late */
+	bpf_for(i, 0, TT_MAX_PIECES) {
+		if (from >= now)
+			break;
 		slot = slot_of(from);
 		end = slot_start(slot + 1);
 		if (end > now)
@@ -684,6 +693,16 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 
 /* ---- running / stopping: slices and accounting segments ---- */
 
+/* Would starting a be task now be wrong: the slot has ticked and its owner waits? */
+static bool be_over_owner(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u32 owner = owner_of(cpu, slot);
+
+	return acc->open && acc->rec.slot == slot && acc->ticked && owner != TT_NO_TASK &&
+	       scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0;
+}
+
 void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
@@ -706,10 +725,13 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 		a->cur_task = TT_NO_TASK;
 	}
 	a->seg_start_ns = now;
+	a->be_started_over_owner = false;
 
 	if (!is_managed(cpu) || !started(now))
 		return;
 	slot = slot_of(now);
+	if (tctx && tctx->task < TT_MAX_TASKS && task_class[tctx->task] == TT_CLASS_BE)
+		a->be_started_over_owner = be_over_owner(a, cpu, slot);
 	if (tctx && tctx->task == owner_of(cpu, slot))
 		end = run_end(cpu, slot, tctx->task);
 	else

@@ -20,7 +20,7 @@ use thiserror::Error;
 // The ABI of src/bpf/intf.h, checked on the Rust side (the C side has _Static_assert).
 const _: () = assert!(size_of::<abi::tt_task_ctx>() == 8);
 const _: () = assert!(size_of::<abi::tt_arm_arg>() == 8);
-const _: () = assert!(size_of::<abi::tt_slot_rec>() == 80);
+const _: () = assert!(size_of::<abi::tt_slot_rec>() == 88);
 const _: () = assert!(size_of::<abi::tt_task_stats>() == 24);
 const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 48);
 const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
@@ -390,6 +390,7 @@ fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
         kthread_ns: r.kthread_ns,
         foreign_ns: r.foreign_ns,
         be_ready_ns: r.be_ready_ns,
+        be_kick_ns: r.be_kick_ns,
         late_ns: r.late_ns,
         be_top: task(r.be_top),
     }
