@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and scenarios, scx_tt and
 # tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian, the shared
-# libraries of every binary (found with ldd), schedules/ and the test plans.
+# libraries of every binary (found with ldd), the VM kernel's config (/boot/config-RELEASE),
+# schedules/ and the test plans.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
 set -euo pipefail
@@ -39,6 +40,11 @@ cp "$VM_SRC"/plans/*.json "$ROOT/tt/plans/" 2>/dev/null || true
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
+# The kernel config where a Debian system has it: libbpf reads it for BPF `__kconfig` externs.
+if [ -e "$KCONFIG" ] && [ -e "$KERNEL_DIR/release" ]; then
+  mkdir -p "$ROOT/boot"
+  cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
+fi
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
 
 # Shared libraries at their host paths (ldd prints nothing useful for static binaries).
