@@ -143,9 +143,10 @@ impl TryFrom<RawPlan> for Plan {
             .collect();
         let mut cpus: Vec<CpuPlan> = managed
             .iter()
-            .map(|&cpu| CpuPlan {
+            .zip(cpu_jobs(&tasks, &cpu_of, &managed, frame))
+            .map(|(&cpu, jobs)| CpuPlan {
                 cpu,
-                jobs: cpu_jobs(&tasks, &cpu_of, cpu, frame),
+                jobs,
                 table: Vec::new(),
                 intervals: Vec::new(),
             })
@@ -153,31 +154,39 @@ impl TryFrom<RawPlan> for Plan {
 
         let mut errs = Errors::default();
         match &raw.table {
-            Some(table) => check_table(table, &plan_tasks, &mut cpus, frame, &mut errs),
-            None => {
+            Some(table) => {
+                check_table(table, &plan_tasks, &mut cpus, frame, &mut errs);
+                errs.finish()?;
                 for c in &mut cpus {
-                    match edf(&c.jobs, frame) {
-                        Ok(t) => c.table = t,
-                        Err(m) => errs.push(
-                            format!("tasks[{}]", m.task),
-                            None,
-                            Rule::Infeasible {
-                                task: plan_tasks[m.task].name.clone(),
-                                cpu: c.cpu,
-                                instance: m.instance,
-                                release: c.jobs[m.job].release,
-                                deadline: m.deadline,
-                                wcet: m.wcet,
-                                remaining: m.remaining,
-                            },
-                        ),
-                    }
+                    c.intervals = intervals(&c.jobs, frame);
                 }
             }
-        }
-        errs.finish()?;
-        for c in &mut cpus {
-            c.intervals = intervals(&c.jobs, frame);
+            None => {
+                for c in &mut cpus {
+                    let m = match edf(&c.jobs, frame) {
+                        Ok(t) => {
+                            c.table = t;
+                            c.intervals = intervals(&c.jobs, frame);
+                            continue;
+                        }
+                        Err(m) => m,
+                    };
+                    errs.push(
+                        format!("tasks[{}]", m.task),
+                        None,
+                        Rule::Infeasible {
+                            task: plan_tasks[m.task].name.clone(),
+                            cpu: c.cpu,
+                            instance: m.instance,
+                            release: c.jobs[m.job].release,
+                            deadline: m.deadline,
+                            wcet: m.wcet,
+                            remaining: m.remaining,
+                        },
+                    );
+                }
+                errs.finish()?;
+            }
         }
         Ok(Plan {
             slot_us,
@@ -688,23 +697,39 @@ fn partition(tasks: &[Checked], managed: &[u32], frame: Slot) -> Vec<Option<u32>
     cpu_of
 }
 
-/// The jobs of the frame on `cpu`: tasks in plan order, instances in time order.
-fn cpu_jobs(tasks: &[Checked], cpu_of: &[Option<u32>], cpu: u32, frame: Slot) -> Vec<Job> {
-    let mut jobs = Vec::new();
+/// The jobs of the frame per managed CPU: tasks in plan order, instances in time order.
+fn cpu_jobs(
+    tasks: &[Checked],
+    cpu_of: &[Option<u32>],
+    managed: &[u32],
+    frame: Slot,
+) -> Vec<Vec<Job>> {
+    let pos: HashMap<u32, usize> = managed.iter().enumerate().map(|(p, &c)| (c, p)).collect();
+    let mut on: Vec<Vec<usize>> = vec![Vec::new(); managed.len()];
     for (i, t) in tasks.iter().enumerate() {
-        if t.class != Class::Tt || cpu_of[i] != Some(cpu) {
-            continue;
-        }
-        let Some(timing) = &t.timing else { continue };
-        for (k, (release, deadline, wcet)) in timing.jobs(frame).into_iter().enumerate() {
-            jobs.push(Job {
-                task: i,
-                instance: k as u32,
-                release,
-                deadline,
-                wcet,
-            });
+        if let (Class::Tt, Some(p)) = (t.class, cpu_of[i].and_then(|c| pos.get(&c))) {
+            on[*p].push(i);
         }
     }
-    jobs
+    on.iter()
+        .map(|tasks_here| {
+            let timings = tasks_here
+                .iter()
+                .filter_map(|&i| Some((i, tasks[i].timing.as_ref()?)));
+            let count = timings.clone().map(|(_, t)| t.job_count(frame)).sum();
+            let mut jobs = Vec::with_capacity(count);
+            for (i, timing) in timings {
+                for (k, (release, deadline, wcet)) in timing.jobs(frame).enumerate() {
+                    jobs.push(Job {
+                        task: i,
+                        instance: k as u32,
+                        release,
+                        deadline,
+                        wcet,
+                    });
+                }
+            }
+            jobs
+        })
+        .collect()
 }
