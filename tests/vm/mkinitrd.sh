@@ -38,13 +38,10 @@ cp "$VM_SRC/guest/lib.sh" "$ROOT/tt/lib.sh"
 cp "$VM_SRC"/guest/scenarios/*.sh "$ROOT/tt/scenarios/"
 cp "$VM_SRC"/plans/*.json "$ROOT/tt/plans/" 2>/dev/null || true
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
+# libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.
+mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
-# The kernel config where a Debian system has it: libbpf reads it for BPF `__kconfig` externs.
-if [ -e "$KCONFIG" ] && [ -e "$KERNEL_DIR/release" ]; then
-  mkdir -p "$ROOT/boot"
-  cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
-fi
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
 
 # Shared libraries at their host paths (ldd prints nothing useful for static binaries).
