@@ -45,21 +45,27 @@ impl Timing {
         }
     }
 
-    /// `(release, deadline, wcet)` of every job inside `[0, frame)`.
-    pub fn jobs(&self, frame: Slot) -> Vec<(Slot, Slot, u64)> {
+    /// `(release, deadline, wcet)` of every job inside `[0, frame)`, in time order.
+    pub fn jobs(&self, frame: Slot) -> Box<dyn Iterator<Item = (Slot, Slot, u64)> + '_> {
         match self {
-            Timing::Periodic {
+            &Timing::Periodic {
                 period,
                 wcet,
                 offset,
                 deadline,
-            } => (0..frame / period)
-                .map(|k| {
-                    let r = k * period + offset;
-                    (r, r + deadline, *wcet)
-                })
-                .collect(),
-            Timing::Jobs(j) => j.clone(),
+            } => Box::new((0..frame / period).map(move |k| {
+                let r = k * period + offset;
+                (r, r + deadline, wcet)
+            })),
+            Timing::Jobs(j) => Box::new(j.iter().copied()),
+        }
+    }
+
+    /// Number of jobs inside `[0, frame)`.
+    pub fn job_count(&self, frame: Slot) -> usize {
+        match self {
+            Timing::Periodic { period, .. } => (frame / period) as usize,
+            Timing::Jobs(j) => j.len(),
         }
     }
 
@@ -153,7 +159,8 @@ mod tests {
             offset: 1,
             deadline: 3,
         };
-        assert_eq!(t.jobs(10), vec![(1, 4, 2), (6, 9, 2)]);
+        assert_eq!(t.jobs(10).collect::<Vec<_>>(), vec![(1, 4, 2), (6, 9, 2)]);
+        assert_eq!(t.job_count(10), 2);
         assert_eq!(t.demand(10), 4);
     }
 }

@@ -120,15 +120,47 @@ fn key(jobs: &[Job], j: usize) -> Key {
     (x.deadline, x.release, x.task, x.instance, j)
 }
 
+/// Job indices sorted by `(slot_of(job), index)` — the hot spot of large plans. When the slots
+/// span little more than there are jobs, a counting sort (linear); otherwise the pair packed in
+/// one `u128` so the comparison sort compares plain integers.
+fn sorted_by(jobs: &[Job], slot_of: impl Fn(&Job) -> Slot) -> Vec<usize> {
+    let max = jobs.iter().map(&slot_of).max().unwrap_or(0);
+    if max <= 8 * jobs.len() as Slot + 64 && jobs.len() < u32::MAX as usize {
+        let mut start = vec![0u32; max as usize + 2];
+        for job in jobs {
+            start[slot_of(job) as usize + 1] += 1;
+        }
+        for s in 1..start.len() {
+            start[s] += start[s - 1];
+        }
+        let mut out = vec![0; jobs.len()];
+        for (j, job) in jobs.iter().enumerate() {
+            let at = &mut start[slot_of(job) as usize];
+            out[*at as usize] = j;
+            *at += 1;
+        }
+        return out;
+    }
+    let mut keys: Vec<u128> = jobs
+        .iter()
+        .enumerate()
+        .map(|(j, job)| (slot_of(job) as u128) << 64 | j as u128)
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter().map(|k| k as u64 as usize).collect()
+}
+
 /// Preemptive EDF over `[0, frame)` at slot granularity; returns the table as ranges sorted by
 /// start (adjacent slots of the same job are merged) or the first miss (earliest deadline at which
 /// a job still has work left). Jobs must satisfy `release < deadline ≤ frame`.
 pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&j| (jobs[j].release, key(jobs, j)));
+    // Release order. Jobs released at the same slot all enter `ready` before the next pick, so
+    // their relative order here does not matter.
+    let order = sorted_by(jobs, |j| j.release);
     let mut remaining: Vec<u64> = jobs.iter().map(|j| j.wcet).collect();
     let mut ready: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
-    let mut table: Vec<Range> = Vec::new();
+    // Preemptions happen only at releases, so there are at most 2·jobs ranges.
+    let mut table: Vec<Range> = Vec::with_capacity(jobs.len());
     let mut next = 0; // next job in `order` to release
     let mut now: Slot = 0;
     let miss = |j: usize, rem: u64| Miss {
@@ -181,26 +213,25 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
             ready.pop();
         }
     }
+    table.shrink_to_fit();
     Ok(table)
 }
 
 /// Capacity intervals of `[0, frame)` with spare capacities (see the module doc).
 pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
-    let mut by_deadline: Vec<usize> = (0..jobs.len()).collect();
-    by_deadline.sort_by_key(|&j| (jobs[j].deadline, j));
+    let by_deadline: Vec<(Slot, usize)> = sorted_by(jobs, |j| j.deadline)
+        .into_iter()
+        .map(|j| (jobs[j].deadline, j))
+        .collect();
     let mut out: Vec<Interval> = Vec::new();
     let mut prev_end: Slot = 0;
     let mut i = 0;
     while i < by_deadline.len() {
-        let d = jobs[by_deadline[i]].deadline;
-        let mut members = Vec::new();
-        let mut earliest = Slot::MAX;
-        while i < by_deadline.len() && jobs[by_deadline[i]].deadline == d {
-            let j = by_deadline[i];
-            earliest = earliest.min(jobs[j].release);
-            members.push(j);
-            i += 1;
-        }
+        let d = by_deadline[i].0;
+        let n = by_deadline[i..].iter().take_while(|x| x.0 == d).count();
+        let members: Vec<usize> = by_deadline[i..i + n].iter().map(|x| x.1).collect();
+        let earliest = members.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
+        i += n;
         let start = prev_end.max(earliest);
         if start > prev_end {
             out.push(Interval {
@@ -226,6 +257,7 @@ pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
             jobs: Vec::new(),
         });
     }
+    out.shrink_to_fit();
     let mut borrow: i64 = 0; // min(sc(I_{i+1}), 0)
     for iv in out.iter_mut().rev() {
         let demand: u64 = iv.jobs.iter().map(|&j| jobs[j].wcet).sum();
@@ -377,5 +409,24 @@ mod tests {
         // J0 [3,5) w2 alone: slots 0-2 free, J0 at [3,5).
         let t = edf(&[job(0, 3, 5, 2)], 6).unwrap();
         assert_eq!((t[0].start, t[0].end), (3, 5));
+    }
+
+    #[test]
+    fn sorted_by_counting_and_comparison_paths_agree_with_a_plain_sort() {
+        // Slots within 8·n + 64 take the counting sort; spread-out slots the comparison sort.
+        let mut x: u64 = 12345;
+        for spread in [10u64, 1_000_000] {
+            let jobs: Vec<Job> = (0..200)
+                .map(|i| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    job(i, (x >> 33) % spread, spread + 1, 1)
+                })
+                .collect();
+            let mut want: Vec<usize> = (0..jobs.len()).collect();
+            want.sort_by_key(|&j| (jobs[j].release, j));
+            assert_eq!(sorted_by(&jobs, |j| j.release), want, "spread {spread}");
+        }
     }
 }
