@@ -17,11 +17,7 @@ fn every_schedule_validates() {
     let mut n = 0;
     for entry in std::fs::read_dir(dir()).expect("schedules/") {
         let path = entry.expect("dir entry").path();
-        // `arrivals-*.json` are simulate inputs (docs/simulate.md), not plans.
-        let arrivals = path
-            .file_name()
-            .is_some_and(|n| n.to_string_lossy().starts_with("arrivals-"));
-        if path.extension().is_some_and(|e| e == "json") && !arrivals {
+        if path.extension().is_some_and(|e| e == "json") {
             if let Err(e) = plan::from_file(&path) {
                 panic!("{e}");
             }
