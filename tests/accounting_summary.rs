@@ -284,4 +284,10 @@ fn summary_json_has_the_agreed_fields() {
     }
     assert_eq!(v["tasks"][1]["state"], "exited");
     assert_eq!(v["cpus"][0]["late_ns"]["p50"], 5);
+    let hist = v["cpus"][0]["late_hist"].as_array().expect("late_hist");
+    assert_eq!(hist[0]["le_ns"], 1000);
+    assert!(
+        hist.last().expect("buckets")["le_ns"].is_null(),
+        "open last bucket is null"
+    );
 }

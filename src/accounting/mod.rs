@@ -398,7 +398,7 @@ pub struct Quantiles {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct HistBucket {
-    /// Upper bound of the bucket (inclusive); the last bucket has `u64::MAX`.
-    pub le_ns: u64,
+    /// Upper bound of the bucket (inclusive); `None` (JSON null) for the last, open bucket.
+    pub le_ns: Option<u64>,
     pub count: u64,
 }
