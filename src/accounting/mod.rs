@@ -53,6 +53,8 @@ pub struct SlotSample {
     pub late_ns: i64,
     /// The be task that ran last in the slot.
     pub be_top: Option<usize>,
+    /// cpuperf target BPF requested at the slot's tick (of 1024), with a perf table.
+    pub perf: Option<u32>,
 }
 
 impl SlotSample {
@@ -232,7 +234,7 @@ impl Accounting {
             cpu: s.cpu,
             kind,
             task,
-            freq: 1.0,
+            freq: s.perf.map_or(1.0, |p| p as f64 / 1024.0),
             ran_ns: Some(ran_ns),
             stolen_ns: Some(s.stolen_ns()),
             late_ns: Some(s.late_ns),

@@ -32,7 +32,9 @@
  *      c. look up the new owner; unless the new owner is already running, kick the CPU with
  *         SCX_KICK_PREEMPT: the current task's slice drops to zero and ops.dispatch picks the
  *         new slot's task;
- *      d. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
+ *      d. with a perf table (issue 5, EASS-DVFS on schedutil systems), request the new slot's
+ *         cpuperf target with scx_bpf_cpuperf_set and note it in the record;
+ *      e. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
  *         a tick later than a whole slot skips ahead and counts late_skips).
  *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
  *
@@ -80,6 +82,8 @@
  *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
  *     (a slot number in the future, ideally a frame start). Every lookup for a slot >=
  *     table_switch_slot uses table_next, so all CPUs switch at the same boundary;
+ *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
+ *     the next boundary of that slot;
  *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.
  *
  * G. Known limitations
@@ -110,6 +114,7 @@ const volatile u32 cpu_midx[TT_MAX_CPUS]; /* managed CPU -> index into the table
 const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
 const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
+const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 
 /* Run-time state, written by userspace (see F). */
 volatile u64 t0_ns; /* start of slot 0; 0 until userspace arms the timers */
@@ -130,6 +135,14 @@ struct {
 	__type(key, u32);
 	__type(value, u32);
 } table SEC(".maps");
+
+/* cpuperf target per (managed CPU, frame slot), same layout as one table half; 0: leave it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* nr_managed * frame_slots when perf_enabled, set before load */
+	__type(key, u32);
+	__type(value, u32);
+} perf_target SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -397,6 +410,22 @@ static void close_slot(s32 cpu, u64 slot, s64 late_ns)
 
 /* ---- the slot tick (B) ---- */
 
+/* Request the slot's cpuperf target (schedutil systems) and note it in the slot's record. */
+static void set_slot_perf(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u32 key, *perf;
+
+	key = cpu_midx[cpu & (TT_MAX_CPUS - 1)] * frame_slots + slot % frame_slots;
+	perf = bpf_map_lookup_elem(&perf_target, &key);
+	if (!perf || !*perf)
+		return;
+	if (bpf_ksym_exists(scx_bpf_cpuperf_set))
+		scx_bpf_cpuperf_set(cpu, *perf);
+	if (acc->open && acc->rec.slot == slot)
+		acc->rec.perf = *perf;
+}
+
 static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -441,6 +470,8 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	owner = owner_of(cpu, slot);
 	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	if (perf_enabled)
+		set_slot_perf(a, cpu, slot);
 
 	next = slot + 1;
 	t->slot = next;

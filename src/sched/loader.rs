@@ -3,7 +3,7 @@
 //! buffer and counters; `shutdown` (also run by Drop) disarms, detaches and waits for
 //! `disabled`.
 
-use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK};
+use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK, PERF_ONE};
 use super::system::SysFs;
 use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
 use crate::bpf_intf as abi;
@@ -26,6 +26,7 @@ const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 48);
 const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
 const _: () = assert!(abi::tt_limits_TT_MAX_TASKS as usize == MAX_TASKS);
 const _: () = assert!(abi::TT_NO_TASK == NO_TASK);
+const _: () = assert!(abi::tt_limits_TT_PERF_ONE == PERF_ONE);
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -133,6 +134,7 @@ impl<'a> Scheduler<'a> {
             for (i, &cpu) in cfg.housekeeping.iter().enumerate() {
                 ro.housekeeping_cpus[i] = cpu;
             }
+            ro.perf_enabled = cfg.perf.is_some();
             for (t, &(class, cpu)) in cfg.tasks.iter().enumerate() {
                 ro.task_class[t] = match class {
                     Class::Tt => abi::tt_class_TT_CLASS_TT,
@@ -146,6 +148,11 @@ impl<'a> Scheduler<'a> {
             .table
             .set_max_entries(entries)
             .map_err(map_err("table"))?;
+        let perf_entries = cfg.perf.as_ref().map_or(1, |p| p.len().max(1)) as u32;
+        skel.maps
+            .perf_target
+            .set_max_entries(perf_entries)
+            .map_err(map_err("perf_target"))?;
 
         let skel =
             scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
@@ -162,6 +169,16 @@ impl<'a> Scheduler<'a> {
                     )
                     .map_err(map_err("table"))?;
             }
+        }
+        for (i, &perf) in cfg.perf.iter().flatten().enumerate() {
+            skel.maps
+                .perf_target
+                .update(
+                    &(i as u32).to_ne_bytes(),
+                    &perf.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(map_err("perf_target"))?;
         }
         for &(tid, task) in threads {
             let ctx = abi::tt_task_ctx {
@@ -393,5 +410,6 @@ fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
         be_kick_ns: r.be_kick_ns,
         late_ns: r.late_ns,
         be_top: task(r.be_top),
+        perf: (r.perf != 0).then_some(r.perf),
     }
 }
