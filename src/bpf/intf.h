@@ -37,6 +37,8 @@ enum tt_limits {
 
 /* "no task": a free slot in the table, or no be task in a record. */
 #define TT_NO_TASK 0xffffffffu
+/* task_ctx value of scx_tt's own loader thread while it arms the timers on managed CPUs. */
+#define TT_LOADER_TASK 0xfffffffeu
 /* table_switch_slot when no table switch is pending. */
 #define TT_NO_SWITCH 0xffffffffffffffffULL
 

@@ -91,6 +91,8 @@
  *   - A non-plan task pinned to managed CPUs only runs there (counted foreign); housekeeping
  *     CPUs must cover everything else's affinity for foreign_ns to stay 0.
  *   - Kthreads bound to a managed CPU run when they want and delay the owner (stolen time).
+ *     So does scx_tt's loader thread while it arms a managed CPU's timer (its tid is in
+ *     task_ctx as TT_LOADER_TASK and it is counted as kthread time).
  *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
  *     under TCG); the guard band should exceed it.
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
@@ -575,7 +577,7 @@ s32 BPF_STRUCT_OPS(tt_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 	struct tt_task_ctx *tctx = lookup_ctx(p);
 	s32 cpu;
 
-	if (tctx) {
+	if (tctx && tctx->task < nr_tasks) {
 		if (tctx->task < TT_MAX_TASKS) {
 			cpu = task_cpu[tctx->task];
 			if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
@@ -751,8 +753,12 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 		a->cur_task = tctx->task;
 		if ((ts = stats_of(tctx->task)))
 			__sync_fetch_and_add(&ts->nr_runs, 1);
+	} else if ((p->flags & PF_KTHREAD) || (tctx && tctx->task == TT_LOADER_TASK)) {
+		/* the loader arming a timer here is forward progress of the scheduler itself */
+		a->cur_kind = TT_RUN_KTHREAD;
+		a->cur_task = TT_NO_TASK;
 	} else {
-		a->cur_kind = (p->flags & PF_KTHREAD) ? TT_RUN_KTHREAD : TT_RUN_FOREIGN;
+		a->cur_kind = TT_RUN_FOREIGN;
 		a->cur_task = TT_NO_TASK;
 	}
 	a->seg_start_ns = now;

@@ -217,6 +217,20 @@ impl<'a> Scheduler<'a> {
             .as_mut()
             .ok_or(LoadError::Section("bss"))?
             .t0_ns = t0_ns;
+        // While pinned to a managed CPU this thread is counted as kthread time, not foreign.
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        let marker = abi::tt_task_ctx {
+            task: abi::TT_LOADER_TASK,
+            inherited: 0,
+        };
+        // SAFETY: tt_task_ctx is plain old data of the size checked above.
+        let bytes: [u8; 8] = unsafe { std::mem::transmute(marker) };
+        self.skel
+            .maps
+            .task_ctx
+            .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
+            .map_err(map_err("task_ctx"))?;
         let saved = current_affinity();
         let result = self.managed.clone().into_iter().try_for_each(|cpu| {
             set_affinity(&[cpu]).map_err(|e| LoadError::Arm {
