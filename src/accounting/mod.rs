@@ -235,6 +235,7 @@ impl Accounting {
             kind,
             task,
             freq: s.perf.map_or(1.0, |p| p as f64 / 1024.0),
+            idle_until: None,
             ran_ns: Some(ran_ns),
             stolen_ns: Some(s.stolen_ns()),
             late_ns: Some(s.late_ns),

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and scenarios, scx_tt and
 # tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian, the shared
-# libraries of every binary (found with ldd), schedules/ and the test plans.
+# libraries of every binary (found with ldd), the VM kernel's config (/boot/config-RELEASE),
+# schedules/ and the test plans.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
 set -euo pipefail
