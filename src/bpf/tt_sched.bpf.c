@@ -19,9 +19,9 @@
  * B. The slot tick protocol
  *
  *   1. Arming. ops.init runs in a kernel worker on an arbitrary CPU, so it cannot pin a timer.
- *      Instead userspace starts one thread per managed CPU, pins it there with
- *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer on it
- *      (BPF_PROG_TEST_RUN runs on the calling CPU). arm_timer checks it runs on the CPU it was
+ *      Instead the loader pins its thread to each managed CPU in turn with
+ *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer there
+ *      (BPF_PROG_TEST_RUN runs on the calling CPU), then restores its affinity. arm_timer checks it runs on the CPU it was
  *      asked to arm, and starts that CPU's bpf_timer with BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN
  *      at the next grid point t0 + k*slot_ns. Userspace writes t0_ns (bss) before arming, a
  *      little in the future, so every CPU's first tick is the same slot 0 boundary.
@@ -96,6 +96,9 @@
  *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
  *     under TCG); the guard band should exceed it.
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
+ *   - The table switch (F) is implemented here; the loader does not expose it yet.
+ *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
+ *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
