@@ -96,7 +96,8 @@
  *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
  *     under TCG); the guard band should exceed it.
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
- *   - The table switch (F) is implemented here; the loader does not expose it yet.
+ *   - The table switch (F) is exposed by the loader (Scheduler::switch_table) but no CLI
+ *     path uses it yet, and it has not been exercised in the VM.
  *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
  *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
  */

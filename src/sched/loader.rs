@@ -96,6 +96,7 @@ pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     managed: Vec<u32>,
+    table_len: usize,
     armed: Vec<u32>,
     stats_fd: Option<OwnedFd>,
 }
@@ -196,6 +197,7 @@ impl<'a> Scheduler<'a> {
             skel,
             link: None,
             managed: cfg.managed.clone(),
+            table_len: cfg.table.len(),
             armed: Vec::new(),
             stats_fd: None,
         })
@@ -205,6 +207,75 @@ impl<'a> Scheduler<'a> {
         let link =
             scx_ops_attach!(self.skel, tt_ops).map_err(|e| LoadError::Attach(format!("{e:#}")))?;
         self.link = Some(link);
+        Ok(())
+    }
+
+    /// Replace the table from slot `at_slot` on (absolute, in the future; ideally a frame
+    /// start), on all managed CPUs at the same boundary: the inactive half of the double-
+    /// buffered table is filled, then `table_next`, then `table_switch_slot` are written
+    /// (src/bpf/tt_sched.bpf.c, F). `table` has the layout of `SchedConfig::table`. A previous
+    /// switch must have taken effect (its slot passed) before the next one is requested.
+    pub fn switch_table(&mut self, table: &[u32], at_slot: u64) -> Result<(), LoadError> {
+        let half = table.len();
+        if half != self.table_len {
+            return Err(LoadError::Map {
+                map: "table",
+                msg: format!(
+                    "a new table must have {} entries, not {half}",
+                    self.table_len
+                ),
+            });
+        }
+        let data = self
+            .skel
+            .maps
+            .data_data
+            .as_mut()
+            .ok_or(LoadError::Section("data"))?;
+        let pending = data.table_switch_slot != u64::MAX;
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_mut()
+            .ok_or(LoadError::Section("bss"))?;
+        if pending {
+            // fold the previous switch: both lookups now agree on the half in use
+            bss.table_active = bss.table_next;
+        }
+        let next = 1 - bss.table_active;
+        if pending {
+            let data = self
+                .skel
+                .maps
+                .data_data
+                .as_mut()
+                .ok_or(LoadError::Section("data"))?;
+            data.table_switch_slot = u64::MAX;
+        }
+        for (i, owner) in table.iter().enumerate() {
+            let key = (next as usize * half + i) as u32;
+            self.skel
+                .maps
+                .table
+                .update(&key.to_ne_bytes(), &owner.to_ne_bytes(), MapFlags::ANY)
+                .map_err(map_err("table"))?;
+        }
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_mut()
+            .ok_or(LoadError::Section("bss"))?;
+        bss.table_next = next;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let data = self
+            .skel
+            .maps
+            .data_data
+            .as_mut()
+            .ok_or(LoadError::Section("data"))?;
+        data.table_switch_slot = at_slot;
         Ok(())
     }
 
