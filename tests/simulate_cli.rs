@@ -17,7 +17,7 @@ fn demo_with_arrivals_reports_admissions_and_writes_one_trace_line_per_cpu_and_s
         .args(["simulate", "--table"])
         .arg(format!("{}/schedules/demo.json", root()))
         .arg("--arrivals")
-        .arg(format!("{}/schedules/arrivals-demo.json", root()))
+        .arg(format!("{}/schedules/arrivals/demo.json", root()))
         .args(["--policy", "dpm", "--frames", "10", "--trace"])
         .arg(&trace)
         .output()
