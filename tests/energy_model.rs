@@ -299,3 +299,22 @@ proptest! {
         prop_assert!(close(parts, batch.package_j()));
     }
 }
+
+#[test]
+fn per_slot_tick_splits_idle_periods() {
+    // Three idle slots of 1 ms. Merged: one C6 period with one exit (100 µs · 3.9 W).
+    // Per-slot tick: three periods of 1000 µs, each C6 with its own exit: 3 · 0.00039 J.
+    let recs: Vec<_> = (0..3).map(|s| rec(s, 0, SlotKind::Idle, 1.0)).collect();
+    let merged = run(&recs, opts(1000, IdleGovernor::Deepest));
+    let split = run(&recs, opts(1000, IdleGovernor::DeepestPerSlot));
+    assert_eq!(merged.cpus[0].idle_periods, 1);
+    assert_eq!(split.cpus[0].idle_periods, 3);
+    assert!(close(merged.cpus[0].transition_j, 0.00039));
+    assert!(close(split.cpus[0].transition_j, 3.0 * 0.00039));
+    assert!(close(split.cpus[0].idle_j, merged.cpus[0].idle_j));
+    // 500 µs slots: each slot alone is too short for C6 (600 µs), together they are not.
+    let merged = run(&recs, opts(500, IdleGovernor::Deepest));
+    let split = run(&recs, opts(500, IdleGovernor::DeepestPerSlot));
+    assert!(close(merged.cpus[0].idle_state_s["C6"], 0.0015));
+    assert!(close(split.cpus[0].idle_state_s["C1"], 0.0015));
+}

@@ -15,7 +15,8 @@
 //! ```
 //! The governor [`IdleGovernor::Deepest`] picks the deepest state whose target residency fits the
 //! period (a perfect-prediction cpuidle governor, and what EASS-DPM's deferred tick enables);
-//! [`IdleGovernor::Shallowest`] always takes state 0 (the paper's BSS and EASS-DVFS setup, whose
+//! [`IdleGovernor::DeepestPerSlot`] does the same for every idle slot separately (the slot tick
+//! wakes the CPU each slot); [`IdleGovernor::Shallowest`] always takes state 0 (the paper's BSS and EASS-DVFS setup, whose
 //! CPUIdle governor never entered a low-power state).
 //!
 //! # Properties
@@ -35,8 +36,13 @@ use thiserror::Error;
 pub enum IdleGovernor {
     /// Always idle state 0 (POLL on the Xeon model): no low-power state.
     Shallowest,
-    /// The deepest state whose target residency fits the idle period.
+    /// The deepest state whose target residency fits the idle period; consecutive idle slots
+    /// are one period (EASS-DPM defers the CPU's slot tick to the end of the period).
     Deepest,
+    /// As `Deepest`, but the slot tick wakes the CPU at every slot boundary, so each idle slot
+    /// is its own period: a stock cpuidle governor under a per-slot tick (plain slot shifting
+    /// with C-states enabled).
+    DeepestPerSlot,
 }
 
 /// CPUs of the model that do not appear in the trace (housekeeping CPUs, unmanaged cores).
@@ -235,6 +241,9 @@ impl CpuAccumulator {
             self.freq = Some(r.freq);
         }
         self.advance_to(r.slot);
+        if self.idle == IdleGovernor::DeepestPerSlot {
+            self.close_idle();
+        }
         self.freq = Some(r.freq);
         let slot = self.slot_us;
         match r.kind {
@@ -260,8 +269,14 @@ impl CpuAccumulator {
 
     /// Account slots up to (not including) `slot` as idle at the last frequency.
     pub fn advance_to(&mut self, slot: u64) {
-        if slot > self.next_slot {
-            let f = self.freq.unwrap_or(1.0);
+        let f = self.freq.unwrap_or(1.0);
+        if self.idle == IdleGovernor::DeepestPerSlot {
+            while self.next_slot < slot {
+                self.close_idle();
+                self.idle_for(self.slot_us, f);
+                self.next_slot += 1;
+            }
+        } else if slot > self.next_slot {
             self.idle_for((slot - self.next_slot) as f64 * self.slot_us, f);
             self.next_slot = slot;
         }
@@ -316,7 +331,7 @@ impl CpuAccumulator {
         e.idle_periods += 1;
         let allowed = match self.idle {
             IdleGovernor::Shallowest => 1,
-            IdleGovernor::Deepest => c.idle_states.len(),
+            IdleGovernor::Deepest | IdleGovernor::DeepestPerSlot => c.idle_states.len(),
         };
         match c.deepest_fitting(us, allowed) {
             // No idle state at all: the CPU spins at its active power.
