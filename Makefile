@@ -1,26 +1,59 @@
-# scx_tt entry points. `make demo` runs the main job on schedules/demo.json; `make test` runs
-# every test (unit, property, integration, VM). Both install what they need first.
+# scx_tt entry points (docs/vm-harness.md describes the VM side).
+#   make demo           build, then run scx_tt on schedules/demo.json for 10 s and print the
+#                       per-slot timeline and summary: directly on a sched_ext host, else in a VM
+#   make test           unit and integration tests, then the VM tests (what .ci/run calls)
+#   make test-vm        the VM tests only
+#   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
+# Every target installs what it needs first (Debian packages; the VM kernel is cached).
 export BPF_CLANG ?= clang-19
 CARGO ?= cargo
 RELEASE := --release
+VM := tests/vm
+DEMO_ARGS := --table schedules/demo.json --duration-s 10 --timeline-slots 40
+SMOKE_RESULTS := target/vm/runs/smoke/results.env
 
-.PHONY: deps build demo test unit bench fmt
+.PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt
 deps:
 	bash scripts/install-deps.sh
 
 build: deps
 	$(CARGO) build $(RELEASE)
 
-demo: build
-	./target/release/scx_tt plan explain schedules/demo.json
-
 unit: deps
 	$(CARGO) test $(RELEASE)
 
-test: unit
+vm-kernel: deps
+	bash $(VM)/kernel.sh
+
+vm-initrd: build vm-kernel
+	bash $(VM)/mkinitrd.sh
+
+demo: build
+	@if [ -d /sys/kernel/sched_ext ]; then \
+	  echo "demo: this kernel has sched_ext; running scx_tt directly"; \
+	  ./target/release/scx_tt $(DEMO_ARGS); \
+	else \
+	  echo "demo: this kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT); running in a VM"; \
+	  $(MAKE) --no-print-directory vm-initrd && \
+	  bash $(VM)/run.sh --scenario demo --smp 3 --live --timeout-s 180; \
+	fi
+
+# The smoke boot always runs; the scenario tests need scx_tt's run mode (the summary JSON).
+test-vm: vm-initrd
+	$(CARGO) test $(RELEASE) --test vm_smoke -- --ignored --nocapture
+	@if grep -q '^run_mode=yes' $(SMOKE_RESULTS); then \
+	  $(CARGO) test $(RELEASE) --test 'vm_*' -- --ignored --test-threads=1 --nocapture; \
+	else \
+	  echo "test-vm: SKIPPED the VM scenario tests: this scx_tt has no run mode (--summary-json) yet"; \
+	fi
+
+test: unit test-vm
 
 bench: build
 	@echo "see bench/README.md"
+
+bench-lateness: vm-initrd
+	$(CARGO) bench --bench lateness
 
 fmt:
 	$(CARGO) fmt

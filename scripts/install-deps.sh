@@ -3,8 +3,11 @@
 # Idempotent; run as root (CI and the dev machines are root). Rust comes from the preinstalled
 # toolchain (rustc >= 1.91).
 set -euo pipefail
+# build: clang-19 (scx_cargo needs clang >= 18) .. libc6-dev;
+# VM tests: qemu-system-x86 .. rt-tests (cyclictest), bpftool (BPF run time per program),
+# binutils (objcopy strips guest binaries).
 PKGS=(clang-19 libelf-dev zlib1g-dev pkg-config make gcc libc6-dev
-      qemu-system-x86 busybox-static cpio stress-ng rt-tests)
+      qemu-system-x86 busybox-static cpio stress-ng rt-tests bpftool binutils)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,16 +1,208 @@
 //! `scx_tt plan check|explain|gen`.
 
+use anyhow::Context;
 use clap::Subcommand;
+use scx_tt::plan::cpus::{format_cpu_list, read_online_cpus, ONLINE_CPUS_PATH};
+use scx_tt::plan::explain::{explain, render_text};
+use scx_tt::plan::gen::{generate, GenParams};
+use scx_tt::plan::{self, LoadError, Plan};
 use std::path::PathBuf;
+
+/// Exit code for an invalid plan.
+const EXIT_INVALID: i32 = 2;
 
 #[derive(Subcommand, Debug)]
 pub enum PlanCmd {
-    /// Validate plan files; print a summary or the errors (exit 2 when invalid).
-    Check { files: Vec<PathBuf> },
+    /// Validate plan files; print a summary or the errors (exit 2 when any is invalid).
+    Check {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Per CPU: jobs, capacity intervals with spare capacity, and the offline table.
+    Explain {
+        file: PathBuf,
+        /// The stable JSON report of docs/plan-explain.md instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate a random periodic plan with UUnifast (reproducible from --seed).
+    Gen(GenArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct GenArgs {
+    /// Number of tt tasks.
+    #[arg(long)]
+    tasks: usize,
+    /// Total utilization of the set (sum of wcet/period over all tasks), at most --cpus.
+    #[arg(long)]
+    util: f64,
+    /// Managed CPUs (1..=K); CPU 0 is housekeeping.
+    #[arg(long)]
+    cpus: u32,
+    /// WCET range in slots, inclusive: A..B.
+    #[arg(long, value_parser = parse_range, default_value = "1..15")]
+    wcet: (u64, u64),
+    /// Period range in slots, inclusive: A..B.
+    #[arg(long, value_parser = parse_range, default_value = "15..50")]
+    period: (u64, u64),
+    /// PRNG seed; an invalid set is retried with the next seed (reported on stderr).
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Slot length in microseconds.
+    #[arg(long, default_value_t = 1000)]
+    slot_us: u64,
+    /// Fix the frame: periods are drawn among its divisors. Without it the frame is the lcm of
+    /// random periods, which exceeds the cap for more than a few tasks.
+    #[arg(long)]
+    frame_slots: Option<u64>,
+    /// Write the plan here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// `A..B` (inclusive) as `(A, B)`.
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text
+        .split_once("..")
+        .ok_or_else(|| format!("{text:?} is not a range A..B"))?;
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|e| format!("{x:?} in {text:?}: {e}"))
+    };
+    Ok((num(a)?, num(b)?))
 }
 
 pub fn run(cmd: PlanCmd) -> anyhow::Result<i32> {
     match cmd {
-        PlanCmd::Check { files } => anyhow::bail!("plan check of {files:?}: not implemented yet"),
+        PlanCmd::Check { files } => check(&files),
+        PlanCmd::Explain { file, json } => {
+            let Some(plan) = load(&file)? else {
+                return Ok(EXIT_INVALID);
+            };
+            let report = explain(&plan);
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                print!("{}", render_text(&report));
+            }
+            Ok(0)
+        }
+        PlanCmd::Gen(args) => gen(args),
     }
+}
+
+/// Every generated task spins, so a generated plan runs as a demo as it is.
+const SPIN: [&str; 3] = ["/bin/sh", "-c", "while :; do :; done"];
+
+fn gen(a: GenArgs) -> anyhow::Result<i32> {
+    let params = GenParams {
+        tasks: a.tasks,
+        util: a.util,
+        cpus: a.cpus,
+        wcet: a.wcet,
+        period: a.period,
+        seed: a.seed,
+        slot_us: a.slot_us,
+        frame_slots: a.frame_slots,
+        cmd: SPIN.iter().map(|s| s.to_string()).collect(),
+    };
+    let g = generate(&params)?;
+    for r in &g.retries {
+        eprintln!("plan gen: {r}; retrying with the next seed");
+    }
+    let text = serde_json::to_string_pretty(&g.raw)? + "\n";
+    match &a.out {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("writing the plan to {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "plan gen: seed {}: {} tasks, frame {} slots, utilization per cpu {}",
+        g.seed,
+        g.plan.tasks.len(),
+        g.plan.frame_slots,
+        g.plan
+            .cpus
+            .iter()
+            .map(|c| {
+                let busy: u64 = c.jobs.iter().map(|j| j.wcet).sum();
+                format!("{}:{:.3}", c.cpu, busy as f64 / g.plan.frame_slots as f64)
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    Ok(0)
+}
+
+/// The plan, or `None` after printing its errors; an unreadable file is an error.
+fn load(file: &PathBuf) -> anyhow::Result<Option<Plan>> {
+    match plan::from_file(file) {
+        Ok(p) => Ok(Some(p)),
+        Err(LoadError::Invalid { path, errors }) => {
+            eprintln!("{}: invalid plan:", path.display());
+            for e in errors.iter() {
+                eprintln!("  {e}");
+            }
+            Ok(None)
+        }
+        Err(e @ LoadError::Io { .. }) => Err(e).context("loading the plan"),
+    }
+}
+
+fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
+    let online = read_online_cpus();
+    if let Err(e) = &online {
+        eprintln!("warning: cannot read {ONLINE_CPUS_PATH}: {e}; CPUs are not checked");
+    }
+    let mut code = 0;
+    for file in files {
+        let Some(plan) = load(file)? else {
+            code = EXIT_INVALID;
+            continue;
+        };
+        println!("{}: ok", file.display());
+        print!("{}", summary(&plan));
+        if let Ok(online) = &online {
+            if let Err(errs) = plan.check_cpus_exist(online) {
+                for e in errs.iter() {
+                    eprintln!("  warning: {e}");
+                }
+                eprintln!(
+                    "  warning: this machine has CPUs {}; running this plan here will fail",
+                    format_cpu_list(online)
+                );
+            }
+        }
+    }
+    Ok(code)
+}
+
+fn summary(plan: &Plan) -> String {
+    let tt = plan
+        .tasks
+        .iter()
+        .filter(|t| t.class == scx_tt::plan::Class::Tt)
+        .count();
+    let mut s = format!(
+        "  {} tasks ({tt} tt, {} be), frame {} slots x {} us, managed CPUs {}, housekeeping {}\n",
+        plan.tasks.len(),
+        plan.tasks.len() - tt,
+        plan.frame_slots,
+        plan.slot_us,
+        format_cpu_list(&plan.managed),
+        format_cpu_list(&plan.housekeeping),
+    );
+    for c in &plan.cpus {
+        let busy: u64 = c.jobs.iter().map(|j| j.wcet).sum();
+        s += &format!(
+            "  cpu {}: {} jobs, utilization {:.3}, {} free slots per frame\n",
+            c.cpu,
+            c.jobs.len(),
+            busy as f64 / plan.frame_slots as f64,
+            plan.frame_slots - busy,
+        );
+    }
+    s
 }

@@ -6,9 +6,72 @@
 //! intervals and spare capacities) is recomputed here and never read from input.
 //!
 //! The types below are the contract other modules (planner, loader, simulate) build on.
+//! Entry points: [`from_str`], [`from_file`], `Plan::try_from(RawPlan)` and
+//! [`Plan::check_cpus_exist`].
+
+pub mod cpus;
+pub mod error;
+pub mod explain;
+pub mod gen;
+pub mod raw;
+mod table;
+pub mod timing;
+mod validate;
+
+pub use cpus::{parse_cpu_list, read_online_cpus};
+pub use error::{LoadError, PlanError, PlanErrors, Rule};
+pub use raw::RawPlan;
 
 use crate::planner::offline::{Interval, Job, Range, Slot};
 use serde::Serialize;
+use std::path::Path;
+
+/// Parse and validate a plan. JSON errors name the line, column and JSON path; validation errors
+/// are all collected (see [`Rule`]).
+pub fn from_str(text: &str) -> Result<Plan, PlanErrors> {
+    Plan::try_from(parse_raw(text)?)
+}
+
+/// Read, parse and validate a plan file.
+pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
+    let path = path.as_ref();
+    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    from_str(&text).map_err(|errors| LoadError::Invalid {
+        path: path.to_path_buf(),
+        errors,
+    })
+}
+
+/// The raw, unvalidated plan (for tools that rewrite plans).
+pub fn parse_raw(text: &str) -> Result<RawPlan, PlanErrors> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let raw: RawPlan = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let message = strip_position(&inner.to_string());
+        PlanErrors(vec![PlanError::new(
+            if path == "." { String::new() } else { path },
+            None,
+            Rule::Syntax {
+                line: inner.line(),
+                column: inner.column(),
+                message,
+            },
+        )])
+    })?;
+    Ok(raw)
+}
+
+/// serde_json appends " at line L column C"; the error carries those as fields already.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
 
 /// A validated plan.
 #[derive(Clone, Debug, Serialize)]

@@ -120,15 +120,47 @@ fn key(jobs: &[Job], j: usize) -> Key {
     (x.deadline, x.release, x.task, x.instance, j)
 }
 
+/// Job indices sorted by `(slot_of(job), index)` — the hot spot of large plans. When the slots
+/// span little more than there are jobs, a counting sort (linear); otherwise the pair packed in
+/// one `u128` so the comparison sort compares plain integers.
+fn sorted_by(jobs: &[Job], slot_of: impl Fn(&Job) -> Slot) -> Vec<usize> {
+    let max = jobs.iter().map(&slot_of).max().unwrap_or(0);
+    if max <= 8 * jobs.len() as Slot + 64 && jobs.len() < u32::MAX as usize {
+        let mut start = vec![0u32; max as usize + 2];
+        for job in jobs {
+            start[slot_of(job) as usize + 1] += 1;
+        }
+        for s in 1..start.len() {
+            start[s] += start[s - 1];
+        }
+        let mut out = vec![0; jobs.len()];
+        for (j, job) in jobs.iter().enumerate() {
+            let at = &mut start[slot_of(job) as usize];
+            out[*at as usize] = j;
+            *at += 1;
+        }
+        return out;
+    }
+    let mut keys: Vec<u128> = jobs
+        .iter()
+        .enumerate()
+        .map(|(j, job)| (slot_of(job) as u128) << 64 | j as u128)
+        .collect();
+    keys.sort_unstable();
+    keys.into_iter().map(|k| k as u64 as usize).collect()
+}
+
 /// Preemptive EDF over `[0, frame)` at slot granularity; returns the table as ranges sorted by
 /// start (adjacent slots of the same job are merged) or the first miss (earliest deadline at which
 /// a job still has work left). Jobs must satisfy `release < deadline ≤ frame`.
 pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
-    let mut order: Vec<usize> = (0..jobs.len()).collect();
-    order.sort_by_key(|&j| (jobs[j].release, key(jobs, j)));
+    // Release order. Jobs released at the same slot all enter `ready` before the next pick, so
+    // their relative order here does not matter.
+    let order = sorted_by(jobs, |j| j.release);
     let mut remaining: Vec<u64> = jobs.iter().map(|j| j.wcet).collect();
     let mut ready: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
-    let mut table: Vec<Range> = Vec::new();
+    // Preemptions happen only at releases, so there are at most 2·jobs ranges.
+    let mut table: Vec<Range> = Vec::with_capacity(jobs.len());
     let mut next = 0; // next job in `order` to release
     let mut now: Slot = 0;
     let miss = |j: usize, rem: u64| Miss {
@@ -181,26 +213,25 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
             ready.pop();
         }
     }
+    table.shrink_to_fit();
     Ok(table)
 }
 
 /// Capacity intervals of `[0, frame)` with spare capacities (see the module doc).
 pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
-    let mut by_deadline: Vec<usize> = (0..jobs.len()).collect();
-    by_deadline.sort_by_key(|&j| (jobs[j].deadline, j));
+    let by_deadline: Vec<(Slot, usize)> = sorted_by(jobs, |j| j.deadline)
+        .into_iter()
+        .map(|j| (jobs[j].deadline, j))
+        .collect();
     let mut out: Vec<Interval> = Vec::new();
     let mut prev_end: Slot = 0;
     let mut i = 0;
     while i < by_deadline.len() {
-        let d = jobs[by_deadline[i]].deadline;
-        let mut members = Vec::new();
-        let mut earliest = Slot::MAX;
-        while i < by_deadline.len() && jobs[by_deadline[i]].deadline == d {
-            let j = by_deadline[i];
-            earliest = earliest.min(jobs[j].release);
-            members.push(j);
-            i += 1;
-        }
+        let d = by_deadline[i].0;
+        let n = by_deadline[i..].iter().take_while(|x| x.0 == d).count();
+        let members: Vec<usize> = by_deadline[i..i + n].iter().map(|x| x.1).collect();
+        let earliest = members.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
+        i += n;
         let start = prev_end.max(earliest);
         if start > prev_end {
             out.push(Interval {
@@ -226,6 +257,7 @@ pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
             jobs: Vec::new(),
         });
     }
+    out.shrink_to_fit();
     let mut borrow: i64 = 0; // min(sc(I_{i+1}), 0)
     for iv in out.iter_mut().rev() {
         let demand: u64 = iv.jobs.iter().map(|&j| jobs[j].wcet).sum();
@@ -294,5 +326,107 @@ mod tests {
         let iv = intervals(&jobs, 8);
         let got: Vec<_> = iv.iter().map(|i| (i.start, i.end, i.sc)).collect();
         assert_eq!(got, vec![(0, 4, 2), (4, 6, -1), (6, 8, 2)]);
+    }
+
+    fn spans(iv: &[Interval]) -> Vec<(Slot, Slot, i64)> {
+        iv.iter().map(|i| (i.start, i.end, i.sc)).collect()
+    }
+
+    #[test]
+    fn intervals_jobs_sharing_a_deadline_with_different_releases() {
+        // J2 [0,2) w1; J0 [2,8) w1 and J1 [4,8) w2 share deadline 8. Frame 8.
+        // I0 = [0,2) {J2}; I1 starts at max(2, min(2, 4)) = 2: [2,8) {J0, J1}.
+        // sc(I1) = 6 - (1 + 2) + 0 = 3; sc(I0) = 2 - 1 + min(3, 0) = 1.
+        let jobs = vec![job(0, 2, 8, 1), job(1, 4, 8, 2), job(2, 0, 2, 1)];
+        let iv = intervals(&jobs, 8);
+        assert_eq!(spans(&iv), vec![(0, 2, 1), (2, 8, 3)]);
+        assert_eq!(iv[1].jobs, vec![0, 1]);
+    }
+
+    #[test]
+    fn intervals_empty_interval_before_a_late_release() {
+        // J0 [0,3) w1; J1 [5,8) w2; frame 10.
+        // I0 = [0,3); J1's interval starts at max(3, 5) = 5, so [3,5) is an empty interval;
+        // [8,10) is an empty tail. Backwards: tail 2; [5,8): 3 - 2 = 1; [3,5): 2 - 0 = 2;
+        // [0,3): 3 - 1 = 2.
+        let jobs = vec![job(0, 0, 3, 1), job(1, 5, 8, 2)];
+        let iv = intervals(&jobs, 10);
+        assert_eq!(
+            spans(&iv),
+            vec![(0, 3, 2), (3, 5, 2), (5, 8, 1), (8, 10, 2)]
+        );
+        assert!(iv[1].is_empty() && iv[3].is_empty());
+    }
+
+    #[test]
+    fn intervals_negative_sc_borrows_from_predecessor() {
+        // J0 [0,4) w1; J1 [1,6) w4. I0 = [0,4); I1 = [max(4, 1), 6) = [4,6).
+        // sc(I1) = 2 - 4 = -2: J1 needs 2 slots before slot 4, lent by I0.
+        // sc(I0) = 4 - 1 + (-2) = 1. Latest execution: J1 at 2,3,4,5; J0 at 1; slot 0 free.
+        let jobs = vec![job(0, 0, 4, 1), job(1, 1, 6, 4)];
+        assert_eq!(spans(&intervals(&jobs, 6)), vec![(0, 4, 1), (4, 6, -2)]);
+    }
+
+    #[test]
+    fn intervals_borrowing_crosses_a_full_interval_into_an_empty_one() {
+        // J1 [2,5) w3 (its interval starts at 2: [0,2) is empty); J2 [0,6) w2 ends [5,6).
+        // sc([5,6)) = 1 - 2 = -1; sc([2,5)) = 3 - 3 + (-1) = -1; sc([0,2)) = 2 - 0 + (-1) = 1.
+        // Latest execution: J2 at 5 and 1, J1 at 2,3,4: exactly slot 0 of [0,2) is free.
+        let jobs = vec![job(1, 2, 5, 3), job(2, 0, 6, 2)];
+        assert_eq!(
+            spans(&intervals(&jobs, 6)),
+            vec![(0, 2, 1), (2, 5, -1), (5, 6, -1)]
+        );
+    }
+
+    #[test]
+    fn intervals_cover_frame_without_jobs() {
+        assert_eq!(spans(&intervals(&[], 7)), vec![(0, 7, 7)]);
+    }
+
+    #[test]
+    fn tie_break_same_deadline_earlier_release_first() {
+        // J0 [2,10) w2, J1 [0,10) w2, J2 [0,1) w1: slot 0 J2; slot 1 J1 (only ready);
+        // slot 2: J0 and J1 tie on deadline 10, J1 released earlier: J1 [1,3), then J0 [3,5).
+        let jobs = vec![job(0, 2, 10, 2), job(1, 0, 10, 2), job(2, 0, 1, 1)];
+        let t: Vec<_> = edf(&jobs, 10)
+            .unwrap()
+            .iter()
+            .map(|r| (r.start, r.end, r.job))
+            .collect();
+        assert_eq!(t, vec![(0, 1, 2), (1, 3, 1), (3, 5, 0)]);
+    }
+
+    #[test]
+    fn tie_break_same_deadline_and_release_lower_task_first() {
+        let jobs = vec![job(3, 0, 4, 1), job(1, 0, 4, 1)];
+        let t = edf(&jobs, 4).unwrap();
+        assert_eq!((t[0].job, t[1].job), (1, 0));
+    }
+
+    #[test]
+    fn edf_idles_until_the_next_release() {
+        // J0 [3,5) w2 alone: slots 0-2 free, J0 at [3,5).
+        let t = edf(&[job(0, 3, 5, 2)], 6).unwrap();
+        assert_eq!((t[0].start, t[0].end), (3, 5));
+    }
+
+    #[test]
+    fn sorted_by_counting_and_comparison_paths_agree_with_a_plain_sort() {
+        // Slots within 8·n + 64 take the counting sort; spread-out slots the comparison sort.
+        let mut x: u64 = 12345;
+        for spread in [10u64, 1_000_000] {
+            let jobs: Vec<Job> = (0..200)
+                .map(|i| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    job(i, (x >> 33) % spread, spread + 1, 1)
+                })
+                .collect();
+            let mut want: Vec<usize> = (0..jobs.len()).collect();
+            want.sort_by_key(|&j| (jobs[j].release, j));
+            assert_eq!(sorted_by(&jobs, |j| j.release), want, "spread {spread}");
+        }
     }
 }

@@ -1,0 +1,237 @@
+//! Slot-start lateness benchmark (issue 3 item 7): in one VM (`-smp 2`, TCG), scx_tt's BPF slot
+//! timer and the userspace time-triggered baseline (`tt_timer_baseline`: a SCHED_FIFO thread
+//! sleeping with clock_nanosleep TIMER_ABSTIME on the same slot grid) at 1 ms and 10 ms slots,
+//! both on CPU 1 with CPU 1 kept busy. Prints lateness p50/p99/max side by side with the
+//! ratio baseline / BPF (the figure of merit: > 1 means the BPF timer starts slots earlier), and
+//! the BPF time per tick from kernel.bpf_stats_enabled (run_time_ns / run_cnt, reported by
+//! scx_tt as bpf_tick_ns_avg). Writes the table to bench/results/lateness.txt.
+//!
+//! Run: `make bench-lateness` (boots the VM; needs the kernel and initramfs of `make vm-initrd`).
+//! Environment: SCX_TT_BENCH_DURATION_S (default 10 s per measurement).
+
+#[path = "../tests/vm/harness.rs"]
+mod harness;
+
+use harness::{us, Summary, Vm};
+use serde::Deserialize;
+use std::fmt::Write as _;
+use std::process::Command;
+
+#[derive(Deserialize)]
+struct Baseline {
+    ticks: u64,
+    missed: u64,
+    late_ns: Late,
+}
+
+#[derive(Deserialize)]
+struct Late {
+    p50: i64,
+    p99: i64,
+    max: i64,
+}
+
+/// One entry of `bpftool -j prog show` (run_* only with kernel.bpf_stats_enabled=1).
+#[derive(Deserialize)]
+struct Prog {
+    id: u64,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    run_time_ns: u64,
+    #[serde(default)]
+    run_cnt: u64,
+}
+
+const SLOTS_US: [u64; 2] = [1_000, 10_000];
+const MEASURED_CPU: u32 = 1;
+
+fn sh(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_else(|e| format!("({cmd}: {e})"))
+}
+
+fn ratio(base: i64, bpf: i64) -> String {
+    if bpf <= 0 {
+        "-".into()
+    } else {
+        format!("{:.1}x", base as f64 / bpf as f64)
+    }
+}
+
+/// Per-program BPF run time between the two bpftool snapshots of one slot length, and the total
+/// per slot (all CPUs) and as a share of one CPU.
+fn bpf_programs(out: &harness::VmOutput, slot_us: u64) -> Result<String, String> {
+    let a: Vec<Prog> = out.json(&format!("bpf_{slot_us}_a.json"))?;
+    let b: Vec<Prog> = out.json(&format!("bpf_{slot_us}_b.json"))?;
+    let window_ms = out.number(&format!("bpf_{slot_us}_window_ms"))?.max(1) as u64;
+    let slots = (window_ms * 1000 / slot_us).max(1);
+    let mut t = String::new();
+    let mut total_ns = 0;
+    for p in b.iter().filter(|p| p.run_cnt > 0) {
+        let (t0, c0) = a
+            .iter()
+            .find(|q| q.id == p.id)
+            .map_or((0, 0), |q| (q.run_time_ns, q.run_cnt));
+        let (dt, dc) = (
+            p.run_time_ns.saturating_sub(t0),
+            p.run_cnt.saturating_sub(c0),
+        );
+        total_ns += dt;
+        let avg = if dc == 0 { 0.0 } else { dt as f64 / dc as f64 };
+        let _ = writeln!(
+            t,
+            "  {slot_us:>6} us slots  {:<24} {dc:>8} runs  {avg:>8.0} ns/run",
+            p.name
+        );
+    }
+    let _ = writeln!(
+        t,
+        "  {slot_us:>6} us slots  total {:.0} ns of BPF per slot ({slots} slots in {window_ms} ms), {:.2} % of one CPU",
+        total_ns as f64 / slots as f64,
+        100.0 * total_ns as f64 / (window_ms as f64 * 1e6)
+    );
+    if total_ns == 0 {
+        return Err(format!("{t}no BPF run time recorded (bpf_stats_enabled?)"));
+    }
+    Ok(t)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; this benchmark takes no arguments.
+    let duration_s: u64 = std::env::var("SCX_TT_BENCH_DURATION_S")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let out = match Vm::new("lateness")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", duration_s)
+        .run()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            eprintln!("bench lateness: {e}");
+            std::process::exit(1);
+        }
+    };
+    let guest = out
+        .console
+        .lines()
+        .find_map(|l| l.split("kernel=").nth(1))
+        .and_then(|r| r.split_whitespace().next())
+        .unwrap_or("?")
+        .to_string();
+
+    let mut t = String::new();
+    let _ = writeln!(t, "slot-start lateness: scx_tt BPF slot timer vs userspace SCHED_FIFO timer (same VM, same CPU)");
+    let _ = writeln!(
+        t,
+        "host: {} cores, kernel {}, {}; guest: -smp 2 {}, kernel {guest}; {duration_s} s per row; CPU {MEASURED_CPU} busy",
+        sh("nproc", &[]),
+        sh("uname", &["-r"]),
+        sh("qemu-system-x86_64", &["--version"]),
+        std::env::var("SCX_TT_VM_ACCEL").unwrap_or_else(|_| "tcg,thread=multi".into()),
+    );
+    let _ = writeln!(
+        t,
+        "run: make bench-lateness   ({})",
+        sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+    );
+    let _ = writeln!(
+        t,
+        "goal: ratio baseline/BPF >= 1 at p50 and p99 (the BPF timer starts slots no later)\n"
+    );
+    let _ = writeln!(
+        t,
+        "{:<6} {:<26} {:>7} {:>7} {:>10} {:>10} {:>10} {:>12}",
+        "slot", "path", "ticks", "missed", "p50 us", "p99 us", "max us", "BPF ns/tick"
+    );
+    let mut failed = false;
+    for slot in SLOTS_US {
+        let bpf: Result<Summary, String> = out.summary(&format!("bpf_{slot}.json"));
+        let base: Result<Baseline, String> = out.json(&format!("baseline_{slot}.json"));
+        let (bpf, base) = match (bpf, base) {
+            (Ok(b), Ok(u)) => (b, u),
+            (b, u) => {
+                let _ = writeln!(t, "{slot} us: no figures: {:?} {:?}", b.err(), u.err());
+                failed = true;
+                continue;
+            }
+        };
+        let Some(cpu) = bpf.cpus.iter().find(|c| c.cpu == MEASURED_CPU) else {
+            let _ = writeln!(t, "{slot} us: scx_tt reported no CPU {MEASURED_CPU}");
+            failed = true;
+            continue;
+        };
+        let label = format!("{} ms", slot as f64 / 1000.0);
+        let l = &cpu.late_ns;
+        let _ = writeln!(
+            t,
+            "{label:<6} {:<26} {:>7} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>12.0}",
+            "scx_tt BPF timer",
+            cpu.ticks,
+            "-",
+            us(l.p50),
+            us(l.p99),
+            us(l.max),
+            cpu.bpf_tick_ns_avg
+        );
+        let b = &base.late_ns;
+        let _ = writeln!(
+            t,
+            "{label:<6} {:<26} {:>7} {:>7} {:>10.1} {:>10.1} {:>10.1} {:>12}",
+            "userspace FIFO timer",
+            base.ticks,
+            base.missed,
+            us(b.p50),
+            us(b.p99),
+            us(b.max),
+            "-"
+        );
+        let _ = writeln!(
+            t,
+            "{label:<6} {:<26} {:>7} {:>7} {:>10} {:>10} {:>10}",
+            "ratio baseline/BPF",
+            "",
+            "",
+            ratio(b.p50, l.p50),
+            ratio(b.p99, l.p99),
+            ratio(b.max, l.max)
+        );
+    }
+    let _ = writeln!(
+        t,
+        "\nBPF programs over a steady-state window (bpftool, run_time_ns / run_cnt):"
+    );
+    for slot in SLOTS_US {
+        match bpf_programs(&out, slot) {
+            Ok(text) => t.push_str(&text),
+            Err(e) => {
+                let _ = writeln!(t, "{slot} us: {e}");
+                failed = true;
+            }
+        }
+    }
+    print!("{t}");
+    let path = harness::repo().join("bench/results/lateness.txt");
+    if let Err(e) = std::fs::write(&path, &t) {
+        eprintln!("bench lateness: writing {}: {e}", path.display());
+        failed = true;
+    } else {
+        println!("written to {}", path.display());
+    }
+    if failed {
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,185 @@
+//! Plan load benchmark (issue 2, item 9): parse + validation + partitioning + EDF table +
+//! capacity intervals for 15 CPUs × 2,000-slot frames and 256 CPUs × 10,000-slot frames.
+//!
+//! Run: `cargo bench --no-default-features --bench plan_load`
+//!
+//! Prints, per case and next to each other: the baseline (serde_json parse of the same text into
+//! a `serde_json::Value`, measured in the same run), the full `plan::from_str`, their ratio, the
+//! peak heap of the full load (counting global allocator), and the goal (256-CPU case: < 50 ms,
+//! < 64 MiB). Times are the median of several runs; the machine and kernel are printed first.
+
+use scx_tt::plan;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering::Relaxed};
+use std::time::{Duration, Instant};
+
+/// Counts live heap bytes and their peak while `COUNTING` is set (timed runs leave it off, so
+/// the counters do not inflate the times).
+struct Counting;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+/// Signed: memory allocated before counting started may be freed while counting.
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+static PEAK: AtomicIsize = AtomicIsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() && COUNTING.load(Relaxed) {
+            let now = LIVE.fetch_add(layout.size() as isize, Relaxed) + layout.size() as isize;
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        if COUNTING.load(Relaxed) {
+            LIVE.fetch_sub(layout.size() as isize, Relaxed);
+        }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() && COUNTING.load(Relaxed) {
+            let delta = new_size as isize - layout.size() as isize;
+            let now = LIVE.fetch_add(delta, Relaxed) + delta;
+            PEAK.fetch_max(now, Relaxed);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+const RUNS: usize = 7;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Periods (slots) dividing both 2,000 and 10,000, with the wcet of each: Σ wcet/period = 0.70,
+/// so 8 tasks per CPU load every CPU to 70% (the papers' offline load is about 50%).
+const TASK_MIX: [(u64, u64); 8] = [
+    (20, 2),
+    (25, 3),
+    (40, 3),
+    (50, 4),
+    (80, 6),
+    (100, 7),
+    (200, 16),
+    (400, 40),
+];
+
+/// A plan of `cpus` managed CPUs with `frame` slots and 8 unpinned tasks per CPU (so the
+/// partitioning runs too).
+fn plan_text(cpus: u32, frame: u64) -> String {
+    let mut tasks = Vec::new();
+    for c in 0..cpus {
+        for (k, (period, wcet)) in TASK_MIX.iter().enumerate() {
+            tasks.push(format!(
+                r#"{{"name":"c{c}t{k}","comm":"w{c}-{k}","class":"tt","period":{period},"wcet":{wcet}}}"#
+            ));
+        }
+    }
+    let managed: Vec<String> = (1..=cpus).map(|c| c.to_string()).collect();
+    format!(
+        r#"{{"version":1,"slot_us":1000,"frame_slots":{frame},"cpus":{{"managed":[{}],"housekeeping":[0]}},"tasks":[{}]}}"#,
+        managed.join(","),
+        tasks.join(",")
+    )
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+/// Median time of `f` over `RUNS` runs.
+fn time<T>(mut f: impl FnMut() -> T) -> Duration {
+    let mut times = Vec::new();
+    for _ in 0..RUNS {
+        let t = Instant::now();
+        let out = f();
+        times.push(t.elapsed());
+        drop(out);
+    }
+    median(times)
+}
+
+/// Peak heap bytes live during one run of `f`, above what was live when it started.
+fn peak_heap<T>(f: impl FnOnce() -> T) -> usize {
+    LIVE.store(0, Relaxed);
+    PEAK.store(0, Relaxed);
+    COUNTING.store(true, Relaxed);
+    let out = f();
+    COUNTING.store(false, Relaxed);
+    drop(out);
+    PEAK.load(Relaxed).max(0) as usize
+}
+
+fn machine() -> String {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let model = read("/proc/cpuinfo")
+        .lines()
+        .find(|l| l.starts_with("model name"))
+        .and_then(|l| l.split(':').nth(1))
+        .map_or("unknown CPU".to_string(), |s| s.trim().to_string());
+    let kernel = read("/proc/sys/kernel/osrelease");
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!("{model}, {cpus} CPUs available, Linux {}", kernel.trim())
+}
+
+fn main() {
+    println!("plan_load: {}", machine());
+    println!(
+        "{:<22} {:>9} {:>8} {:>13} {:>13} {:>7} {:>10} {:>22}",
+        "case", "text KiB", "jobs", "baseline ms", "load ms", "ratio", "peak MiB", "goal"
+    );
+    let mut missed = false;
+    for (cpus, frame, goal) in [
+        (15u32, 2_000u64, None),
+        (256, 10_000, Some((Duration::from_millis(50), 64.0))),
+    ] {
+        let text = plan_text(cpus, frame);
+        let base = time(|| serde_json::from_str::<serde_json::Value>(&text));
+        let load = time(|| plan::from_str(&text));
+        let peak = peak_heap(|| plan::from_str(&text));
+        let p = match plan::from_str(&text) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("plan_load: the generated plan is invalid:\n{e}");
+                std::process::exit(1);
+            }
+        };
+        let jobs: usize = p.cpus.iter().map(|c| c.jobs.len()).sum();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let peak_mib = peak as f64 / MIB;
+        let goal_text = match goal {
+            Some((t, m)) => {
+                let ok = load < t && peak_mib < m;
+                missed |= !ok;
+                format!(
+                    "<{} ms, <{m} MiB: {}",
+                    t.as_millis(),
+                    if ok { "met" } else { "MISSED" }
+                )
+            }
+            None => "-".to_string(),
+        };
+        println!(
+            "{:<22} {:>9.0} {:>8} {:>13.2} {:>13.2} {:>7.1} {:>10.1} {:>22}",
+            format!("{cpus} cpus x {frame} slots"),
+            text.len() as f64 / 1024.0,
+            jobs,
+            ms(base),
+            ms(load),
+            ms(load) / ms(base),
+            peak_mib,
+            goal_text
+        );
+    }
+    println!(
+        "baseline = serde_json parse of the same text into a Value; load = plan::from_str \
+         (parse, validation, partitioning, EDF table, intervals); median of {RUNS} runs"
+    );
+    if missed {
+        println!("goal MISSED on this run (shared machines drift: compare the ratio column)");
+    }
+}

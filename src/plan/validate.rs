@@ -1,0 +1,735 @@
+//! `Plan::try_from(RawPlan)`: every rule of `docs/plan-format.md`, checked in three stages.
+//!
+//! 1. Fields: version, slot_us, cpus, each task's name, selector, class, cpu and timing. All
+//!    errors of this stage are collected.
+//! 2. The frame: given or the lcm of the periods, under the cap; explicit jobs inside it.
+//! 3. Per managed CPU: partitioning of `tt` tasks without `cpu` (worst-fit decreasing, see
+//!    [`partition`]), the jobs of the frame, the table (the explicit one validated, or EDF), and
+//!    the capacity intervals with spare capacities (always recomputed).
+//!
+//! A later stage runs only when the earlier ones found no error: its inputs would be meaningless.
+
+use super::error::{PlanError, PlanErrors, Rule};
+use super::raw::{RawPlan, RawTask};
+use super::table::check_table;
+use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
+use super::{Class, CpuPlan, Plan, QemuSelector, Selector, Task};
+use crate::planner::offline::{edf, intervals, Job, Slot};
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// Longest thread name the kernel keeps (`TASK_COMM_LEN` − 1).
+const COMM_MAX: usize = 15;
+const SLOT_US_MIN: u64 = 100;
+const SLOT_US_MAX: u64 = 1_000_000;
+
+/// Error collector.
+#[derive(Default)]
+pub(super) struct Errors(pub Vec<PlanError>);
+
+impl Errors {
+    pub fn push(&mut self, path: impl Into<String>, value: Option<String>, rule: Rule) {
+        self.0.push(PlanError::new(path, value, rule));
+    }
+    /// The error with the offending value rendered as JSON.
+    pub fn value<T: Serialize + ?Sized>(&mut self, path: impl Into<String>, v: &T, rule: Rule) {
+        self.push(path, Some(json(v)), rule);
+    }
+    fn finish(self) -> Result<(), PlanErrors> {
+        if self.0.is_empty() {
+            Ok(())
+        } else {
+            Err(PlanErrors(self.0))
+        }
+    }
+}
+
+pub(super) fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "?".into())
+}
+
+/// A task after stage 1.
+struct Checked {
+    name: String,
+    selector: Selector,
+    class: Class,
+    cpu: Option<u32>,
+    timing: Option<Timing>,
+}
+
+impl TryFrom<RawPlan> for Plan {
+    type Error = PlanErrors;
+
+    fn try_from(raw: RawPlan) -> Result<Plan, PlanErrors> {
+        let mut errs = Errors::default();
+        if let Some(v) = raw.version.filter(|&v| v != 1) {
+            errs.value("version", &v, Rule::Version);
+        }
+        let slot_us = match raw.slot_us {
+            None => {
+                errs.push("slot_us", None, Rule::Missing);
+                None
+            }
+            Some(s) if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) => {
+                errs.value(
+                    "slot_us",
+                    &s,
+                    Rule::OutOfRange {
+                        min: SLOT_US_MIN.to_string(),
+                        max: SLOT_US_MAX.to_string(),
+                    },
+                );
+                None
+            }
+            Some(s) => Some(s),
+        };
+        let (managed, housekeeping) = check_cpus(&raw, &mut errs);
+        let table_given = raw.table.is_some();
+        let tasks: Vec<Checked> = match &raw.tasks {
+            None => {
+                errs.push("tasks", None, Rule::Missing);
+                Vec::new()
+            }
+            Some(t) if t.is_empty() => {
+                errs.value("tasks", t, Rule::Empty);
+                Vec::new()
+            }
+            Some(t) => {
+                let mut seen: HashMap<&str, usize> = HashMap::new();
+                let mut out = Vec::new();
+                for (i, task) in t.iter().enumerate() {
+                    if let Some(name) = task.name.as_deref() {
+                        if let Some(first) = seen.insert(name, i) {
+                            errs.value(
+                                format!("tasks[{i}].name"),
+                                name,
+                                Rule::Duplicate(format!("tasks[{first}].name")),
+                            );
+                        }
+                    }
+                    let cx = TaskCx {
+                        path: format!("tasks[{i}]"),
+                        slot_us,
+                        managed: managed.as_deref(),
+                        table_given,
+                    };
+                    if let Some(c) = check_task(task, &cx, &mut errs) {
+                        out.push(c);
+                    }
+                }
+                out
+            }
+        };
+        // Stage 1 pushed an error for each of these when absent.
+        let (slot_us, managed, housekeeping) = match (slot_us, managed, housekeeping) {
+            (Some(s), Some(m), Some(h)) if errs.0.is_empty() => (s, m, h),
+            _ => return Err(PlanErrors(errs.0)),
+        };
+
+        let mut errs = Errors::default();
+        let frame = check_frame(raw.frame_slots, &tasks, &mut errs);
+        errs.finish()?;
+
+        let cpu_of = partition(&tasks, &managed, frame);
+        let plan_tasks: Vec<Task> = tasks
+            .iter()
+            .zip(&cpu_of)
+            .map(|(t, &cpu)| Task {
+                name: t.name.clone(),
+                selector: t.selector.clone(),
+                class: t.class,
+                cpu,
+            })
+            .collect();
+        let mut cpus: Vec<CpuPlan> = managed
+            .iter()
+            .zip(cpu_jobs(&tasks, &cpu_of, &managed, frame))
+            .map(|(&cpu, jobs)| CpuPlan {
+                cpu,
+                jobs,
+                table: Vec::new(),
+                intervals: Vec::new(),
+            })
+            .collect();
+
+        let mut errs = Errors::default();
+        match &raw.table {
+            Some(table) => {
+                check_table(table, &plan_tasks, &mut cpus, frame, &mut errs);
+                errs.finish()?;
+                for c in &mut cpus {
+                    c.intervals = intervals(&c.jobs, frame);
+                }
+            }
+            None => {
+                for c in &mut cpus {
+                    let m = match edf(&c.jobs, frame) {
+                        Ok(t) => {
+                            c.table = t;
+                            c.intervals = intervals(&c.jobs, frame);
+                            continue;
+                        }
+                        Err(m) => m,
+                    };
+                    errs.push(
+                        format!("tasks[{}]", m.task),
+                        None,
+                        Rule::Infeasible {
+                            task: plan_tasks[m.task].name.clone(),
+                            cpu: c.cpu,
+                            instance: m.instance,
+                            release: c.jobs[m.job].release,
+                            deadline: m.deadline,
+                            wcet: m.wcet,
+                            remaining: m.remaining,
+                        },
+                    );
+                }
+                errs.finish()?;
+            }
+        }
+        Ok(Plan {
+            slot_us,
+            frame_slots: frame,
+            managed,
+            housekeeping,
+            tasks: plan_tasks,
+            cpus,
+        })
+    }
+}
+
+type CpuLists = (Option<Vec<u32>>, Option<Vec<u32>>);
+
+fn check_cpus(raw: &RawPlan, errs: &mut Errors) -> CpuLists {
+    let Some(cpus) = &raw.cpus else {
+        errs.push("cpus", None, Rule::Missing);
+        return (None, None);
+    };
+    let mut list = |name: &str, v: &Option<Vec<u32>>| -> Option<Vec<u32>> {
+        let path = format!("cpus.{name}");
+        let Some(v) = v else {
+            errs.push(path, None, Rule::Missing);
+            return None;
+        };
+        if v.is_empty() {
+            errs.value(path, v, Rule::Empty);
+            return None;
+        }
+        let mut ok = true;
+        for (i, c) in v.iter().enumerate() {
+            if let Some(first) = v[..i].iter().position(|x| x == c) {
+                errs.value(
+                    format!("{path}[{i}]"),
+                    c,
+                    Rule::Duplicate(format!("{path}[{first}]")),
+                );
+                ok = false;
+            }
+        }
+        ok.then(|| v.clone())
+    };
+    let managed = list("managed", &cpus.managed);
+    let housekeeping = list("housekeeping", &cpus.housekeeping);
+    if let (Some(m), Some(h)) = (&managed, &housekeeping) {
+        for (i, c) in h.iter().enumerate() {
+            if m.contains(c) {
+                errs.value(
+                    format!("cpus.housekeeping[{i}]"),
+                    c,
+                    Rule::ManagedAndHousekeeping,
+                );
+            }
+        }
+    }
+    (managed, housekeeping)
+}
+
+struct TaskCx<'a> {
+    path: String,
+    slot_us: Option<u64>,
+    managed: Option<&'a [u32]>,
+    table_given: bool,
+}
+
+fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
+    let p = &cx.path;
+    let name = match t.name.as_deref() {
+        None => {
+            errs.push(format!("{p}.name"), None, Rule::Missing);
+            None
+        }
+        Some("") => {
+            errs.value(format!("{p}.name"), "", Rule::Empty);
+            None
+        }
+        Some(n) => Some(n.to_string()),
+    };
+    let selector = check_selector(t, p, errs);
+    let class = match t.class.as_deref() {
+        None => {
+            errs.push(format!("{p}.class"), None, Rule::Missing);
+            None
+        }
+        Some("tt") => Some(Class::Tt),
+        Some("be") => Some(Class::Be),
+        Some(other) => {
+            errs.value(format!("{p}.class"), other, Rule::Class);
+            None
+        }
+    };
+    if let (Some(cpu), Some(managed)) = (t.cpu, cx.managed) {
+        if !managed.contains(&cpu) {
+            errs.value(format!("{p}.cpu"), &cpu, Rule::NotManaged);
+        }
+    }
+    let timing = match class {
+        Some(Class::Tt) => {
+            if cx.table_given && t.cpu.is_none() {
+                errs.push(
+                    format!("{p}.cpu"),
+                    None,
+                    Rule::MissingWhen("for a tt task when a table is given"),
+                );
+            }
+            Some(check_timing(t, cx, errs))
+        }
+        Some(Class::Be) => {
+            for (field, set) in timing_fields(t) {
+                if set {
+                    errs.push(format!("{p}.{field}"), None, Rule::BeTiming);
+                }
+            }
+            None
+        }
+        None => None,
+    };
+    Some(Checked {
+        name: name?,
+        selector: selector?,
+        class: class?,
+        cpu: t.cpu,
+        timing: match timing {
+            Some(t) => Some(t?),
+            None => None,
+        },
+    })
+}
+
+fn timing_fields(t: &RawTask) -> [(&'static str, bool); 7] {
+    [
+        ("period", t.period.is_some()),
+        ("wcet", t.wcet.is_some()),
+        ("offset", t.offset.is_some()),
+        ("deadline", t.deadline.is_some()),
+        ("utilization", t.utilization.is_some()),
+        ("latency_us", t.latency_us.is_some()),
+        ("jobs", t.jobs.is_some()),
+    ]
+}
+
+fn check_selector(t: &RawTask, p: &str, errs: &mut Errors) -> Option<Selector> {
+    let found: Vec<&str> = [
+        ("pid", t.pid.is_some()),
+        ("tids", t.tids.is_some()),
+        ("comm", t.comm.is_some()),
+        ("cgroup", t.cgroup.is_some()),
+        ("qemu", t.qemu.is_some()),
+        ("cmd", t.cmd.is_some()),
+    ]
+    .iter()
+    .filter(|(_, set)| *set)
+    .map(|(n, _)| *n)
+    .collect();
+    if found.len() != 1 {
+        let what = if found.is_empty() {
+            "none".to_string()
+        } else {
+            found.join(", ")
+        };
+        errs.push(p, None, Rule::SelectorCount(what));
+        return None;
+    }
+    let before = errs.0.len();
+    let sel = if let Some(pid) = t.pid {
+        if pid == 0 {
+            errs.value(format!("{p}.pid"), &pid, Rule::Zero);
+        }
+        Selector::Pid(pid)
+    } else if let Some(tids) = &t.tids {
+        if tids.is_empty() {
+            errs.value(format!("{p}.tids"), tids, Rule::Empty);
+        }
+        for (i, &tid) in tids.iter().enumerate() {
+            if tid == 0 {
+                errs.value(format!("{p}.tids[{i}]"), &tid, Rule::Zero);
+            }
+        }
+        Selector::Tids(tids.clone())
+    } else if let Some(comm) = &t.comm {
+        if comm.is_empty() {
+            errs.value(format!("{p}.comm"), comm, Rule::Empty);
+        } else if comm.len() > COMM_MAX {
+            errs.value(format!("{p}.comm"), comm, Rule::CommTooLong);
+        }
+        Selector::Comm(comm.clone())
+    } else if let Some(cg) = &t.cgroup {
+        if !cg.starts_with('/') {
+            errs.value(format!("{p}.cgroup"), cg, Rule::CgroupNotAbsolute);
+        }
+        Selector::Cgroup(cg.clone())
+    } else if let Some(q) = &t.qemu {
+        let qp = format!("{p}.qemu");
+        match (q.pid, &q.name) {
+            (Some(0), None) => {
+                errs.value(format!("{qp}.pid"), &0, Rule::Zero);
+                Selector::Qemu(QemuSelector::Pid(0))
+            }
+            (Some(pid), None) => Selector::Qemu(QemuSelector::Pid(pid)),
+            (None, Some(n)) => {
+                if n.is_empty() {
+                    errs.value(format!("{qp}.name"), n, Rule::Empty);
+                }
+                Selector::Qemu(QemuSelector::Name(n.clone()))
+            }
+            (pid, name) => {
+                let n = [("pid", pid.is_some()), ("name", name.is_some())]
+                    .iter()
+                    .filter(|x| x.1)
+                    .map(|x| x.0)
+                    .collect::<Vec<_>>();
+                let what = if n.is_empty() {
+                    "none".into()
+                } else {
+                    n.join(", ")
+                };
+                errs.value(qp, q, Rule::QemuSelector(what));
+                return None;
+            }
+        }
+    } else if let Some(cmd) = &t.cmd {
+        if cmd.is_empty() {
+            errs.value(format!("{p}.cmd"), cmd, Rule::Empty);
+        } else if cmd[0].is_empty() {
+            errs.value(format!("{p}.cmd[0]"), "", Rule::Empty);
+        }
+        Selector::Cmd(cmd.clone())
+    } else {
+        return None;
+    };
+    (errs.0.len() == before).then_some(sel)
+}
+
+/// The single timing model of a `tt` task; `None` (with errors pushed) when invalid.
+fn check_timing(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Timing> {
+    let p = &cx.path;
+    let periodic =
+        t.period.is_some() || t.wcet.is_some() || t.offset.is_some() || t.deadline.is_some();
+    let vm = t.utilization.is_some() || t.latency_us.is_some();
+    let jobs = t.jobs.is_some();
+    let models: Vec<&str> = [
+        (periodic, "period+wcet"),
+        (vm, "utilization+latency_us"),
+        (jobs, "jobs"),
+    ]
+    .iter()
+    .filter(|m| m.0)
+    .map(|m| m.1)
+    .collect();
+    if models.len() != 1 {
+        let what = if models.is_empty() {
+            "none".into()
+        } else {
+            models.join(" and ")
+        };
+        errs.push(p.as_str(), None, Rule::TimingCount(what));
+        return None;
+    }
+    let before = errs.0.len();
+    let timing = if periodic {
+        check_periodic(t, p, errs)
+    } else if vm {
+        check_vm(t, cx, errs)
+    } else {
+        check_jobs(t.jobs.as_deref().unwrap_or_default(), p, errs)
+    };
+    timing.filter(|_| errs.0.len() == before)
+}
+
+fn check_periodic(t: &RawTask, p: &str, errs: &mut Errors) -> Option<Timing> {
+    let need = Rule::MissingWhen("for period+wcet timing");
+    if t.period.is_none() {
+        errs.push(format!("{p}.period"), None, need.clone());
+    }
+    if t.wcet.is_none() {
+        errs.push(format!("{p}.wcet"), None, need);
+    }
+    let (period, wcet) = (t.period?, t.wcet?);
+    let offset = t.offset.unwrap_or(0);
+    let deadline = t.deadline.unwrap_or(period);
+    let mut ok = true;
+    for (field, v) in [("period", period), ("wcet", wcet), ("deadline", deadline)] {
+        if v == 0 {
+            errs.value(format!("{p}.{field}"), &v, Rule::Zero);
+            ok = false;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    if wcet > deadline {
+        errs.value(
+            format!("{p}.wcet"),
+            &wcet,
+            Rule::WcetExceedsWindow { window: deadline },
+        );
+    }
+    if offset.saturating_add(deadline) > period {
+        let field = if t.deadline.is_some() {
+            "deadline"
+        } else {
+            "offset"
+        };
+        let v = if t.deadline.is_some() {
+            deadline
+        } else {
+            offset
+        };
+        errs.value(
+            format!("{p}.{field}"),
+            &v,
+            Rule::OffsetDeadlineExceedsPeriod {
+                sum: offset.saturating_add(deadline),
+                period,
+            },
+        );
+    }
+    Some(Timing::Periodic {
+        period,
+        wcet,
+        offset,
+        deadline,
+    })
+}
+
+fn check_vm(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Timing> {
+    let p = &cx.path;
+    let need = Rule::MissingWhen("for utilization+latency_us timing");
+    if t.utilization.is_none() {
+        errs.push(format!("{p}.utilization"), None, need.clone());
+    }
+    if t.latency_us.is_none() {
+        errs.push(format!("{p}.latency_us"), None, need);
+    }
+    let (u, latency_us) = (t.utilization?, t.latency_us?);
+    if !(u > 0.0 && u < 1.0) {
+        errs.value(
+            format!("{p}.utilization"),
+            &u,
+            Rule::OutOfRange {
+                min: "0 (exclusive)".into(),
+                max: "1 (exclusive)".into(),
+            },
+        );
+        return None;
+    }
+    if latency_us == 0 {
+        errs.value(format!("{p}.latency_us"), &latency_us, Rule::Zero);
+        return None;
+    }
+    let slot_us = cx.slot_us?; // an invalid slot_us is reported on its own
+    match vm_period_wcet(u, latency_us as f64 / slot_us as f64) {
+        Ok((period, wcet)) => Some(Timing::Periodic {
+            period,
+            wcet,
+            offset: 0,
+            deadline: period,
+        }),
+        Err(rule) => {
+            errs.value(format!("{p}.latency_us"), &latency_us, rule);
+            None
+        }
+    }
+}
+
+fn check_jobs(jobs: &[super::raw::RawJob], p: &str, errs: &mut Errors) -> Option<Timing> {
+    if jobs.is_empty() {
+        errs.value(format!("{p}.jobs"), jobs, Rule::Empty);
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut prev_deadline: Option<Slot> = None;
+    for (j, job) in jobs.iter().enumerate() {
+        let jp = format!("{p}.jobs[{j}]");
+        for (field, v) in [
+            ("release", job.release),
+            ("deadline", job.deadline),
+            ("wcet", job.wcet),
+        ] {
+            if v.is_none() {
+                errs.push(format!("{jp}.{field}"), None, Rule::Missing);
+            }
+        }
+        let (Some(r), Some(d), Some(w)) = (job.release, job.deadline, job.wcet) else {
+            continue;
+        };
+        if r >= d {
+            errs.value(format!("{jp}.release"), &r, Rule::JobWindow { deadline: d });
+            continue;
+        }
+        if w == 0 {
+            errs.value(format!("{jp}.wcet"), &w, Rule::Zero);
+        } else if w > d - r {
+            errs.value(
+                format!("{jp}.wcet"),
+                &w,
+                Rule::WcetExceedsWindow { window: d - r },
+            );
+        }
+        if prev_deadline.is_some_and(|pd| r < pd) {
+            errs.value(jp, job, Rule::JobsOverlap);
+        }
+        prev_deadline = Some(d);
+        out.push((r, d, w));
+    }
+    Some(Timing::Jobs(out))
+}
+
+fn check_frame(given: Option<Slot>, tasks: &[Checked], errs: &mut Errors) -> Slot {
+    let periods: Vec<(Slot, &str)> = tasks
+        .iter()
+        .filter_map(|t| Some((t.timing.as_ref()?.period()?, t.name.as_str())))
+        .collect();
+    let frame = match given {
+        Some(0) => {
+            errs.value("frame_slots", &0, Rule::Zero);
+            return 0;
+        }
+        Some(f) if f > FRAME_CAP_SLOTS => {
+            errs.value(
+                "frame_slots",
+                &f,
+                Rule::FrameTooLarge {
+                    what: "the frame",
+                    frame: f as u128,
+                    cap: FRAME_CAP_SLOTS,
+                },
+            );
+            return 0;
+        }
+        Some(f) => {
+            for &(period, name) in &periods {
+                if f % period != 0 {
+                    errs.value(
+                        "frame_slots",
+                        &f,
+                        Rule::FrameNotMultiple {
+                            period,
+                            task: name.to_string(),
+                        },
+                    );
+                }
+            }
+            f
+        }
+        None if periods.is_empty() => {
+            errs.push("frame_slots", None, Rule::FrameUnknown);
+            return 0;
+        }
+        None => match lcm(periods.iter().map(|p| p.0), FRAME_CAP_SLOTS) {
+            Ok(f) => f,
+            Err(reached) => {
+                errs.push(
+                    "frame_slots",
+                    None,
+                    Rule::FrameTooLarge {
+                        what: "the lcm of the periods",
+                        frame: reached,
+                        cap: FRAME_CAP_SLOTS,
+                    },
+                );
+                return 0;
+            }
+        },
+    };
+    for (i, t) in tasks.iter().enumerate() {
+        if let Some(Timing::Jobs(jobs)) = &t.timing {
+            for (j, &(_, d, _)) in jobs.iter().enumerate() {
+                if d > frame {
+                    errs.value(
+                        format!("tasks[{i}].jobs[{j}].deadline"),
+                        &d,
+                        Rule::OutsideFrame { frame },
+                    );
+                }
+            }
+        }
+    }
+    frame
+}
+
+/// The CPU of every task: the given `cpu`, or for a `tt` task without one, worst-fit decreasing
+/// by utilization: tasks in decreasing order of demand per frame (ties: lower task index) go to
+/// the managed CPU with the least demand so far (ties: earlier in `cpus.managed`). Worst fit
+/// spreads load evenly, which leaves every CPU with similar slack; slot shifting turns that slack
+/// into admission headroom for aperiodic jobs and new VMs on any CPU. Demands are integers (slots
+/// per frame), so the result is exact and deterministic. `be` tasks keep their optional `cpu`.
+fn partition(tasks: &[Checked], managed: &[u32], frame: Slot) -> Vec<Option<u32>> {
+    let demand = |t: &Checked| t.timing.as_ref().map_or(0, |x| x.demand(frame));
+    let mut load: Vec<u64> = vec![0; managed.len()];
+    let mut cpu_of: Vec<Option<u32>> = tasks.iter().map(|t| t.cpu).collect();
+    for t in tasks.iter().filter(|t| t.class == Class::Tt) {
+        if let Some(pos) = t.cpu.and_then(|c| managed.iter().position(|&m| m == c)) {
+            load[pos] += demand(t);
+        }
+    }
+    let mut free: Vec<usize> = (0..tasks.len())
+        .filter(|&i| tasks[i].class == Class::Tt && tasks[i].cpu.is_none())
+        .collect();
+    free.sort_by_key(|&i| (std::cmp::Reverse(demand(&tasks[i])), i));
+    for i in free {
+        let pos = (0..managed.len())
+            .min_by_key(|&p| (load[p], p))
+            .unwrap_or_default();
+        load[pos] += demand(&tasks[i]);
+        cpu_of[i] = Some(managed[pos]);
+    }
+    cpu_of
+}
+
+/// The jobs of the frame per managed CPU: tasks in plan order, instances in time order.
+fn cpu_jobs(
+    tasks: &[Checked],
+    cpu_of: &[Option<u32>],
+    managed: &[u32],
+    frame: Slot,
+) -> Vec<Vec<Job>> {
+    let pos: HashMap<u32, usize> = managed.iter().enumerate().map(|(p, &c)| (c, p)).collect();
+    let mut on: Vec<Vec<usize>> = vec![Vec::new(); managed.len()];
+    for (i, t) in tasks.iter().enumerate() {
+        if let (Class::Tt, Some(p)) = (t.class, cpu_of[i].and_then(|c| pos.get(&c))) {
+            on[*p].push(i);
+        }
+    }
+    on.iter()
+        .map(|tasks_here| {
+            let timings = tasks_here
+                .iter()
+                .filter_map(|&i| Some((i, tasks[i].timing.as_ref()?)));
+            let count = timings.clone().map(|(_, t)| t.job_count(frame)).sum();
+            let mut jobs = Vec::with_capacity(count);
+            for (i, timing) in timings {
+                for (k, (release, deadline, wcet)) in timing.jobs(frame).enumerate() {
+                    jobs.push(Job {
+                        task: i,
+                        instance: k as u32,
+                        release,
+                        deadline,
+                        wcet,
+                    });
+                }
+            }
+            jobs
+        })
+        .collect()
+}

@@ -1,0 +1,64 @@
+# Helpers for the guest scenarios (sourced by /init and every scenario).
+OUT=/out
+
+# Value of KEY=VALUE on the kernel command line.
+cmdline_arg() {
+  tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | head -1
+}
+
+# Guest uptime in milliseconds (10 ms resolution).
+uptime_ms() {
+  awk '{ printf "%d\n", $1 * 1000 }' /proc/uptime
+}
+
+scx_state() {
+  cat /sys/kernel/sched_ext/state 2>/dev/null || echo missing
+}
+
+# wait_state STATE TIMEOUT_MS: polls every 10 ms; prints the ms it took; fails on timeout.
+wait_state() {
+  t0=$(uptime_ms)
+  while [ "$(scx_state)" != "$1" ]; do
+    [ $(( $(uptime_ms) - t0 )) -ge "$2" ] && { echo "timeout"; return 1; }
+    usleep 10000
+  done
+  echo $(( $(uptime_ms) - t0 ))
+}
+
+# result KEY VALUE: a scalar result for the host (/out/results.env) and the console.
+result() {
+  echo "$1=$2" >> $OUT/results.env
+  echo "tt-vm: result $1=$2"
+}
+
+# Starts a busy loop outside the plan; prints its pid.
+start_busy_loop() {
+  sh -c 'while :; do :; done' > /dev/null 2>&1 &
+  echo $!
+}
+
+# Runs scx_tt with its stdout and stderr in /out/NAME.out and /out/NAME.err (and on the
+# console), its exit code in results.env as NAME_rc, and the state after it as NAME_state.
+run_scx_tt() {
+  name=$1; shift
+  echo "tt-vm: run scx_tt $*"
+  scx_tt "$@" > $OUT/$name.out 2> $OUT/$name.err
+  rc=$?
+  cat $OUT/$name.out $OUT/$name.err
+  result "${name}_rc" $rc
+  result "${name}_state" "$(scx_state)"
+  return $rc
+}
+
+send_out_files() {
+  for f in $OUT/*; do
+    [ -f "$f" ] || continue
+    echo "=== tt-file $(basename "$f") begin"
+    cat "$f"
+    echo
+    echo "=== tt-file $(basename "$f") end"
+  done > /dev/ttyS1
+  # Closing the tty above waited for its output to drain; this marker tells the host that
+  # every file arrived.
+  echo "=== tt-files complete" > /dev/ttyS1
+}

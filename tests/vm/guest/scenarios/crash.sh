@@ -1,0 +1,2 @@
+# Harness self-test: the guest kernel panics (the retry path of run.sh).
+echo c > /proc/sysrq-trigger

@@ -1,0 +1,25 @@
+# Issue 3 item 6 a), b), e): the demo plan, first on a quiet machine, then with stress-ng and
+# cyclictest loading the housekeeping CPU; a busy loop outside the plan runs throughout.
+# Leaves quiet.json / loaded.json (scx_tt summaries), their stdout (timeline, histograms) and
+# cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan).
+. /tt/lib.sh
+D=$(cmdline_arg tt.duration_s); D=${D:-10}
+PLAN=$(cmdline_arg tt.plan); PLAN=${PLAN:-/schedules/demo.json}
+HK=0
+
+foreign=$(start_busy_loop)
+result foreign_pid "$foreign"
+run_scx_tt quiet --table "$PLAN" --duration-s "$D" --summary-json $OUT/quiet.json --timeline-slots 40
+
+stress-ng --cpu 1 --taskset $HK --timeout $((D + 20))s --quiet &
+stress=$!
+cyclictest --affinity $HK --threads 1 --priority 90 --interval 1000 --duration "$((D + 2))s" \
+  --quiet --json=$OUT/cyclictest.json > $OUT/cyclictest.out 2>&1 &
+cyclic=$!
+run_scx_tt loaded --table "$PLAN" --duration-s "$D" --summary-json $OUT/loaded.json --timeline-slots 40
+wait $cyclic
+result cyclictest_rc $?
+cat $OUT/cyclictest.out
+[ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
+kill $stress $foreign 2>/dev/null
+exit 0

@@ -1,0 +1,346 @@
+//! Rust side of the VM harness, shared by the VM tests (`tests/vm_*.rs`) and the lateness
+//! benchmark (`bench/lateness.rs`): boots a guest scenario through `tests/vm/run.sh` and reads
+//! what the guest sent back, including scx_tt's summary JSON (docs/run-output.md).
+//!
+//! The kernel and the initramfs must exist (`make vm-initrd`); the VM tests are `#[ignore]`d so
+//! a plain `cargo test` stays fast, and `make test-vm` runs them.
+#![allow(dead_code)]
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+pub type Result<T> = std::result::Result<T, String>;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// One guest scenario to boot.
+pub struct Vm {
+    scenario: String,
+    smp: u32,
+    timeout_s: u32,
+    tries: u32,
+    args: Vec<String>,
+}
+
+/// What a completed guest run left behind.
+pub struct VmOutput {
+    pub dir: PathBuf,
+    /// The scenario's exit code.
+    pub rc: i32,
+    pub console: String,
+    /// `KEY=VALUE` results of the scenario (guest `result KEY VALUE`).
+    pub results: BTreeMap<String, String>,
+}
+
+impl Vm {
+    pub fn new(scenario: &str) -> Self {
+        Vm {
+            scenario: scenario.to_string(),
+            smp: 2,
+            timeout_s: 120,
+            tries: 3,
+            args: Vec::new(),
+        }
+    }
+
+    pub fn smp(mut self, smp: u32) -> Self {
+        self.smp = smp;
+        self
+    }
+
+    pub fn timeout_s(mut self, timeout_s: u32) -> Self {
+        self.timeout_s = timeout_s;
+        self
+    }
+
+    /// Boots at most this many times when the guest crashes or hangs.
+    pub fn tries(mut self, tries: u32) -> Self {
+        self.tries = tries;
+        self
+    }
+
+    /// Adds `tt.KEY=VALUE` to the guest kernel command line.
+    pub fn arg(mut self, key: &str, value: impl ToString) -> Self {
+        self.args.push(format!("tt.{key}={}", value.to_string()));
+        self
+    }
+
+    /// Boots the guest (run.sh retries crashed or hung guests) and collects its output. Fails
+    /// when the harness or every try failed; a scenario exit code is returned in `rc`.
+    pub fn run(self) -> Result<VmOutput> {
+        self.run_status().1
+    }
+
+    /// Like `run`, also returning run.sh's exit code (3: every try crashed or hung).
+    pub fn run_status(self) -> (Option<i32>, Result<VmOutput>) {
+        let dir = repo().join("target/vm/runs").join(&self.scenario);
+        let mut cmd = Command::new("bash");
+        cmd.arg(repo().join("tests/vm/run.sh"))
+            .args(["--scenario", &self.scenario])
+            .args(["--smp", &self.smp.to_string()])
+            .args(["--timeout-s", &self.timeout_s.to_string()])
+            .args(["--tries", &self.tries.to_string()])
+            .arg("--out")
+            .arg(&dir);
+        for a in &self.args {
+            cmd.args(["--arg", a]);
+        }
+        eprintln!(
+            "vm: booting scenario {} (smp {}) {:?}",
+            self.scenario, self.smp, self.args
+        );
+        match cmd.stdin(Stdio::null()).status() {
+            Err(e) => (None, Err(format!("running tests/vm/run.sh: {e}"))),
+            Ok(status) => (status.code(), collect(&self.scenario, dir)),
+        }
+    }
+}
+
+/// Reads a run directory; run.sh writes scenario.rc only when the guest completed.
+fn collect(scenario: &str, dir: PathBuf) -> Result<VmOutput> {
+    let Ok(rc_text) = read(&dir.join("scenario.rc")) else {
+        return Err(format!(
+            "{scenario}: no completed guest run (every try crashed or hung, or the harness failed), see {}",
+            dir.display()
+        ));
+    };
+    let rc = rc_text
+        .trim()
+        .parse()
+        .map_err(|_| format!("bad scenario.rc {rc_text:?}"))?;
+    let console = read(&dir.join("console.log"))?;
+    let results = parse_results(&read(&dir.join("results.env")).unwrap_or_default());
+    Ok(VmOutput {
+        dir,
+        rc,
+        console,
+        results,
+    })
+}
+
+impl VmOutput {
+    /// A file the guest left in /out.
+    pub fn file(&self, name: &str) -> Result<String> {
+        read(&self.dir.join("files").join(name))
+    }
+
+    pub fn result(&self, key: &str) -> Result<&str> {
+        self.results.get(key).map(String::as_str).ok_or_else(|| {
+            format!(
+                "the guest reported no result {key} (see {})",
+                self.dir.display()
+            )
+        })
+    }
+
+    /// A numeric result.
+    pub fn number(&self, key: &str) -> Result<i64> {
+        let v = self.result(key)?;
+        v.parse()
+            .map_err(|_| format!("result {key}={v} is not a number"))
+    }
+
+    pub fn summary(&self, name: &str) -> Result<Summary> {
+        let text = self.file(name)?;
+        serde_json::from_str(&text)
+            .map_err(|e| format!("{name}: not a scx_tt summary: {e}\n{text}"))
+    }
+
+    /// A JSON file the guest left in /out.
+    pub fn json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
+        let text = self.file(name)?;
+        serde_json::from_str(&text).map_err(|e| format!("{name}: {e}\n{text}"))
+    }
+}
+
+fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|e| format!("reading {}: {e}", path.display()))
+}
+
+/// `KEY=VALUE` lines; a later line wins.
+pub fn parse_results(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+        .collect()
+}
+
+/// scx_tt's `--summary-json` (the agreed interface; unknown fields are ignored).
+#[derive(Debug, Deserialize)]
+pub struct Summary {
+    pub slot_us: u64,
+    pub duration_ns: u64,
+    pub exit: String,
+    pub tasks: Vec<TaskSummary>,
+    pub cpus: Vec<CpuSummary>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TaskSummary {
+    pub name: String,
+    pub class: String,
+    pub cpu: Option<u32>,
+    pub tids: Vec<u32>,
+    pub state: String,
+    pub planned_ns: u64,
+    pub delivered_ns: u64,
+    pub outside_ns: u64,
+    pub run_ns: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CpuSummary {
+    pub cpu: u32,
+    pub managed: bool,
+    pub ticks: u64,
+    pub late_ns: LateNs,
+    pub late_hist: Vec<Bucket>,
+    pub stolen_ns: u64,
+    pub kthread_ns: u64,
+    pub foreign_ns: u64,
+    pub be_while_tt_ready_ns: u64,
+    pub bpf_tick_ns_avg: f64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct LateNs {
+    pub min: i64,
+    pub p50: i64,
+    pub p99: i64,
+    pub max: i64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Bucket {
+    /// Upper bound, ns; `None` (null) for an open last bucket.
+    pub le_ns: Option<i64>,
+    pub count: u64,
+}
+
+impl TaskSummary {
+    /// Delivered share of the planned slot time, percent.
+    pub fn delivered_pct(&self) -> f64 {
+        pct(self.delivered_ns, self.planned_ns)
+    }
+
+    /// Share of its run time spent outside its own slots, percent.
+    pub fn outside_pct(&self) -> f64 {
+        pct(self.outside_ns, self.run_ns)
+    }
+}
+
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+pub fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+pub fn us(ns: i64) -> f64 {
+    ns as f64 / 1e3
+}
+
+impl Summary {
+    pub fn managed(&self) -> impl Iterator<Item = &CpuSummary> {
+        self.cpus.iter().filter(|c| c.managed)
+    }
+
+    /// Per-task and per-CPU figures, one line each, for the test log.
+    pub fn print(&self, title: &str) {
+        println!(
+            "--- {title}: slot {} us, {:.1} ms, exit {}",
+            self.slot_us,
+            ms(self.duration_ns),
+            self.exit
+        );
+        for t in &self.tasks {
+            println!(
+                "  task {:<10} {:<2} cpu {:<4} {:<9} planned {:>8.1} ms delivered {:>8.1} ms ({:>5.1} %) \
+                 outside {:>7.2} ms ({:>5.2} % of run {:.1} ms)",
+                t.name,
+                t.class,
+                t.cpu.map_or("-".into(), |c| c.to_string()),
+                t.state,
+                ms(t.planned_ns),
+                ms(t.delivered_ns),
+                t.delivered_pct(),
+                ms(t.outside_ns),
+                t.outside_pct(),
+                ms(t.run_ns)
+            );
+        }
+        for c in &self.cpus {
+            println!(
+                "  cpu {} {:<11} ticks {:>5} late us min {:.1} p50 {:.1} p99 {:.1} max {:.1}; stolen {:.2} ms \
+                 (kthread {:.2}, foreign {:.2}), be while tt ready {:.2} ms, BPF {:.0} ns/tick",
+                c.cpu,
+                if c.managed { "managed" } else { "housekeeping" },
+                c.ticks,
+                us(c.late_ns.min),
+                us(c.late_ns.p50),
+                us(c.late_ns.p99),
+                us(c.late_ns.max),
+                ms(c.stolen_ns),
+                ms(c.kthread_ns),
+                ms(c.foreign_ns),
+                ms(c.be_while_tt_ready_ns),
+                c.bpf_tick_ns_avg
+            );
+        }
+    }
+}
+
+impl CpuSummary {
+    /// The lateness histogram as text bars.
+    pub fn print_hist(&self) {
+        let total: u64 = self.late_hist.iter().map(|b| b.count).sum();
+        println!(
+            "  cpu {} slot-tick lateness histogram ({total} ticks):",
+            self.cpu
+        );
+        for b in &self.late_hist {
+            let bound = b
+                .le_ns
+                .map_or("inf".to_string(), |le| format!("{:.0}", us(le)));
+            let bar = "#".repeat((60.0 * b.count as f64 / total.max(1) as f64).ceil() as usize);
+            println!("    <= {bound:>7} us {:>6} {bar}", b.count);
+        }
+    }
+}
+
+/// A check with its measured figure, printed either way; collects failures so a test reports
+/// all of them at once.
+#[derive(Default)]
+pub struct Checks {
+    failures: Vec<String>,
+}
+
+impl Checks {
+    pub fn check(&mut self, ok: bool, what: String) {
+        println!("  [{}] {what}", if ok { "ok" } else { "FAIL" });
+        if !ok {
+            self.failures.push(what);
+        }
+    }
+
+    pub fn failures(&self) -> &[String] {
+        &self.failures
+    }
+
+    pub fn finish(self) {
+        assert!(
+            self.failures.is_empty(),
+            "failed checks:\n  {}",
+            self.failures.join("\n  ")
+        );
+    }
+}

@@ -1,0 +1,124 @@
+#!/bin/bash
+# Fetches the newest Debian cloud kernel with CONFIG_SCHED_CLASS_EXT=y and caches it.
+#
+# The candidates are linux-image-cloud-amd64 in sid and in trixie-backports; the newer version
+# wins. apt runs with a private configuration (sources, lists, cache under $CACHE/kernel/apt)
+# derived from this machine's own /etc/apt/sources.list.d/debian.sources, so the system's apt
+# state is untouched and no archive host is named here.
+#
+# Usage: kernel.sh [--refresh]
+#   A cached kernel younger than $SCX_TT_KERNEL_MAX_AGE_DAYS (default 7) is reused without any
+#   network access; --refresh forces a new resolution. If the download fails and a cached
+#   kernel exists, it is used with a warning.
+# Prints the kernel release and the image path.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+SUITES=(sid trixie-backports)
+META=linux-image-cloud-amd64
+SOURCES=/etc/apt/sources.list.d/debian.sources
+MAX_AGE_DAYS=${SCX_TT_KERNEL_MAX_AGE_DAYS:-7}
+
+# Fails unless the config enables sched_ext.
+verify_config() {
+  grep -q '^CONFIG_SCHED_CLASS_EXT=y' "$1" || die "$1 lacks CONFIG_SCHED_CLASS_EXT=y"
+}
+
+cached_ok() {
+  [ -e "$VMLINUZ" ] && [ -e "$KCONFIG" ] || return 1
+  verify_config "$KCONFIG"
+}
+
+report() {
+  echo "kernel: $(cat "$KERNEL_DIR/release") ($(cat "$KERNEL_DIR/suite"))"
+  echo "image:  $(readlink -f "$VMLINUZ")"
+  grep -E '^CONFIG_(SCHED_CLASS_EXT|HZ|DEBUG_INFO_BTF|FUNCTION_TRACER)=' "$KCONFIG" | tr '\n' ' '
+  echo
+}
+
+# apt options for a private state directory of one suite.
+apt_opts() {
+  local w=$KERNEL_DIR/apt/$1
+  echo "-o Dir::Etc::SourceList=$w/private.sources -o Dir::Etc::SourceParts=/dev/null" \
+       "-o Dir::State::Lists=$w/lists -o Dir::Cache=$w/cache" \
+       "-o Dir::State::Status=/var/lib/dpkg/status -o APT::Get::List-Cleanup=0"
+}
+
+# Writes the private deb822 sources file of a suite (apt wants the name to end in .sources): the
+# system file's first stanza (the main archive) with its Suites line replaced.
+prepare_suite() {
+  local w=$KERNEL_DIR/apt/$1
+  mkdir -p "$w/lists/partial" "$w/cache/archives/partial"
+  [ -r "$SOURCES" ] || die "$SOURCES not found: cannot derive the archive for the VM kernel"
+  awk 'BEGIN { RS = ""; ORS = "\n\n" } NR == 1' "$SOURCES" \
+    | sed -E "s/^Suites:.*/Suites: $1/" > "$w/private.sources"
+}
+
+# Prints "<version> <image package>" of the meta package's kernel in one suite.
+resolve_suite() {
+  local s=$1 img ver
+  prepare_suite "$s"
+  # shellcheck disable=SC2046
+  apt-get -q $(apt_opts "$s") update > "$KERNEL_DIR/apt/$s/update.log" 2>&1 \
+    || { log "apt update for $s failed (see $KERNEL_DIR/apt/$s/update.log)"; return 1; }
+  img=$(apt-cache $(apt_opts "$s") depends "$META" 2>/dev/null \
+          | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+  [ -n "$img" ] || { log "$s: $META resolves to no image package"; return 1; }
+  ver=$(apt-cache $(apt_opts "$s") show "$img" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+  echo "$ver $img"
+}
+
+# Downloads and unpacks an image package; since ~6.17 Debian splits it into linux-binary-*
+# (vmlinuz, modules) and linux-base-* (config, System.map).
+fetch_image() {
+  local s=$1 img=$2 dest=$3 pkgs
+  pkgs=$(apt-cache $(apt_opts "$s") depends "$img" 2>/dev/null \
+           | awk '/Depends: linux-(binary|base)-/ { print $2 }' | sort -u)
+  [ -n "$pkgs" ] || pkgs=$img
+  rm -rf "$dest" && mkdir -p "$dest/debs"
+  # shellcheck disable=SC2086
+  (cd "$dest/debs" && apt-get -q $(apt_opts "$s") download $pkgs > ../download.log 2>&1) \
+    || die "download of $pkgs failed (see $dest/download.log)"
+  for d in "$dest"/debs/*.deb; do dpkg-deb -x "$d" "$dest/root"; done
+  rm -rf "$dest/debs"
+}
+
+fresh() {
+  [ -e "$KERNEL_DIR/stamp" ] && [ -z "$(find "$KERNEL_DIR/stamp" -mtime +"$MAX_AGE_DAYS")" ]
+}
+
+main() {
+  mkdir -p "$KERNEL_DIR"
+  if [ "${1:-}" != --refresh ] && fresh && cached_ok; then report; return; fi
+
+  local best_suite="" best_ver="" best_img="" line
+  for s in "${SUITES[@]}"; do
+    line=$(resolve_suite "$s") || continue
+    log "$s: ${line#* } ${line%% *}"
+    if [ -z "$best_ver" ] || dpkg --compare-versions "${line%% *}" gt "$best_ver"; then
+      best_suite=$s; best_ver=${line%% *}; best_img=${line#* }
+    fi
+  done
+  if [ -z "$best_suite" ]; then
+    cached_ok && { log "warning: no suite resolved; using the cached kernel"; report; return; }
+    die "could not resolve $META in ${SUITES[*]} and no kernel is cached"
+  fi
+
+  local dest=$KERNEL_DIR/$best_img image config
+  if [ ! -d "$dest/root" ]; then
+    log "fetching $best_img $best_ver from $best_suite"
+    fetch_image "$best_suite" "$best_img" "$dest"
+  fi
+  image=$(ls "$dest"/root/usr/lib/modules/*/vmlinuz "$dest"/root/boot/vmlinuz-* 2>/dev/null | head -1 || true)
+  config=$(ls "$dest"/root/usr/lib/modules/*/config "$dest"/root/boot/config-* 2>/dev/null | head -1 || true)
+  [ -n "$image" ] && [ -n "$config" ] || die "$best_img has no vmlinuz or config"
+  verify_config "$config"
+  ln -sfn "$image" "$VMLINUZ"
+  ln -sfn "$config" "$KCONFIG"
+  echo "${best_img#linux-image-}" > "$KERNEL_DIR/release"
+  echo "$best_suite $best_ver" > "$KERNEL_DIR/suite"
+  touch "$KERNEL_DIR/stamp"
+  report
+}
+
+main "$@"

@@ -1,0 +1,92 @@
+#!/bin/bash
+# Boots the test VM (qemu-system-x86_64, TCG) on one guest scenario and collects its results.
+#
+# Usage: run.sh --scenario NAME [--smp N] [--timeout-s S] [--tries N] [--out DIR] [--live]
+#               [--arg KEY=VALUE]...
+#   --arg      extra guest kernel command line argument (scenarios read tt.* arguments)
+#   --live     also copy the guest console to stdout while it runs
+# Environment: SCX_TT_VM_ACCEL (default tcg,thread=multi), SCX_TT_VM_MEM_MB (1024), and the
+# paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh).
+#
+# Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
+# (the last try), files/ (the files the guest sent over its second serial port),
+# results.env (scalar results, also in files/) and scenario.rc (when the guest completed).
+#
+# A try whose guest crashed (Oops, panic) or hung (no completion marker before the timeout) is
+# retried, up to --tries times (default 3; TCG's multi-threaded mode has a rare text-patching
+# race, see docs/vm-harness.md), and every retry is reported.
+# Exit code: the scenario's own exit code when the guest completed, 3 when every try crashed or
+# hung, 1 for a harness error.
+set -euo pipefail
+source "$(dirname "$0")/common.sh"
+
+SCENARIO="" SMP=2 TIMEOUT_S=120 TRIES=3 OUT="" LIVE=0 ARGS=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --scenario) SCENARIO=$2; shift 2 ;;
+    --smp) SMP=$2; shift 2 ;;
+    --timeout-s) TIMEOUT_S=$2; shift 2 ;;
+    --tries) TRIES=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --live) LIVE=1; shift ;;
+    --arg) ARGS+=("$2"); shift 2 ;;
+    *) die "run.sh: unknown argument $1" ;;
+  esac
+done
+[ -n "$SCENARIO" ] || die "run.sh: --scenario is required"
+[ -e "$VMLINUZ" ] || die "no VM kernel at $VMLINUZ: run tests/vm/kernel.sh"
+[ -e "$INITRD" ] || die "no initramfs at $INITRD: run tests/vm/mkinitrd.sh"
+OUT=${OUT:-$VM_DIR/runs/$SCENARIO}
+ACCEL=${SCX_TT_VM_ACCEL:-tcg,thread=multi}
+MEM_MB=${SCX_TT_VM_MEM_MB:-1024}
+rm -rf "$OUT" && mkdir -p "$OUT/files"
+
+# Splits the second serial port's stream into files/NAME (the guest's tty adds \r).
+extract_files() {
+  tr -d '\r' < "$1" | awk -v dir="$OUT/files" '
+    /^=== tt-file .* begin$/ { name = $3; out = dir "/" name; printf "" > out; next }
+    /^=== tt-file .* end$/   { close(out); out = ""; next }
+    out != ""                { print >> out }'
+}
+
+# One boot. Returns 0 when the guest printed its completion marker.
+boot() {
+  local console=$1 serial=$2 t0=$SECONDS
+  local cmd=(qemu-system-x86_64 -accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM_MB"
+    -kernel "$VMLINUZ" -initrd "$INITRD"
+    -append "console=ttyS0 quiet panic=-1 oops=panic tt.scenario=$SCENARIO ${ARGS[*]}"
+    -display none -monitor none -serial stdio
+    -chardev "file,id=ttout,path=$serial" -device isa-serial,chardev=ttout -no-reboot)
+  if [ "$LIVE" = 1 ]; then
+    timeout "$TIMEOUT_S" "${cmd[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$console" || true
+  else
+    timeout "$TIMEOUT_S" "${cmd[@]}" < /dev/null 2>&1 | tr -d '\r' > "$console" || true
+  fi
+  log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL)"
+  grep -q '^=== tt-vm: done rc=' "$console" && tr -d '\r' < "$serial" | grep -c '^=== tt-files complete' > /dev/null
+}
+
+for try in $(seq 1 "$TRIES"); do
+  console=$OUT/try-$try.console.log serial=$OUT/try-$try.serial1.raw
+  if boot "$console" "$serial" && ! grep -qE 'Oops|Kernel panic|BUG: ' "$console"; then
+    cp "$console" "$OUT/console.log"
+    extract_files "$serial"
+    cp "$OUT/files/results.env" "$OUT/results.env" 2>/dev/null || touch "$OUT/results.env"
+    rc=$(sed -n 's/^=== tt-vm: done rc=\([0-9]*\).*/\1/p' "$console" | tail -1)
+    echo "$rc" > "$OUT/scenario.rc"
+    [ "$try" -gt 1 ] && log "$SCENARIO: completed on try $try of $TRIES"
+    log "$SCENARIO: scenario exit code $rc; results in $OUT"
+    exit "$rc"
+  fi
+  cp "$console" "$OUT/console.log"
+  if grep -qE 'Oops|Kernel panic|BUG: ' "$console"; then
+    log "$SCENARIO: try $try of $TRIES: guest kernel crashed:"
+    grep -m3 -E 'Oops|Kernel panic|BUG: |RIP:' "$console" | sed 's/^/    /' >&2
+  else
+    log "$SCENARIO: try $try of $TRIES: no completion marker, or files incomplete, within ${TIMEOUT_S} s (guest hung); last lines:"
+    tail -n 5 "$console" | sed 's/^/    /' >&2
+  fi
+  [ "$try" -lt "$TRIES" ] && log "$SCENARIO: retrying"
+done
+log "$SCENARIO: FAILED: all $TRIES tries crashed or hung; logs in $OUT"
+exit 3

@@ -1,0 +1,97 @@
+//! VM test, issue 3 item 6 c): an invalid plan exits 2; a plan naming a missing pid or CPU, a
+//! run without root, and a run while another sched_ext scheduler is attached exit 1 with a
+//! message naming the cause; sched_ext is `disabled` after each. Run by `make test-vm`.
+
+#[path = "vm/harness.rs"]
+mod harness;
+
+use harness::{Checks, Vm};
+
+/// The scheduler's name in /sys/kernel/sched_ext/root/ops without the version suffix that
+/// scx_utils appends (`tt_1.2.3_x86_64...` -> `tt`).
+fn ops_name(ops: &str) -> &str {
+    let cut = ops
+        .char_indices()
+        .find(|&(i, ch)| ch == '_' && ops[i + 1..].starts_with(|d: char| d.is_ascii_digit()));
+    cut.map_or(ops, |(i, _)| &ops[..i])
+}
+
+#[test]
+fn ops_name_drops_the_version_suffix() {
+    assert_eq!(ops_name("scx_tt_0.1.0_x86_64_unknown_linux_gnu"), "scx_tt");
+    assert_eq!(ops_name("mini"), "mini");
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn failures_exit_nonzero_with_a_clear_message_and_leave_sched_ext_disabled() {
+    let out = Vm::new("errors")
+        .timeout_s(180)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut c = Checks::default();
+    let ops = out.result("attached_ops").unwrap_or("").to_string();
+    // (case, exit code, words the message must contain, case-insensitive)
+    let cases: [(&str, &str, Vec<&str>); 5] = [
+        ("invalid_plan", "2", vec!["slot_us", "50"]),
+        ("missing_pid", "1", vec!["999999"]),
+        ("missing_cpu", "1", vec!["7"]),
+        ("not_root", "1", vec!["root"]),
+        (
+            "second",
+            "1",
+            vec![ops.split('_').next().unwrap_or("scx_tt")],
+        ),
+    ];
+    for (case, want_rc, words) in cases {
+        let err = out.file(&format!("{case}.err")).unwrap_or_default();
+        let msg = err.trim();
+        println!(
+            "--- {case}: exit code {:?}; stderr: {msg}",
+            out.result(&format!("{case}_rc"))
+        );
+        c.check(
+            out.result(&format!("{case}_rc")) == Ok(want_rc),
+            format!("{case}: exit code {want_rc}"),
+        );
+        for w in words {
+            c.check(
+                msg.to_lowercase().contains(&w.to_lowercase()),
+                format!("{case}: the message names {w:?}"),
+            );
+        }
+        if case != "second" {
+            c.check(
+                out.result(&format!("{case}_state")) == Ok("disabled"),
+                format!(
+                    "{case}: sched_ext state afterwards {:?}",
+                    out.result(&format!("{case}_state"))
+                ),
+            );
+        }
+    }
+    // The refused second scheduler must not have disturbed the first one.
+    c.check(
+        !ops.is_empty(),
+        format!("the first scx_tt attached (ops {ops:?})"),
+    );
+    c.check(
+        out.result("second_state_while_first_runs") == Ok("enabled"),
+        format!(
+            "the first scheduler still enabled: {:?}",
+            out.result("second_state_while_first_runs")
+        ),
+    );
+    c.check(
+        out.result("first_rc") == Ok("0"),
+        format!("the first scx_tt exit code {:?}", out.result("first_rc")),
+    );
+    c.check(
+        out.number("first_disable_ms").is_ok(),
+        format!(
+            "disabled after the first one exits: {:?} ms",
+            out.result("first_disable_ms")
+        ),
+    );
+    c.finish();
+}

@@ -1,0 +1,77 @@
+//! VM smoke tests: the guest kernel has sched_ext and the initramfs is complete; the harness
+//! reports scenario failures and retries crashed guests. Run by `make test-vm`
+//! (`cargo test --release --test vm_smoke -- --ignored --nocapture`).
+
+#[path = "vm/harness.rs"]
+mod harness;
+
+use harness::Vm;
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn guest_kernel_has_sched_ext_and_every_binary_runs() {
+    let out = Vm::new("smoke").run().unwrap_or_else(|e| panic!("{e}"));
+    for (k, v) in &out.results {
+        println!("  {k} = {v}");
+    }
+    assert_eq!(
+        out.result("sched_ext"),
+        Ok("present"),
+        "guest kernel without sched_ext"
+    );
+    assert_eq!(
+        out.result("state"),
+        Ok("disabled"),
+        "a scheduler is attached at boot"
+    );
+    for bin in [
+        "scx_tt",
+        "tt_timer_baseline",
+        "stress-ng",
+        "cyclictest",
+        "bpftool",
+    ] {
+        assert_eq!(
+            out.result(&format!("bin_{bin}")),
+            Ok("runs"),
+            "{bin} does not run in the guest"
+        );
+    }
+    assert_eq!(out.rc, 0);
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn failing_scenario_reports_its_exit_code_and_results() {
+    let out = Vm::new("fail")
+        .tries(1)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(out.rc, 7);
+    assert_eq!(out.number("answer"), Ok(42));
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn crashed_guest_is_retried_then_fails_loudly() {
+    let (code, out) = Vm::new("crash").tries(2).timeout_s(60).run_status();
+    assert_eq!(code, Some(3), "run.sh must exit 3 when every try crashed");
+    assert!(out.is_err(), "a crashed run must not look completed");
+    let dir = harness::repo().join("target/vm/runs/crash");
+    for t in 1..=2 {
+        let log =
+            std::fs::read_to_string(dir.join(format!("try-{t}.console.log"))).unwrap_or_default();
+        assert!(
+            log.contains("Kernel panic"),
+            "try {t} did not record the panic"
+        );
+    }
+}
+
+#[test]
+fn results_parse_last_value_wins() {
+    let r = harness::parse_results("a=1\nnot a result\nb = x y \na=2\n");
+    assert_eq!(r.get("a").map(String::as_str), Some("2"));
+    assert_eq!(r.get("b").map(String::as_str), Some("x y"));
+    assert_eq!(r.len(), 2);
+}
