@@ -499,16 +499,10 @@ fn meter_measures_with_rapl_and_labels_estimates_without_it() {
     vm.put(&format!("{CPU}/cpu0/power/pm_qos_resume_latency_us"), "0");
     let mut m = EnergyMeter::open(&vm.root(), Some(xeon), o).expect("estimate");
     for slot in 0..1000 {
-        let r = SlotRecord {
-            slot,
-            cpu: 1,
-            kind: SlotKind::Tt,
-            task: None,
-            freq: 1.0,
-            ran_ns: None,
-            stolen_ns: None,
-            late_ns: None,
-        };
+        let r: SlotRecord = serde_json::from_value(
+            serde_json::json!({"slot": slot, "cpu": 1, "kind": SlotKind::Tt, "freq": 1.0}),
+        )
+        .expect("slot record");
         m.record(&r).expect("record");
     }
     // 1 s busy at 2.3 GHz (6.25 W) + uncore 25 W · 1 s.

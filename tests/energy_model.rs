@@ -30,17 +30,12 @@ fn tiny() -> PowerModel {
     model::from_str(TINY).expect("tiny model is valid")
 }
 
+/// Built through serde so optional fields added to the trace format later default to absent.
 fn rec(slot: u64, cpu: u32, kind: SlotKind, freq: f64) -> SlotRecord {
-    SlotRecord {
-        slot,
-        cpu,
-        kind,
-        task: None,
-        freq,
-        ran_ns: None,
-        stolen_ns: None,
-        late_ns: None,
-    }
+    serde_json::from_value(
+        serde_json::json!({"slot": slot, "cpu": cpu, "kind": kind, "freq": freq}),
+    )
+    .expect("slot record")
 }
 
 fn opts(slot_us: u64, idle: IdleGovernor) -> EstimateOptions {
