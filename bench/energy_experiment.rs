@@ -24,7 +24,11 @@ const EXECS: [(&str, Exec); 2] = [
     ("exec = 50-100% of WCET", Exec::Range(0.5, 1.0)),
 ];
 /// Reported reduction against BSS (dpm, dvfs) at the lowest, 50 % and highest utilization.
-const PAPER: [(f64, f64, f64); 3] = [(0.2, -31.85, -29.81), (0.5, -23.0, -28.0), (0.8, -3.16, -4.58)];
+const PAPER: [(f64, f64, f64); 3] = [
+    (0.2, -31.85, -29.81),
+    (0.5, -23.0, -28.0),
+    (0.8, -3.16, -4.58),
+];
 
 struct Opts {
     sets: u32,
@@ -76,7 +80,10 @@ fn machine() -> String {
         .and_then(|l| l.split(':').nth(1))
         .map_or("unknown CPU".to_string(), |s| s.trim().to_string());
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{cpu}, {cpus} CPUs, Linux {}", read("/proc/sys/kernel/osrelease").trim())
+    format!(
+        "{cpu}, {cpus} CPUs, Linux {}",
+        read("/proc/sys/kernel/osrelease").trim()
+    )
 }
 
 /// Sums of one (exec, variant, u_sched, u_new, slot_ms) cell.
@@ -161,7 +168,12 @@ fn main() {
         for &us in &U_SCHED {
             for &un in &U_NEW {
                 for set in 0..opts.sets {
-                    let case = Case { u_sched: us, u_new: un, set, slot_us: slot_ms * 1000 };
+                    let case = Case {
+                        u_sched: us,
+                        u_new: un,
+                        set,
+                        slot_us: slot_ms * 1000,
+                    };
                     let (plan, arrivals) = match task_set(&case) {
                         Ok(x) => x,
                         Err(e) => {
@@ -213,7 +225,10 @@ fn write_outputs(opts: &Opts, report: &str, svg: &str) -> std::io::Result<()> {
 }
 
 fn variant(name: &str) -> usize {
-    VARIANTS.iter().position(|v: &Variant| v.name == name).unwrap_or(0)
+    VARIANTS
+        .iter()
+        .position(|v: &Variant| v.name == name)
+        .unwrap_or(0)
 }
 
 fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64) -> String {
@@ -272,7 +287,9 @@ fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64
             for &un in &U_NEW {
                 let cells: Vec<Cell> = (0..VARIANTS.len())
                     .map(|vi| {
-                        sum_where(res, |k| k.0 == ei && k.1 == vi && k.2 == pct(us) && k.3 == pct(un))
+                        sum_where(res, |k| {
+                            k.0 == ei && k.1 == vi && k.2 == pct(us) && k.3 == pct(un)
+                        })
                     })
                     .collect();
                 let _ = write!(s, "   {:>3}%/{:>3}%", pct(us), pct(un));
@@ -339,39 +356,93 @@ fn svg(model: &PowerModel, res: &Results) -> String {
     let ymin = (all.iter().cloned().fold(f64::MAX, f64::min) / 10.0).floor() * 10.0;
     let ymax = if ymax > ymin { ymax } else { ymin + 10.0 };
     let mut s = String::new();
-    let _ = writeln!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#);
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" font-size="12">"#
+    );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     for (ei, (ename, _)) in EXECS.iter().enumerate() {
         let x0 = ml + ei as f64 * (pw + ml + 20.0);
         let (y0, y1) = (mt, mt + ph);
         let x = |u: f64| x0 + (u - 0.2) / 0.6 * pw;
         let y = |w: f64| y1 - (w - ymin) / (ymax - ymin) * ph;
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle" font-weight="bold">Average package power, {ename}</text>"#, x0 + pw / 2.0, y0 - 15.0);
-        let _ = writeln!(s, r#"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle" font-weight="bold">Average package power, {ename}</text>"#,
+            x0 + pw / 2.0,
+            y0 - 15.0
+        );
+        let _ = writeln!(
+            s,
+            r#"<rect x="{x0}" y="{y0}" width="{pw}" height="{ph}" fill="none" stroke="black"/>"#
+        );
         for &us in &U_SCHED {
-            let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">{}%</text>"#, x(us), y1 + 16.0, pct(us));
+            let _ = writeln!(
+                s,
+                r#"<text x="{}" y="{}" text-anchor="middle">{}%</text>"#,
+                x(us),
+                y1 + 16.0,
+                pct(us)
+            );
         }
-        let _ = writeln!(s, r#"<text x="{}" y="{}" text-anchor="middle">utilization of scheduled VMs</text>"#, x0 + pw / 2.0, y1 + 34.0);
+        let _ = writeln!(
+            s,
+            r#"<text x="{}" y="{}" text-anchor="middle">utilization of scheduled VMs</text>"#,
+            x0 + pw / 2.0,
+            y1 + 34.0
+        );
         let step = ((ymax - ymin) / 5.0).max(1.0);
         let mut w = ymin;
         while w <= ymax + 1e-9 {
             let (xe, yw, xt, yt) = (x0 + pw, y(w), x0 - 5.0, y(w) + 4.0);
-            let _ = writeln!(s, r##"<line x1="{x0}" x2="{xe}" y1="{yw}" y2="{yw}" stroke="#dddddd"/><text x="{xt}" y="{yt}" text-anchor="end">{w:.0} W</text>"##);
+            let _ = writeln!(
+                s,
+                r##"<line x1="{x0}" x2="{xe}" y1="{yw}" y2="{yw}" stroke="#dddddd"/><text x="{xt}" y="{yt}" text-anchor="end">{w:.0} W</text>"##
+            );
             w += step;
         }
         for (vi, v) in VARIANTS.iter().enumerate() {
-            let pts: Vec<String> = series(ei, vi).iter().map(|&(u, w)| format!("{:.1},{:.1}", x(u), y(w))).collect();
-            let dash = if v.name == "bss+cstates" { r#" stroke-dasharray="5,4""# } else { "" };
-            let _ = writeln!(s, r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#, pts.join(" "), COLORS[vi]);
+            let pts: Vec<String> = series(ei, vi)
+                .iter()
+                .map(|&(u, w)| format!("{:.1},{:.1}", x(u), y(w)))
+                .collect();
+            let dash = if v.name == "bss+cstates" {
+                r#" stroke-dasharray="5,4""#
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                r#"<polyline points="{}" fill="none" stroke="{}" stroke-width="2"{dash}/>"#,
+                pts.join(" "),
+                COLORS[vi]
+            );
         }
     }
     let ly = mt + ph + mb + 10.0;
     for (vi, v) in VARIANTS.iter().enumerate() {
         let lx = ml + vi as f64 * 150.0;
-        let _ = writeln!(s, r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#, lx + 25.0, COLORS[vi], lx + 30.0, ly + 4.0, v.name);
+        let _ = writeln!(
+            s,
+            r#"<line x1="{lx}" x2="{}" y1="{ly}" y2="{ly}" stroke="{}" stroke-width="2"/><text x="{}" y="{}">{}</text>"#,
+            lx + 25.0,
+            COLORS[vi],
+            lx + 30.0,
+            ly + 4.0,
+            v.name
+        );
     }
-    let _ = writeln!(s, r#"<text x="{ml}" y="{}">Paper (measured, RAPL, Xeon Gold 5218), reduction vs BSS: DPM -31.85% / DVFS -29.81% at the lowest utilization, about -23% / -28% at 50%, -3.16% / -4.58% at the highest.</text>"#, ly + 30.0);
-    let _ = writeln!(s, r#"<text x="{ml}" y="{}">This plot: simulation with power model {} (an estimate, docs/energy.md); package = uncore + housekeeping core + 15 managed cores.</text>"#, ly + 48.0, model.name);
+    let _ = writeln!(
+        s,
+        r#"<text x="{ml}" y="{}">Paper (measured, RAPL, Xeon Gold 5218), reduction vs BSS: DPM -31.85% / DVFS -29.81% at the lowest utilization, about -23% / -28% at 50%, -3.16% / -4.58% at the highest.</text>"#,
+        ly + 30.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{ml}" y="{}">This plot: simulation with power model {} (an estimate, docs/energy.md); package = uncore + housekeeping core + 15 managed cores.</text>"#,
+        ly + 48.0,
+        model.name
+    );
     let _ = writeln!(s, "</svg>");
     s
 }

@@ -190,7 +190,13 @@ pub fn run(
         },
         keep_records: true,
     };
-    let out = simulate(plan, arrivals, &cfg, &PlaceholderPower::default(), &mut |_| {})?;
+    let out = simulate(
+        plan,
+        arrivals,
+        &cfg,
+        &PlaceholderPower::default(),
+        &mut |_| {},
+    )?;
     let e = estimate(
         model,
         &out.records,
