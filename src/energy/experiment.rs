@@ -124,7 +124,7 @@ pub fn task_set(case: &Case) -> Result<(Plan, Vec<Arrival>), ExperimentError> {
         cmd: vec!["true".into()],
     })?;
     let frame = gen.plan.frame_slots;
-    let mut rng = SplitMix64::new(seed ^ 0x5eed_0f_a9e1);
+    let mut rng = SplitMix64::new(seed ^ 0x005e_ed0f_a9e1);
     let budget = (case.u_new * frame as f64).round() as u64;
     let mut arrivals = Vec::new();
     let mut sum = 0;
