@@ -353,7 +353,8 @@ fn svg(model: &PowerModel, res: &Results) -> String {
         .map(|p| p.1)
         .collect();
     let ymax = (all.iter().cloned().fold(0.0, f64::max) / 10.0).ceil() * 10.0;
-    let ymin = (all.iter().cloned().fold(f64::MAX, f64::min) / 10.0).floor() * 10.0;
+    // The axis starts at 0 W so that differences are not exaggerated.
+    let ymin = 0.0;
     let ymax = if ymax > ymin { ymax } else { ymin + 10.0 };
     let mut s = String::new();
     let _ = writeln!(
@@ -391,7 +392,7 @@ fn svg(model: &PowerModel, res: &Results) -> String {
             x0 + pw / 2.0,
             y1 + 34.0
         );
-        let step = ((ymax - ymin) / 5.0).max(1.0);
+        let step = if ymax - ymin > 100.0 { 20.0 } else { 10.0 };
         let mut w = ymin;
         while w <= ymax + 1e-9 {
             let (xe, yw, xt, yt) = (x0 + pw, y(w), x0 - 5.0, y(w) + 4.0);
