@@ -623,3 +623,12 @@ fn panic_while_in_control_restores_the_tree() {
     assert!(res.is_err());
     assert_eq!(t.snapshot(), before);
 }
+
+#[test]
+fn cpu_lists_parse_in_both_kernel_formats() {
+    use scx_tt::energy::cpufreq::parse_cpus;
+    assert_eq!(parse_cpus("0 1 2 3"), Some(vec![0, 1, 2, 3]));
+    assert_eq!(parse_cpus("0-3,8"), Some(vec![0, 1, 2, 3, 8]));
+    assert_eq!(parse_cpus(""), Some(vec![]));
+    assert_eq!(parse_cpus("0-x"), None);
+}
