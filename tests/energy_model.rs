@@ -80,8 +80,9 @@ fn unlisted_cpus_count_as_active_at_max() {
 #[test]
 fn long_idle_period_goes_to_the_deepest_fitting_state() {
     // Busy, then 3 idle slots of 1 ms = one 3000 µs period ≥ 600 µs: C6.
-    // idle  = 0.1 W · 0.003 s               = 0.0003 J
-    // exit  = 100 µs · (4 W − 0.1 W)         = 0.00039 J
+    // idle       = 0.1 W · 0.003 s                                  = 0.0003 J
+    // transition = (4 − 0.5) W · 2 µs + (0.5 − 0.1) W · 600 µs = 7 + 240 µJ = 0.000247 J
+    //              (each state's target residency is its break-even against the shallower one)
     let recs = [
         rec(0, 0, SlotKind::Tt, 1.0),
         rec(1, 0, SlotKind::Idle, 1.0),
@@ -92,7 +93,7 @@ fn long_idle_period_goes_to_the_deepest_fitting_state() {
     let c = &e.cpus[0];
     assert!(close(c.active_j, 0.004));
     assert!(close(c.idle_j, 0.0003));
-    assert!(close(c.transition_j, 0.00039));
+    assert!(close(c.transition_j, 0.000247));
     assert_eq!(c.idle_periods, 1);
     assert!(close(c.idle_state_s["C6"], 0.003));
 }
@@ -114,7 +115,7 @@ fn shallowest_governor_polls_at_active_power() {
 #[test]
 fn short_idle_period_stops_at_c1() {
     // Slot 500 µs: one idle slot is 500 µs < 600 µs, so C1.
-    // idle = 0.5 W · 0.0005 s = 0.00025 J; exit = 2 µs · 3.5 W = 0.000007 J.
+    // idle = 0.5 W · 0.0005 s = 0.00025 J; transition = (4 − 0.5) W · 2 µs = 0.000007 J.
     let recs = [rec(0, 0, SlotKind::Tt, 1.0), rec(1, 0, SlotKind::Idle, 1.0)];
     let e = run(&recs, opts(500, IdleGovernor::Deepest));
     assert!(close(e.cpus[0].idle_j, 0.00025));
@@ -145,14 +146,14 @@ fn normalised_frequency_rounds_up_to_the_next_pstate() {
 #[test]
 fn measured_run_time_splits_a_slot_into_busy_and_idle() {
     // 1000 µs slot, ran 400 µs: 4 W · 0.0004 = 0.0016 J busy; 600 µs idle fits C6:
-    // 0.1 W · 0.0006 = 0.00006 J, exit 100 µs · 3.9 W = 0.00039 J.
+    // 0.1 W · 0.0006 = 0.00006 J, transition 247 µJ (as above).
     let mut r = rec(0, 0, SlotKind::Tt, 1.0);
     r.ran_ns = Some(400_000);
     let e = run(&[r], opts(1000, IdleGovernor::Deepest));
     let c = &e.cpus[0];
     assert!(close(c.active_j, 0.0016));
     assert!(close(c.idle_j, 0.00006));
-    assert!(close(c.transition_j, 0.00039));
+    assert!(close(c.transition_j, 0.000247));
 }
 
 #[test]
@@ -269,7 +270,7 @@ fn trace_of(pattern: &[(bool, u8)]) -> Vec<SlotRecord> {
 
 proptest! {
     /// Property 2: idling in the deepest fitting state never costs more than polling, because
-    /// every state's exit latency is at most its target residency.
+    /// transition energies make every target residency a break-even time.
     #[test]
     fn deepest_idle_never_costs_more_than_polling(p in kinds(), slot_us in 100u64..3000) {
         let recs = trace_of(&p);
@@ -297,19 +298,33 @@ proptest! {
 
 #[test]
 fn per_slot_tick_splits_idle_periods() {
-    // Three idle slots of 1 ms. Merged: one C6 period with one exit (100 µs · 3.9 W).
-    // Per-slot tick: three periods of 1000 µs, each C6 with its own exit: 3 · 0.00039 J.
+    // Three idle slots of 1 ms. Merged: one C6 period with one transition (247 µJ).
+    // Per-slot tick: three periods of 1000 µs, each C6 with its own transition: 3 · 247 µJ.
     let recs: Vec<_> = (0..3).map(|s| rec(s, 0, SlotKind::Idle, 1.0)).collect();
     let merged = run(&recs, opts(1000, IdleGovernor::Deepest));
     let split = run(&recs, opts(1000, IdleGovernor::DeepestPerSlot));
     assert_eq!(merged.cpus[0].idle_periods, 1);
     assert_eq!(split.cpus[0].idle_periods, 3);
-    assert!(close(merged.cpus[0].transition_j, 0.00039));
-    assert!(close(split.cpus[0].transition_j, 3.0 * 0.00039));
+    assert!(close(merged.cpus[0].transition_j, 0.000247));
+    assert!(close(split.cpus[0].transition_j, 3.0 * 0.000247));
     assert!(close(split.cpus[0].idle_j, merged.cpus[0].idle_j));
     // 500 µs slots: each slot alone is too short for C6 (600 µs), together they are not.
     let merged = run(&recs, opts(500, IdleGovernor::Deepest));
     let split = run(&recs, opts(500, IdleGovernor::DeepestPerSlot));
     assert!(close(merged.cpus[0].idle_state_s["C6"], 0.0015));
     assert!(close(split.cpus[0].idle_state_s["C1"], 0.0015));
+}
+
+#[test]
+fn target_residency_is_the_break_even_against_the_shallower_state() {
+    // At exactly 600 µs, C6 (0.1 W, 247 µJ transition) and C1 (0.5 W, 7 µJ) cost the same:
+    // 0.1 · 600 + 247 = 307 µJ = 0.5 · 600 + 7.
+    let m = tiny();
+    let c = &m.clusters[0];
+    let cost =
+        |k: usize, us: f64| c.idle_w(&c.idle_states[k], 1.0) * us * 1e-6 + c.transition_j(k, 1.0);
+    assert!(close(cost(2, 600.0), cost(1, 600.0)));
+    assert!(cost(2, 700.0) < cost(1, 700.0));
+    assert!(cost(2, 500.0) > cost(1, 500.0));
+    assert_eq!(c.transition_j(0, 1.0), 0.0);
 }

@@ -8,7 +8,7 @@
 //!              are idle; consecutive idle pieces merge into one idle period
 //!   busy segment of length t at f:    E += active_w(f) · t
 //!   idle period of length L:          s  = state chosen by the idle governor for L
-//!                                     E += idle_w(s, f) · L + exit_latency(s) · (active_w(f) − idle_w(s, f))
+//!                                     E += idle_w(s, f) · L + transition_j(s, f)
 //!   P-state change between segments:  E += freq_switch_us · active_w(higher of the two)
 //! package = uncore_w · duration + Σ CPUs in the trace + CPUs of the model not in the trace
 //!           (`Unlisted`: active at the maximum frequency, or left out)
@@ -21,8 +21,9 @@
 //!
 //! # Properties
 //! 1. A fully busy CPU at normalised frequency f uses exactly `active_w(f) · duration`.
-//! 2. Idle energy never exceeds the energy of staying in the shallowest state (`target
-//!    residency` is cpuidle's break-even time), up to the exit cost.
+//! 2. Idle energy never exceeds the energy of staying in the shallowest state: transition
+//!    energies are derived from target residencies as break-even times
+//!    ([`Cluster::transition_j`]).
 //! 3. The package total is the sum of its parts (uncore + CPUs + unlisted CPUs).
 
 use super::model::{Cluster, PowerModel};
@@ -340,8 +341,7 @@ impl CpuAccumulator {
                 let st = &c.idle_states[k];
                 let w = c.idle_w(st, freq);
                 e.idle_j += w * s;
-                let exit_s = st.exit_latency_us.min(us) * 1e-6;
-                e.transition_j += exit_s * (p.active_w - w).max(0.0);
+                e.transition_j += c.transition_j(k, freq);
                 *e.idle_state_s.entry(st.name.clone()).or_insert(0.0) += s;
             }
         }

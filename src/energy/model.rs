@@ -296,6 +296,21 @@ impl Cluster {
         }
     }
 
+    /// Energy of one entry into and exit from idle state `k` at normalised `freq`, J, derived
+    /// from cpuidle's definition of target residency: the shortest idle time for which state
+    /// `k`, entry and exit included, saves energy over the next shallower state. So
+    /// `E_0 = 0` and `E_k = E_{k-1} + (P_{k-1} − P_k) · T_k` (increments below 0 count as 0),
+    /// which makes the deepest state whose residency fits a period also the cheapest.
+    pub fn transition_j(&self, k: usize, freq: f64) -> f64 {
+        let mut e = 0.0;
+        for i in 1..=k.min(self.idle_states.len().saturating_sub(1)) {
+            let (shallow, deep) = (&self.idle_states[i - 1], &self.idle_states[i]);
+            let saved_w = self.idle_w(shallow, freq) - self.idle_w(deep, freq);
+            e += saved_w.max(0.0) * deep.target_residency_us * 1e-6;
+        }
+        e
+    }
+
     /// Index of the deepest idle state among the first `allowed` whose target residency fits an
     /// idle period of `period_us` (the shallowest state when none fits). `None` when the cluster
     /// has no idle state or `allowed == 0`.

@@ -4,8 +4,8 @@
 //! ```text
 //! busy slot at f:              active_w(f) · slot
 //! idle slot (not in DPM):      idle power of the state `idle` picks for one slot at f, plus
-//!                              its exit cost (the slot tick wakes the CPU every slot)
-//! DPM idle period of n slots:  deepest state fitting n · slot, plus one exit at full speed
+//!                              its transition (the slot tick wakes the CPU every slot)
+//! DPM idle period of n slots:  deepest state fitting n · slot, plus one transition
 //! ```
 //! Charges one cluster (the managed CPUs' cluster); the same arithmetic as
 //! [`super::estimate`] for a single CPU.
@@ -31,7 +31,7 @@ impl ModelPower {
             Some(k) => {
                 let s = &c.idle_states[k];
                 let w = c.idle_w(s, freq);
-                w * us * 1e-6 + s.exit_latency_us.min(us) * 1e-6 * (active - w).max(0.0)
+                w * us * 1e-6 + c.transition_j(k, freq)
             }
         }
     }
@@ -82,8 +82,9 @@ mod tests {
             cluster: xeon(),
             idle: IdleGovernor::Shallowest,
         };
-        // 3 slots of 1 ms = 3000 µs ≥ 600 µs: C6 0.05 W · 0.003 s + 133 µs · (6.25 − 0.05) W.
-        let want = 0.05 * 0.003 + 133e-6 * 6.2;
+        // 3 slots of 1 ms = 3000 µs ≥ 600 µs: C6 0.05 W · 0.003 s plus the transition
+        // (6.25 − 1.0) W · 2 µs + (1.0 − 0.7) W · 20 µs + (0.7 − 0.05) W · 600 µs = 406.5 µJ.
+        let want = 0.05 * 0.003 + 406.5e-6;
         assert!((p.sleep_j(3, 0.001) - want).abs() < 1e-12);
         // Polling one idle slot at full speed costs the active power.
         assert!((p.idle_j(1.0, 0.001) - 0.00625).abs() < 1e-12);
