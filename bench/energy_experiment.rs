@@ -244,8 +244,9 @@ fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64
     );
     let _ = writeln!(
         s,
-        "package W = uncore {:.1} W + housekeeping core + 15 x managed core; all figures are model estimates, not measurements",
-        model.uncore_w
+        "package W = uncore {:.1} W + housekeeping core + {} x managed core; all figures are model estimates, not measurements",
+        model.uncore_w,
+        scx_tt::energy::experiment::managed_cores(model)
     );
     let bss = variant("bss");
     for (ei, (ename, _)) in EXECS.iter().enumerate() {
@@ -440,9 +441,10 @@ fn svg(model: &PowerModel, res: &Results) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<text x="{ml}" y="{}">This plot: simulation with power model {} (an estimate, docs/energy.md); package = uncore + housekeeping core + 15 managed cores.</text>"#,
+        r#"<text x="{ml}" y="{}">This plot: simulation with power model {} (an estimate, docs/energy.md); package = uncore + housekeeping core + {} managed cores.</text>"#,
         ly + 48.0,
-        model.name
+        model.name,
+        scx_tt::energy::experiment::managed_cores(model)
     );
     let _ = writeln!(s, "</svg>");
     s

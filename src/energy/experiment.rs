@@ -34,8 +34,11 @@ use thiserror::Error;
 
 /// Frames a generated schedule may have (slots).
 pub const FRAMES: [u64; 6] = [1800, 1920, 2000, 2100, 2160, 2200];
-/// Managed cores in the package figure (the paper's CPU1–CPU15).
-pub const MANAGED_CORES: u32 = 15;
+/// Managed cores in the package figure: every CPU of the model but the housekeeping CPU 0
+/// (15 on the Xeon: the paper's CPU1–CPU15). All are charged like the simulated core.
+pub fn managed_cores(model: &PowerModel) -> u32 {
+    model.cpu_count().saturating_sub(1)
+}
 
 #[derive(Debug, Error)]
 pub enum ExperimentError {
@@ -208,7 +211,7 @@ pub fn run(
     )?;
     let core_w = e.mean_cpu_w();
     let hk_w = cluster.active_w(1.0);
-    let package_w = model.uncore_w + hk_w + f64::from(MANAGED_CORES) * core_w;
+    let package_w = model.uncore_w + hk_w + f64::from(managed_cores(model)) * core_w;
     let offered = arrivals.len();
     let accepted = out.report.admissions.iter().filter(|a| a.accepted).count();
     let busy = e.cpus.iter().map(|c| c.busy_s).sum::<f64>() / e.duration_s.max(f64::MIN_POSITIVE);
