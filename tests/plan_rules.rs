@@ -103,6 +103,13 @@ fn syntax_error_names_line_and_column() {
 }
 
 #[test]
+fn trailing_text_after_the_plan_is_a_syntax_error() {
+    let text = format!("{}\n]", base());
+    let e = plan::from_str(&text).unwrap_err();
+    assert!(matches!(e.0[0].rule, Rule::Syntax { line: 2, .. }), "{e}");
+}
+
+#[test]
 fn unknown_field_is_rejected_with_its_path() {
     let mut v = base();
     set(&mut v, "/tasks/0/wcett", json!(3));
