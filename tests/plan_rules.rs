@@ -193,6 +193,7 @@ fn cpu_not_on_this_machine_is_an_error_when_running() {
     let e = p.check_cpus_exist(&[0, 1]).unwrap_err();
     assert_eq!(e.0.len(), 1);
     assert_eq!(e.0[0].path, "cpus.managed[1]");
+    assert!(matches!(e.0[0].rule, Rule::CpuOffline { .. }));
     assert!(e.to_string().starts_with("cpus.managed[1] = 2: "), "{e}");
     assert!(e.to_string().contains("0-1"), "{e}");
 }
