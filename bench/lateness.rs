@@ -87,8 +87,11 @@ fn bpf_programs(out: &harness::VmOutput, slot_us: u64) -> Result<String, String>
             p.run_time_ns.saturating_sub(t0),
             p.run_cnt.saturating_sub(c0),
         );
+        if dc == 0 {
+            continue;
+        }
         total_ns += dt;
-        let avg = if dc == 0 { 0.0 } else { dt as f64 / dc as f64 };
+        let avg = dt as f64 / dc as f64;
         let _ = writeln!(
             t,
             "  {slot_us:>6} us slots  {:<24} {dc:>8} runs  {avg:>8.0} ns/run",

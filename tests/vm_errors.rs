@@ -7,21 +7,6 @@ mod harness;
 
 use harness::{Checks, Vm};
 
-/// The scheduler's name in /sys/kernel/sched_ext/root/ops without the version suffix that
-/// scx_utils appends (`tt_1.2.3_x86_64...` -> `tt`).
-fn ops_name(ops: &str) -> &str {
-    let cut = ops
-        .char_indices()
-        .find(|&(i, ch)| ch == '_' && ops[i + 1..].starts_with(|d: char| d.is_ascii_digit()));
-    cut.map_or(ops, |(i, _)| &ops[..i])
-}
-
-#[test]
-fn ops_name_drops_the_version_suffix() {
-    assert_eq!(ops_name("scx_tt_0.1.0_x86_64_unknown_linux_gnu"), "scx_tt");
-    assert_eq!(ops_name("mini"), "mini");
-}
-
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn failures_exit_nonzero_with_a_clear_message_and_leave_sched_ext_disabled() {
@@ -31,7 +16,8 @@ fn failures_exit_nonzero_with_a_clear_message_and_leave_sched_ext_disabled() {
         .unwrap_or_else(|e| panic!("{e}"));
     let mut c = Checks::default();
     let ops = out.result("attached_ops").unwrap_or("").to_string();
-    // (case, exit code, words the message must contain, case-insensitive)
+    // (case, exit code, words the message must contain, case-insensitive); the refused second
+    // scheduler must name the attached one as /sys/kernel/sched_ext/root/ops does.
     let cases: [(&str, &str, Vec<&str>); 5] = [
         ("invalid_plan", "2", vec!["slot_us", "50"]),
         ("missing_pid", "1", vec!["999999"]),

@@ -3,7 +3,7 @@
 #   SCX_TT_VM_DIR  build outputs (initramfs, run logs); default <repo>/target/vm
 VM_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$VM_SRC/../.." && pwd)
-CACHE=${SCX_TT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/scx_tt}
+CACHE=${SCX_TT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/scx_tt}
 VM_DIR=${SCX_TT_VM_DIR:-$REPO/target/vm}
 KERNEL_DIR=$CACHE/kernel
 VMLINUZ=$KERNEL_DIR/vmlinuz          # symlink to the chosen kernel image

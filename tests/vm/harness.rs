@@ -147,14 +147,20 @@ impl VmOutput {
     pub fn summary(&self, name: &str) -> Result<Summary> {
         let text = self.file(name)?;
         serde_json::from_str(&text)
-            .map_err(|e| format!("{name}: not a scx_tt summary: {e}\n{text}"))
+            .map_err(|e| format!("{name}: not a scx_tt summary: {e}\n{}", head(&text)))
     }
 
     /// A JSON file the guest left in /out.
     pub fn json<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<T> {
         let text = self.file(name)?;
-        serde_json::from_str(&text).map_err(|e| format!("{name}: {e}\n{text}"))
+        serde_json::from_str(&text).map_err(|e| format!("{name}: {e}\n{}", head(&text)))
     }
+}
+
+/// The start of a long text, for error messages.
+fn head(text: &str) -> &str {
+    let end = text.char_indices().nth(600).map_or(text.len(), |(i, _)| i);
+    &text[..end]
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -216,8 +222,8 @@ pub struct LateNs {
 
 #[derive(Debug, Deserialize)]
 pub struct Bucket {
-    /// Upper bound, ns; `None` (null) for an open last bucket.
-    pub le_ns: Option<i64>,
+    /// Upper bound, ns; `None` (null) or u64::MAX for an open last bucket.
+    pub le_ns: Option<u64>,
     pub count: u64,
 }
 
@@ -308,9 +314,10 @@ impl CpuSummary {
             self.cpu
         );
         for b in &self.late_hist {
-            let bound = b
-                .le_ns
-                .map_or("inf".to_string(), |le| format!("{:.0}", us(le)));
+            let bound = match b.le_ns {
+                Some(le) if le < u64::MAX => format!("{:.0}", le as f64 / 1e3),
+                _ => "inf".to_string(),
+            };
             let bar = "#".repeat((60.0 * b.count as f64 / total.max(1) as f64).ceil() as usize);
             println!("    <= {bound:>7} us {:>6} {bar}", b.count);
         }

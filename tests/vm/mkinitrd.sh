@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and scenarios, scx_tt and
 # tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian, the shared
-# libraries of every binary (found with ldd), schedules/ and the test plans.
+# libraries of every binary (found with ldd), the VM kernel's config (/boot/config-RELEASE),
+# schedules/ and the test plans.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
 set -euo pipefail
@@ -37,6 +38,8 @@ cp "$VM_SRC/guest/lib.sh" "$ROOT/tt/lib.sh"
 cp "$VM_SRC"/guest/scenarios/*.sh "$ROOT/tt/scenarios/"
 cp "$VM_SRC"/plans/*.json "$ROOT/tt/plans/" 2>/dev/null || true
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
+# libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.
+mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
