@@ -219,19 +219,13 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
 
 /// Capacity intervals of `[0, frame)` with spare capacities (see the module doc).
 pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
-    let by_deadline: Vec<(Slot, usize)> = sorted_by(jobs, |j| j.deadline)
-        .into_iter()
-        .map(|j| (jobs[j].deadline, j))
-        .collect();
+    let by_deadline = sorted_by(jobs, |j| j.deadline);
     let mut out: Vec<Interval> = Vec::new();
     let mut prev_end: Slot = 0;
-    let mut i = 0;
-    while i < by_deadline.len() {
-        let d = by_deadline[i].0;
-        let n = by_deadline[i..].iter().take_while(|x| x.0 == d).count();
-        let members: Vec<usize> = by_deadline[i..i + n].iter().map(|x| x.1).collect();
-        let earliest = members.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
-        i += n;
+    for group in by_deadline.chunk_by(|&a, &b| jobs[a].deadline == jobs[b].deadline) {
+        let d = jobs[group[0]].deadline;
+        let earliest = group.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
+        let members = group.to_vec();
         let start = prev_end.max(earliest);
         if start > prev_end {
             out.push(Interval {
