@@ -24,6 +24,7 @@ pub struct Vm {
     timeout_s: u32,
     tries: u32,
     args: Vec<String>,
+    label: String,
 }
 
 /// What a completed guest run left behind.
@@ -44,6 +45,7 @@ impl Vm {
             timeout_s: 120,
             tries: 3,
             args: Vec::new(),
+            label: scenario.to_string(),
         }
     }
 
@@ -54,6 +56,12 @@ impl Vm {
 
     pub fn timeout_s(mut self, timeout_s: u32) -> Self {
         self.timeout_s = timeout_s;
+        self
+    }
+
+    /// Names the run directory (target/vm/runs/LABEL; default: the scenario).
+    pub fn label(mut self, label: &str) -> Self {
+        self.label = label.to_string();
         self
     }
 
@@ -77,7 +85,7 @@ impl Vm {
 
     /// Like `run`, also returning run.sh's exit code (3: every try crashed or hung).
     pub fn run_status(self) -> (Option<i32>, Result<VmOutput>) {
-        let dir = repo().join("target/vm/runs").join(&self.scenario);
+        let dir = repo().join("target/vm/runs").join(&self.label);
         let mut cmd = Command::new("bash");
         cmd.arg(repo().join("tests/vm/run.sh"))
             .args(["--scenario", &self.scenario])
