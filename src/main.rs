@@ -23,12 +23,15 @@ enum Cmd {
     /// Validate, explain and generate plan files.
     #[command(subcommand)]
     Plan(cli::plan::PlanCmd),
+    /// Run the slot-shifting planner on a virtual slot clock (no root, no sched_ext).
+    Simulate(cli::simulate::SimulateArgs),
 }
 
 fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
+        Some(Cmd::Simulate(args)) => cli::simulate::run(args),
         None => cli::run::run(cli.run),
     };
     match result {

@@ -18,7 +18,7 @@ pub enum SlotKind {
     Idle,
 }
 
-/// One (CPU, slot) record. Fields after `freq` are measured by the kernel path only and are
+/// One (CPU, slot) record. Fields after `idle_until` are measured by the kernel path only and are
 /// omitted from simulated traces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SlotRecord {
@@ -31,6 +31,9 @@ pub struct SlotRecord {
     pub task: Option<String>,
     /// Normalised frequency in (0, 1] the slot runs at (1.0 without DVFS).
     pub freq: f64,
+    /// During a DPM idle period: the first slot the CPU runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_until: Option<u64>,
     /// ns the planned task ran inside the slot (kernel path).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_ns: Option<u64>,

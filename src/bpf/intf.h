@@ -1,8 +1,121 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* ABI shared by src/bpf/tt_sched.bpf.c and Rust (bindgen). Placeholder until the enforcement issue. */
+/*
+ * The ABI between src/bpf/tt_sched.bpf.c and the Rust loader (src/sched/, via bindgen).
+ *
+ * Every constant and struct that crosses the boundary lives here. Sizes are checked with
+ * _Static_assert below and with const asserts in src/sched/abi.rs; change both together.
+ * Times are nanoseconds of CLOCK_MONOTONIC (bpf_ktime_get_ns()), named *_ns.
+ */
 #ifndef __TT_INTF_H
 #define __TT_INTF_H
 
-#define TT_MAX_CPUS 256
-
+#ifndef __VMLINUX_H__
+typedef unsigned char u8;
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef int s32;
+typedef unsigned long long u64;
+typedef long long s64;
 #endif
+
+enum tt_limits {
+	/* CPU ids must be below this (sizes the per-CPU arrays). */
+	TT_MAX_CPUS = 256,
+	/* Plan tasks (tt + be) per run. */
+	TT_MAX_TASKS = 512,
+	/* Threads that may belong to plan tasks at once (tid -> task map). */
+	TT_MAX_THREADS = 65536,
+	/* How far dispatch looks ahead for the end of the owner's contiguous run of slots. */
+	TT_LOOKAHEAD_SLOTS = 16,
+	/* Slots one run segment is split over at most (the rest counts as lost_ns). */
+	TT_MAX_PIECES = 256,
+	/* Ring buffer of per-slot records, bytes (a power of two, page multiple). */
+	TT_RINGBUF_BYTES = 1 << 20,
+};
+
+/* "no task": a free slot in the table, or no be task in a record. */
+#define TT_NO_TASK 0xffffffffu
+/* table_switch_slot when no table switch is pending. */
+#define TT_NO_SWITCH 0xffffffffffffffffULL
+
+/* What a CPU does (rodata cpu_role[cpu]). CPUs not named by the plan are housekeeping. */
+enum tt_cpu_role {
+	TT_CPU_HOUSEKEEPING = 0,
+	TT_CPU_MANAGED = 1,
+};
+
+/* Class of a plan task (rodata task_class[task]). */
+enum tt_class {
+	TT_CLASS_TT = 1,
+	TT_CLASS_BE = 2,
+};
+
+/*
+ * Dispatch queues. Only housekeeping CPUs consume TT_DSQ_HOUSEKEEPING; only the task's
+ * managed CPU consumes TT_DSQ_TASK_BASE + task (tt); managed CPUs consume their
+ * TT_DSQ_BE_CPU_BASE + cpu and TT_DSQ_BE_ANY (be tasks not restricted to one CPU).
+ */
+enum tt_dsq {
+	TT_DSQ_HOUSEKEEPING = 0,
+	TT_DSQ_BE_ANY = 1,
+	TT_DSQ_BE_CPU_BASE = 0x1000,
+	TT_DSQ_TASK_BASE = 0x10000,
+};
+
+/* Value of the tid -> task map (key: u32 thread id), written by userspace before attach. */
+struct tt_task_ctx {
+	u32 task; /* index into the plan's tasks */
+	u32 inherited; /* 1 when BPF added it at fork of a plan thread */
+};
+
+/* Context of the SEC("syscall") programs arm_timer / disarm_timer. */
+struct tt_arm_arg {
+	s32 cpu; /* the CPU the calling thread is pinned to */
+	u32 pad;
+};
+
+/*
+ * One record per (managed CPU, slot), emitted through the ring buffer by the slot timer when
+ * the slot ends. owner_ns + be_ns + other_tt_ns + kthread_ns + foreign_ns <= slot length;
+ * the rest was idle.
+ */
+struct tt_slot_rec {
+	u64 slot; /* absolute slot number since t0 */
+	u32 cpu;
+	u32 owner; /* task that owns the slot in the table, or TT_NO_TASK */
+	u64 owner_ns; /* the owner's threads ran inside the slot */
+	u64 be_ns; /* be tasks of the plan */
+	u64 other_tt_ns; /* tt tasks that do not own the slot (overrun past their slot end) */
+	u64 kthread_ns; /* per-CPU kernel threads bound to this CPU */
+	u64 foreign_ns; /* tasks outside the plan (not kthreads) */
+	u64 be_ready_ns; /* be was started while the owner had a runnable thread waiting */
+	u64 be_kick_ns; /* be still ran after the owner woke or the slot ticked (kick latency) */
+	s64 late_ns; /* slot tick lateness: timer callback time minus the slot boundary */
+	u32 be_top; /* the be task that ran last in the slot, or TT_NO_TASK */
+	u32 lost; /* 1 when part of the slot's time could not be attributed (very late tick) */
+};
+
+/* Per plan task, summed over all CPUs (bss task_stats[task]). */
+struct tt_task_stats {
+	u64 run_ns; /* ran anywhere */
+	u64 inside_ns; /* tt: inside its own slots on its CPU; be: on a managed CPU */
+	u64 nr_runs; /* ops.running() calls */
+};
+
+/* Per CPU (bss cpu_stats[cpu]). */
+struct tt_cpu_stats {
+	u64 ticks; /* slot timer callbacks */
+	u64 tick_cost_ns; /* time spent inside the slot timer callback */
+	u64 late_skips; /* callbacks so late that whole slots were skipped */
+	u64 pin_mismatch; /* callback ran on another CPU than it was armed for */
+	u64 rec_drops; /* ring buffer full */
+	u64 lost_ns; /* run time that could not be attributed to a slot record */
+};
+
+_Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
+_Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
+_Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
+_Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 48, "tt_cpu_stats");
+
+#endif /* __TT_INTF_H */

@@ -1,5 +1,96 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-/* Placeholder until the enforcement issue lands: a global FIFO scheduler. */
+/*
+ * scx_tt: enforce an offline time-triggered slot table on managed CPUs.
+ *
+ * A. What
+ *
+ * The plan (src/plan) splits the CPUs into managed and housekeeping CPUs and gives every
+ * managed CPU a table: slot s of the repeating frame is owned by one `tt` task or is free.
+ * Time is a common grid: slot k is [t0 + k*slot_ns, t0 + (k+1)*slot_ns) on every CPU, and
+ * table entry (k mod frame_slots) says who owns it. This scheduler switches all normal tasks
+ * (not partial mode) and enforces:
+ *
+ *   - a managed CPU runs the tt task that owns the current slot while it is runnable; else a
+ *     `be` task of the plan; else it idles. Tasks outside the plan never run there;
+ *   - housekeeping CPUs run everything else and never a tt/be task of the plan;
+ *   - per-CPU kernel threads bound to a managed CPU still run there (forward progress: they
+ *     serve IRQ work, RCU, workqueues of that CPU); their time is counted as stolen.
+ *
+ * B. The slot tick protocol
+ *
+ *   1. Arming. ops.init runs in a kernel worker on an arbitrary CPU, so it cannot pin a timer.
+ *      Instead userspace starts one thread per managed CPU, pins it there with
+ *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer on it
+ *      (BPF_PROG_TEST_RUN runs on the calling CPU). arm_timer checks it runs on the CPU it was
+ *      asked to arm, and starts that CPU's bpf_timer with BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN
+ *      at the next grid point t0 + k*slot_ns. Userspace writes t0_ns (bss) before arming, a
+ *      little in the future, so every CPU's first tick is the same slot 0 boundary.
+ *   2. At a boundary (slot_tick, hardirq on the pinned CPU):
+ *      a. charge the running task's time up to now to the slot(s) it ran in;
+ *      b. close the ending slot's accounting record and emit it through the ring buffer
+ *         (struct tt_slot_rec: owner, owner_ns, be/other/kthread/foreign ns, lateness);
+ *      c. look up the new owner; unless the new owner is already running, kick the CPU with
+ *         SCX_KICK_PREEMPT: the current task's slice drops to zero and ops.dispatch picks the
+ *         new slot's task;
+ *      d. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
+ *         a tick later than a whole slot skips ahead and counts late_skips).
+ *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
+ *
+ * C. Dispatch on a managed CPU at time now in slot k with owner o = table[k mod frame]:
+ *   - o's DSQ (or prev, when prev is o and still runnable: its slice is refilled);
+ *   - else a be task (this CPU's be DSQ, then the shared one; or a runnable be prev);
+ *   - else nothing: the CPU idles until a wakeup or the next tick.
+ *   ops.running sets the slice to the time left in the task's run: to the end of o's
+ *   contiguous run of slots (looking ahead TT_LOOKAHEAD_SLOTS) for the owner, to the end of
+ *   the slot for anything else. The tick at the boundary enforces the end (the scheduler tick
+ *   alone is too coarse, HZ=250 is 4 ms).
+ *
+ *   Guard band: no task is started when less than guard_ns is left before the end of its run;
+ *   the CPU idles instead, so a kick latency cannot push a fresh start across the boundary.
+ *
+ *   Last runnable task: with SCX_OPS_ENQ_LAST the kernel does not silently keep a task whose
+ *   slice expired when nothing else is runnable; it calls ops.enqueue with SCX_ENQ_LAST and
+ *   the task goes back to its DSQ, so only dispatch decides whether it may continue.
+ *
+ * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
+ *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
+ *     owner of that CPU's current slot the CPU is kicked (preempting be work or waking it);
+ *   - be thread -> its CPU's be DSQ or TT_DSQ_BE_ANY;
+ *   - per-CPU kthread (or migration-disabled task, or a task whose affinity has no
+ *     housekeeping CPU) -> the local DSQ of its CPU;
+ *   - everything else -> TT_DSQ_HOUSEKEEPING, and an idle housekeeping CPU is kicked.
+ *   Threads are recognised by tid through task_ctx (written by userspace before attach, so no
+ *   plan thread is ever routed as a foreign task). Threads forked by a plan thread inherit its
+ *   task (ops.init_task), and entries are deleted at exit (ops.exit_task).
+ *
+ * E. Accounting (per managed CPU, only ever touched on that CPU with IRQs off)
+ *   ops.running opens a segment, ops.stopping and the tick close it; a segment is split at
+ *   grid points and each piece is added to the record of its slot (two records are open, the
+ *   ending and the starting slot, so a late tick loses nothing). Per task, run_ns and
+ *   inside_ns (inside its own slots; be: on a managed CPU) sum all CPUs.
+ *   be_ready_ns counts runs of a be task that was *started* while the slot had ticked and its
+ *   owner waited in its DSQ (a wrong decision: must be 0). be_kick_ns counts how long a be
+ *   task that was running legitimately went on after the owner woke (or the slot ticked)
+ *   until the kick preempted it: the kick latency, reported, not a violation.
+ *
+ * F. What userspace may change while running
+ *   - task_ctx entries (add threads found later, delete exited ones): a thread's next enqueue
+ *     uses the new entry;
+ *   - the table is double buffered: table map = 2 halves of nr_managed * frame_slots entries.
+ *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
+ *     (a slot number in the future, ideally a frame start). Every lookup for a slot >=
+ *     table_switch_slot uses table_next, so all CPUs switch at the same boundary;
+ *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.
+ *
+ * G. Known limitations
+ *   - A tt/be thread whose affinity excludes its plan CPU runs where it is (counted outside).
+ *   - A non-plan task pinned to managed CPUs only runs there (counted foreign); housekeeping
+ *     CPUs must cover everything else's affinity for foreign_ns to stay 0.
+ *   - Kthreads bound to a managed CPU run when they want and delay the owner (stolen time).
+ *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
+ *     under TCG); the guard band should exceed it.
+ *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
+ */
 #include <scx/common.bpf.h>
 #include "intf.h"
 
@@ -7,9 +98,717 @@ char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
 
+/* Tunables, written by userspace before load. */
+const volatile u64 slot_ns = 10ULL * 1000 * 1000;
+const volatile u64 guard_ns = 500ULL * 1000;
+const volatile u64 frame_slots = 1;
+const volatile u32 nr_managed;
+const volatile u32 nr_housekeeping;
+const volatile u32 nr_tasks;
+const volatile u8 cpu_role[TT_MAX_CPUS];
+const volatile u32 cpu_midx[TT_MAX_CPUS]; /* managed CPU -> index into the table */
+const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
+const volatile u8 task_class[TT_MAX_TASKS];
+const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
+
+/* Run-time state, written by userspace (see F). */
+volatile u64 t0_ns; /* start of slot 0; 0 until userspace arms the timers */
+volatile u32 table_active;
+volatile u32 table_next;
+volatile u64 table_switch_slot = TT_NO_SWITCH;
+
+/* Statistics, read by userspace. */
+struct tt_task_stats task_stats[TT_MAX_TASKS];
+struct tt_cpu_stats cpu_stats[TT_MAX_CPUS];
+u64 nr_arms;
+u64 nr_affinity_conflicts;
+u64 nr_inherited;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* 2 * nr_managed * frame_slots, set before load */
+	__type(key, u32);
+	__type(value, u32);
+} table SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TT_MAX_THREADS);
+	__type(key, u32);
+	__type(value, struct tt_task_ctx);
+} task_ctx SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, TT_RINGBUF_BYTES);
+} slot_recs SEC(".maps");
+
+/* Prefixed: kernel type names are taken by vmlinux.h. */
+struct tt_timer {
+	struct bpf_timer timer;
+	u64 expires_ns; /* the boundary the timer is armed for */
+	u64 slot; /* the slot that boundary starts */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TT_MAX_CPUS);
+	__type(key, u32);
+	__type(value, struct tt_timer);
+} timers SEC(".maps");
+
+/* What is running on a CPU, for accounting. */
+enum tt_run_kind {
+	TT_RUN_NONE = 0,
+	TT_RUN_PLAN, /* a tt or be thread; the task index is in cur_task */
+	TT_RUN_KTHREAD,
+	TT_RUN_FOREIGN,
+};
+
+struct tt_slot_acc {
+	struct tt_slot_rec rec; /* rec.slot says which slot it collects */
+	bool open;
+	bool ticked; /* the slot's tick has fired (kick issued) */
+};
+
+struct tt_cpu_acct {
+	u32 cur_kind;
+	u32 cur_task;
+	bool be_started_over_owner; /* the running be task started while the owner waited */
+	u64 seg_start_ns;
+	u64 owner_ready_ns; /* when the current owner last became runnable */
+	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
+};
+
+static struct tt_cpu_acct cpu_acct[TT_MAX_CPUS];
+
+static __always_inline bool is_managed(s32 cpu)
+{
+	return cpu >= 0 && cpu < TT_MAX_CPUS && cpu_role[cpu] == TT_CPU_MANAGED;
+}
+
+static __always_inline u64 task_dsq(u32 task)
+{
+	return TT_DSQ_TASK_BASE + task;
+}
+
+static __always_inline bool started(u64 now)
+{
+	u64 t0 = t0_ns;
+
+	return t0 && now >= t0;
+}
+
+/* Slot of a time at or after t0. */
+static __always_inline u64 slot_of(u64 now)
+{
+	return (now - t0_ns) / slot_ns;
+}
+
+static __always_inline u64 slot_start(u64 slot)
+{
+	return t0_ns + slot * slot_ns;
+}
+
+/* The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK. */
+static u32 owner_of(s32 cpu, u64 slot)
+{
+	u32 half = slot >= table_switch_slot ? table_next : table_active;
+	u32 midx, key, *owner;
+
+	if (!is_managed(cpu))
+		return TT_NO_TASK;
+	midx = cpu_midx[cpu];
+	key = (half * nr_managed + midx) * frame_slots + slot % frame_slots;
+	owner = bpf_map_lookup_elem(&table, &key);
+	return owner ? *owner : TT_NO_TASK;
+}
+
+/* End of the run of consecutive slots from @slot that @owner owns on @cpu. */
+static u64 run_end(s32 cpu, u64 slot, u32 owner)
+{
+	u64 end = slot + 1;
+	int i;
+
+	for (i = 0; i < TT_LOOKAHEAD_SLOTS; i++) {
+		if (owner_of(cpu, end) != owner)
+			break;
+		end++;
+	}
+	return slot_start(end);
+}
+
+static __always_inline struct tt_task_ctx *lookup_ctx(const struct task_struct *p)
+{
+	u32 tid = p->pid;
+
+	return bpf_map_lookup_elem(&task_ctx, &tid);
+}
+
+static __always_inline bool is_percpu_kthread(const struct task_struct *p)
+{
+	return (p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1;
+}
+
+static struct tt_task_stats *stats_of(u32 task)
+{
+	if (task >= TT_MAX_TASKS)
+		return NULL;
+	return &task_stats[task];
+}
+
+/* ---- accounting (E) ---- */
+
+static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+
+	__builtin_memset(&acc->rec, 0, sizeof(acc->rec));
+	acc->rec.slot = slot;
+	acc->rec.cpu = cpu;
+	acc->rec.owner = owner_of(cpu, slot);
+	acc->rec.be_top = TT_NO_TASK;
+	acc->open = true;
+	acc->ticked = false;
+}
+
+/*
+ * Add @ns that ran in @slot on managed CPU @cpu: to the task's inside time (decided by the
+ * table, so it holds even for a slot whose record was lost to a very late tick) and to the
+ * slot's record.
+ */
+static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_start, u64 ns)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	struct tt_slot_rec *rec = &acc->rec;
+	bool has_rec = acc->open && rec->slot == slot;
+	u32 task = a->cur_task, owner;
+	struct tt_task_stats *ts;
+	u64 ready, from;
+	bool be;
+
+	if (!has_rec && cpu < TT_MAX_CPUS)
+		__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, ns);
+	if (a->cur_kind != TT_RUN_PLAN) {
+		if (!has_rec)
+			return;
+		if (a->cur_kind == TT_RUN_KTHREAD)
+			rec->kthread_ns += ns;
+		else if (a->cur_kind == TT_RUN_FOREIGN)
+			rec->foreign_ns += ns;
+		return;
+	}
+	if (task >= TT_MAX_TASKS)
+		return;
+	ts = &task_stats[task];
+	be = task_class[task] == TT_CLASS_BE;
+	owner = owner_of(cpu, slot);
+	if (be || task == owner)
+		__sync_fetch_and_add(&ts->inside_ns, ns);
+	if (!has_rec)
+		return;
+	if (!be) {
+		if (task == owner)
+			rec->owner_ns += ns;
+		else
+			rec->other_tt_ns += ns;
+		return;
+	}
+	rec->be_ns += ns;
+	rec->be_top = task;
+	if (a->be_started_over_owner) {
+		rec->be_ready_ns += ns;
+		return;
+	}
+	/* before the slot's tick fired, the overrun is tick lateness, not a choice */
+	if (acc->ticked && owner != TT_NO_TASK && scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0) {
+		ready = a->owner_ready_ns;
+		from = ready > piece_start ? ready : piece_start;
+		if (from < piece_start + ns)
+			rec->be_kick_ns += piece_start + ns - from;
+	}
+}
+
+/* Close the running segment on @cpu at @now (the segment stays open from @now). */
+static void charge(s32 cpu, u64 now)
+{
+	struct tt_cpu_acct *a;
+	struct tt_task_stats *ts;
+	u64 from, end, slot;
+	int i;
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return;
+	a = &cpu_acct[cpu];
+	from = a->seg_start_ns;
+	a->seg_start_ns = now;
+	if (a->cur_kind == TT_RUN_NONE || now <= from)
+		return;
+	if (a->cur_kind == TT_RUN_PLAN && (ts = stats_of(a->cur_task)))
+		__sync_fetch_and_add(&ts->run_ns, now - from);
+	if (!is_managed(cpu) || !started(now))
+		return;
+	if (!started(from))
+		from = t0_ns;
+	/* a segment spans more than two slots only when ticks were very late */
+	bpf_for(i, 0, TT_MAX_PIECES) {
+		if (from >= now)
+			break;
+		slot = slot_of(from);
+		end = slot_start(slot + 1);
+		if (end > now)
+			end = now;
+		charge_piece(a, cpu, slot, from, end - from);
+		from = end;
+	}
+	if (from < now)
+		__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, now - from);
+}
+
+/* Emit the record of @slot on @cpu and reuse its buffer for @slot + 2. */
+static void close_slot(s32 cpu, u64 slot, s64 late_ns)
+{
+	struct tt_cpu_acct *a;
+	struct tt_slot_acc *acc;
+	struct tt_slot_rec *out;
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return;
+	a = &cpu_acct[cpu];
+	acc = &a->acc[slot & 1];
+	if (acc->open && acc->rec.slot == slot) {
+		out = bpf_ringbuf_reserve(&slot_recs, sizeof(*out), 0);
+		if (out) {
+			__builtin_memcpy(out, &acc->rec, sizeof(*out));
+			/* no wakeup per record: userspace drains the ring every 100 ms */
+			bpf_ringbuf_submit(out, BPF_RB_NO_WAKEUP);
+		} else {
+			__sync_fetch_and_add(&cpu_stats[cpu].rec_drops, 1);
+		}
+	}
+	acc_open(a, cpu, slot + 2);
+	/* the record of the slot that starts now carries this tick's lateness */
+	acc = &a->acc[(slot + 1) & 1];
+	if (acc->open && acc->rec.slot == slot + 1) {
+		acc->rec.late_ns = late_ns;
+		acc->ticked = true;
+	}
+}
+
+/* ---- the slot tick (B) ---- */
+
+static int slot_tick(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 k = *key;
+	struct tt_timer *t;
+	struct tt_cpu_acct *a;
+	u64 slot, next;
+	u32 owner;
+
+	t = bpf_map_lookup_elem(&timers, &k);
+	if (!t || cpu >= TT_MAX_CPUS)
+		return 0;
+	if (cpu != k) {
+		__sync_fetch_and_add(&cpu_stats[cpu].pin_mismatch, 1);
+		return 0;
+	}
+	slot = t->slot;
+	a = &cpu_acct[cpu];
+
+	charge(cpu, now);
+	if (slot > 0) {
+		close_slot(cpu, slot - 1, (s64)(now - t->expires_ns));
+	} else {
+		a->acc[0].rec.late_ns = (s64)(now - t->expires_ns);
+		a->acc[0].ticked = true;
+	}
+	if (slot_start(slot + 1) <= now) {
+		/*
+		 * More than a slot late: emit what this slot has, skip to the slot we are in
+		 * (the skipped slots get no record; their run time still counts per task).
+		 */
+		__sync_fetch_and_add(&cpu_stats[cpu].late_skips, 1);
+		close_slot(cpu, slot, 0);
+		slot = slot_of(now);
+		acc_open(a, cpu, slot);
+		acc_open(a, cpu, slot + 1);
+		a->acc[slot & 1].rec.late_ns = (s64)(now - slot_start(slot));
+		a->acc[slot & 1].ticked = true;
+	}
+
+	owner = owner_of(cpu, slot);
+	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+
+	next = slot + 1;
+	t->slot = next;
+	t->expires_ns = slot_start(next);
+	bpf_timer_start(timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+
+	__sync_fetch_and_add(&cpu_stats[cpu].ticks, 1);
+	__sync_fetch_and_add(&cpu_stats[cpu].tick_cost_ns, bpf_ktime_get_ns() - now);
+	return 0;
+}
+
+/* Arm the slot timer of the CPU this runs on (test-run by a thread pinned to arg->cpu). */
+SEC("syscall")
+int arm_timer(struct tt_arm_arg *arg)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 key = arg->cpu;
+	struct tt_timer *t;
+	struct tt_cpu_acct *a;
+	u64 now, slot;
+	int ret;
+
+	if (cpu != arg->cpu || !is_managed(cpu) || !t0_ns)
+		return -EINVAL;
+	t = bpf_map_lookup_elem(&timers, &key);
+	if (!t)
+		return -ENOENT;
+	ret = bpf_timer_init(&t->timer, &timers, CLOCK_MONOTONIC);
+	if (ret && ret != -EBUSY)
+		return ret;
+	ret = bpf_timer_set_callback(&t->timer, slot_tick);
+	if (ret)
+		return ret;
+
+	now = bpf_ktime_get_ns();
+	slot = now < t0_ns ? 0 : slot_of(now) + 1;
+	a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	acc_open(a, cpu, slot);
+	if (slot > 0)
+		acc_open(a, cpu, slot - 1);
+	t->slot = slot;
+	t->expires_ns = slot_start(slot);
+	__sync_fetch_and_add(&nr_arms, 1);
+	return bpf_timer_start(&t->timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+}
+
+SEC("syscall")
+int disarm_timer(struct tt_arm_arg *arg)
+{
+	u32 key = arg->cpu;
+	struct tt_timer *t = bpf_map_lookup_elem(&timers, &key);
+
+	if (!t)
+		return -ENOENT;
+	return bpf_timer_cancel(&t->timer);
+}
+
+/* ---- routing (D) ---- */
+
+static bool housekeeping_allowed(const struct task_struct *p)
+{
+	u32 i;
+
+	bpf_for(i, 0, nr_housekeeping) {
+		if (i >= TT_MAX_CPUS)
+			break;
+		if (bpf_cpumask_test_cpu(housekeeping_cpus[i], p->cpus_ptr))
+			return true;
+	}
+	return false;
+}
+
+/* An allowed housekeeping CPU, idle if possible (claimed), else @prev_cpu if allowed. */
+static s32 pick_housekeeping(const struct task_struct *p, s32 prev_cpu)
+{
+	s32 first = -1, cpu;
+	u32 i;
+
+	if (prev_cpu >= 0 && !is_managed(prev_cpu) &&
+	    bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
+	    scx_bpf_test_and_clear_cpu_idle(prev_cpu))
+		return prev_cpu;
+	bpf_for(i, 0, nr_housekeeping) {
+		if (i >= TT_MAX_CPUS)
+			break;
+		cpu = housekeeping_cpus[i];
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		if (scx_bpf_test_and_clear_cpu_idle(cpu))
+			return cpu;
+		if (first < 0)
+			first = cpu;
+	}
+	if (prev_cpu >= 0 && !is_managed(prev_cpu) && bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr))
+		return prev_cpu;
+	return first;
+}
+
+s32 BPF_STRUCT_OPS(tt_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_flags)
+{
+	struct tt_task_ctx *tctx = lookup_ctx(p);
+	s32 cpu;
+
+	if (tctx) {
+		if (tctx->task < TT_MAX_TASKS) {
+			cpu = task_cpu[tctx->task];
+			if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+				return cpu;
+		}
+		return prev_cpu;
+	}
+	cpu = pick_housekeeping(p, prev_cpu);
+	return cpu >= 0 ? cpu : prev_cpu;
+}
+
+static void kick_idle_housekeeping(const struct task_struct *p)
+{
+	s32 cpu;
+	u32 i;
+
+	bpf_for(i, 0, nr_housekeeping) {
+		if (i >= TT_MAX_CPUS)
+			break;
+		cpu = housekeeping_cpus[i];
+		if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
+	}
+}
+
+static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
+{
+	s32 cpu = task_cpu[task & (TT_MAX_TASKS - 1)];
+	u64 now;
+
+	if (cpu >= 0 && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+		__sync_fetch_and_add(&nr_affinity_conflicts, 1);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slot_ns, enq_flags);
+		return;
+	}
+	if (task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE) {
+		scx_bpf_dsq_insert(p, cpu >= 0 ? TT_DSQ_BE_CPU_BASE + cpu : TT_DSQ_BE_ANY,
+				   slot_ns, enq_flags);
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
+	scx_bpf_dsq_insert(p, task_dsq(task), slot_ns, enq_flags);
+	now = bpf_ktime_get_ns();
+	if (cpu >= 0 && cpu < TT_MAX_CPUS && started(now) && owner_of(cpu, slot_of(now)) == task) {
+		cpu_acct[cpu].owner_ready_ns = now;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
+}
+
 void BPF_STRUCT_OPS(tt_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	scx_bpf_dsq_insert(p, SCX_DSQ_GLOBAL, SCX_SLICE_DFL, enq_flags);
+	struct tt_task_ctx *tctx = lookup_ctx(p);
+	s32 cpu;
+
+	if (tctx && tctx->task < nr_tasks) {
+		enqueue_plan(p, tctx->task, enq_flags);
+		return;
+	}
+	cpu = scx_bpf_task_cpu(p);
+	if (is_percpu_kthread(p) || is_migration_disabled(p) || !housekeeping_allowed(p)) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, is_managed(cpu) ? slot_ns : SCX_SLICE_DFL,
+				   enq_flags);
+		return;
+	}
+	if ((enq_flags & SCX_ENQ_LAST) && !is_managed(cpu)) {
+		/* last runnable task of a housekeeping CPU: keep it there */
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, SCX_SLICE_DFL, enq_flags);
+		return;
+	}
+	scx_bpf_dsq_insert(p, TT_DSQ_HOUSEKEEPING, SCX_SLICE_DFL, enq_flags);
+	if (is_managed(cpu))
+		kick_idle_housekeeping(p);
+}
+
+/* ---- dispatch (C) ---- */
+
+/*
+ * Keep @prev (still runnable, slice expired) when it is a thread of @task: refilling its slice
+ * makes the kernel keep it; ops.running is not called again, so the slice is set here.
+ */
+static bool keep_prev(struct task_struct *prev, u32 task, u64 slice_ns)
+{
+	struct tt_task_ctx *tctx;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
+		return false;
+	tctx = lookup_ctx(prev);
+	if (!tctx || tctx->task != task)
+		return false;
+	prev->scx.slice = slice_ns;
+	return true;
+}
+
+static bool keep_prev_be(struct task_struct *prev, s32 cpu, u64 slice_ns)
+{
+	struct tt_task_ctx *tctx;
+	s32 tcpu;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
+		return false;
+	tctx = lookup_ctx(prev);
+	if (!tctx || tctx->task >= TT_MAX_TASKS || task_class[tctx->task] != TT_CLASS_BE)
+		return false;
+	tcpu = task_cpu[tctx->task];
+	if (tcpu >= 0 && tcpu != cpu)
+		return false;
+	prev->scx.slice = slice_ns;
+	return true;
+}
+
+void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
+{
+	u64 now, slot, end;
+	u32 owner;
+
+	if (!is_managed(cpu)) {
+		if (scx_bpf_dsq_move_to_local(TT_DSQ_HOUSEKEEPING, 0))
+			return;
+		if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !lookup_ctx(prev))
+			prev->scx.slice = SCX_SLICE_DFL;
+		return;
+	}
+
+	now = bpf_ktime_get_ns();
+	if (!started(now))
+		return;
+	slot = slot_of(now);
+	owner = owner_of(cpu, slot);
+	if (owner != TT_NO_TASK) {
+		end = run_end(cpu, slot, owner);
+		if (end - now <= guard_ns)
+			return;
+		if (scx_bpf_dsq_move_to_local(task_dsq(owner), 0) || keep_prev(prev, owner, end - now))
+			return;
+	}
+	if (slot_start(slot + 1) - now <= guard_ns)
+		return;
+	if (scx_bpf_dsq_move_to_local(TT_DSQ_BE_CPU_BASE + cpu, 0) ||
+	    scx_bpf_dsq_move_to_local(TT_DSQ_BE_ANY, 0))
+		return;
+	keep_prev_be(prev, cpu, slot_start(slot + 1) - now);
+}
+
+/* ---- running / stopping: slices and accounting segments ---- */
+
+/* Would starting a be task now be wrong: the slot has ticked and its owner waits? */
+static bool be_over_owner(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u32 owner = owner_of(cpu, slot);
+
+	return acc->open && acc->rec.slot == slot && acc->ticked && owner != TT_NO_TASK &&
+	       scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0;
+}
+
+void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct tt_task_ctx *tctx = lookup_ctx(p);
+	struct tt_task_stats *ts;
+	struct tt_cpu_acct *a;
+	u64 now = bpf_ktime_get_ns(), slot, end;
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return;
+	a = &cpu_acct[cpu];
+	charge(cpu, now);
+	if (tctx && tctx->task < TT_MAX_TASKS) {
+		a->cur_kind = TT_RUN_PLAN;
+		a->cur_task = tctx->task;
+		if ((ts = stats_of(tctx->task)))
+			__sync_fetch_and_add(&ts->nr_runs, 1);
+	} else {
+		a->cur_kind = (p->flags & PF_KTHREAD) ? TT_RUN_KTHREAD : TT_RUN_FOREIGN;
+		a->cur_task = TT_NO_TASK;
+	}
+	a->seg_start_ns = now;
+	a->be_started_over_owner = false;
+
+	if (!is_managed(cpu) || !started(now))
+		return;
+	slot = slot_of(now);
+	if (tctx && tctx->task < TT_MAX_TASKS && task_class[tctx->task] == TT_CLASS_BE)
+		a->be_started_over_owner = be_over_owner(a, cpu, slot);
+	if (tctx && tctx->task == owner_of(cpu, slot))
+		end = run_end(cpu, slot, tctx->task);
+	else
+		end = slot_start(slot + 1);
+	p->scx.slice = end > now ? end - now : 1;
+}
+
+void BPF_STRUCT_OPS(tt_stopping, struct task_struct *p, bool runnable)
+{
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return;
+	charge(cpu, bpf_ktime_get_ns());
+	cpu_acct[cpu].cur_kind = TT_RUN_NONE;
+}
+
+/* ---- task lifecycle ---- */
+
+s32 BPF_STRUCT_OPS(tt_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	struct tt_task_ctx *parent, child;
+	u32 parent_tid, tid;
+
+	if (!args->fork)
+		return 0;
+	parent_tid = (u32)bpf_get_current_pid_tgid();
+	parent = bpf_map_lookup_elem(&task_ctx, &parent_tid);
+	if (!parent)
+		return 0;
+	child.task = parent->task;
+	child.inherited = 1;
+	tid = p->pid;
+	if (!bpf_map_update_elem(&task_ctx, &tid, &child, BPF_ANY))
+		__sync_fetch_and_add(&nr_inherited, 1);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(tt_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
+{
+	struct tt_task_ctx *tctx = lookup_ctx(p);
+	u32 tid = p->pid;
+
+	if (tctx && tctx->inherited)
+		bpf_map_delete_elem(&task_ctx, &tid);
+}
+
+s32 BPF_STRUCT_OPS_SLEEPABLE(tt_init)
+{
+	s32 ret, cpu;
+	u32 t;
+
+	ret = scx_bpf_create_dsq(TT_DSQ_HOUSEKEEPING, -1);
+	if (ret)
+		return ret;
+	ret = scx_bpf_create_dsq(TT_DSQ_BE_ANY, -1);
+	if (ret)
+		return ret;
+	bpf_for(cpu, 0, TT_MAX_CPUS) {
+		if (cpu >= TT_MAX_CPUS)
+			break;
+		if (cpu_role[cpu] != TT_CPU_MANAGED)
+			continue;
+		ret = scx_bpf_create_dsq(TT_DSQ_BE_CPU_BASE + cpu, -1);
+		if (ret)
+			return ret;
+	}
+	bpf_for(t, 0, nr_tasks) {
+		if (t >= TT_MAX_TASKS)
+			break;
+		if (task_class[t] != TT_CLASS_TT)
+			continue;
+		ret = scx_bpf_create_dsq(task_dsq(t), -1);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 void BPF_STRUCT_OPS(tt_exit, struct scx_exit_info *ei)
@@ -18,6 +817,16 @@ void BPF_STRUCT_OPS(tt_exit, struct scx_exit_info *ei)
 }
 
 SCX_OPS_DEFINE(tt_ops,
-	       .enqueue	= (void *)tt_enqueue,
-	       .exit	= (void *)tt_exit,
-	       .name	= "tt");
+	       .select_cpu	= (void *)tt_select_cpu,
+	       .enqueue		= (void *)tt_enqueue,
+	       .dispatch	= (void *)tt_dispatch,
+	       .running		= (void *)tt_running,
+	       .stopping	= (void *)tt_stopping,
+	       .init_task	= (void *)tt_init_task,
+	       .exit_task	= (void *)tt_exit_task,
+	       .init		= (void *)tt_init,
+	       .exit		= (void *)tt_exit,
+	       /* a task whose slice expired with nothing else runnable comes back to
+		* ops.enqueue (SCX_ENQ_LAST) instead of being kept: dispatch decides (C) */
+	       .flags		= SCX_OPS_ENQ_LAST,
+	       .name		= "tt");

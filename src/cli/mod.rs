@@ -2,3 +2,4 @@
 
 pub mod plan;
 pub mod run;
+pub mod simulate;

@@ -1,18 +1,68 @@
-//! `scx_tt --table plan.json`: load the plan and enforce it with the BPF scheduler.
+//! `scx_tt --table plan.json`: enforce a plan with the BPF scheduler (src/sched), stream its
+//! per-slot records into the accounting (src/accounting), and print the summary at exit.
+//!
+//! Order (as scx_bpfland): checks → resolve/spawn → open → rodata → load → maps → attach →
+//! arm timers → resume spawned tasks → run loop (ring buffer, --stats, exit conditions) →
+//! disarm → detach → wait for `disabled` → kill spawned tasks → summary.
+//! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
+#[cfg(feature = "bpf")]
+mod enforce;
+
+use anyhow::{bail, Context, Result};
 use clap::Args;
+use scx_tt::plan;
 use std::path::PathBuf;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
-    /// Plan file to enforce (JSON, docs/plan-format.md).
-    #[arg(long)]
+    /// Plan file to enforce (JSON, docs/plan-format.md). Needs root and CONFIG_SCHED_CLASS_EXT.
+    #[arg(long, value_name = "PLAN.json")]
     pub table: Option<PathBuf>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, value_name = "N")]
+    pub duration_s: Option<f64>,
+    /// Stop when every thread of the plan's tasks has exited.
+    #[arg(long)]
+    pub exit_when_tasks_exit: bool,
+    /// Print a one-line summary every SECS seconds.
+    #[arg(long, value_name = "SECS")]
+    pub stats: Option<f64>,
+    /// Write one JSON object per (CPU, slot) to FILE (docs/trace-format.md).
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub trace: Option<PathBuf>,
+    /// Write the exit summary as JSON to FILE (docs/run-output.md).
+    #[arg(long, value_name = "FILE")]
+    pub summary_json: Option<PathBuf>,
+    /// Print a per-slot timeline of the last N slots of each managed CPU at exit.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub timeline_slots: usize,
+    /// Guard band, us: no task starts with less than this left in its run (default 5 % of the slot).
+    #[arg(long, value_name = "N")]
+    pub guard_us: Option<u64>,
+    /// Print what is being done.
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    match args.table {
-        Some(t) => anyhow::bail!("enforcing {}: not implemented yet", t.display()),
-        None => anyhow::bail!("nothing to do: give --table plan.json or a subcommand (see --help)"),
-    }
+pub fn run(args: RunArgs) -> Result<i32> {
+    let Some(path) = args.table.clone() else {
+        bail!("nothing to do: give --table plan.json or a subcommand (see --help)");
+    };
+    let plan = match plan::from_file(&path) {
+        Ok(p) => p,
+        Err(e @ plan::LoadError::Invalid { .. }) => {
+            eprintln!("scx_tt: {e}");
+            return Ok(2);
+        }
+        Err(e) => return Err(e).context("loading the plan"),
+    };
+    #[cfg(feature = "bpf")]
+    return enforce::enforce(&args, &plan);
+    #[cfg(not(feature = "bpf"))]
+    bail!(
+        "{} ({} tasks): this scx_tt was built without the `bpf` feature and cannot enforce plans",
+        path.display(),
+        plan.tasks.len()
+    )
 }

@@ -57,81 +57,27 @@ struct Checked {
     timing: Option<Timing>,
 }
 
+/// What stage 1 establishes.
+struct Fields {
+    slot_us: u64,
+    managed: Vec<u32>,
+    housekeeping: Vec<u32>,
+    tasks: Vec<Checked>,
+}
+
 impl TryFrom<RawPlan> for Plan {
     type Error = PlanErrors;
 
     fn try_from(raw: RawPlan) -> Result<Plan, PlanErrors> {
-        let mut errs = Errors::default();
-        if let Some(v) = raw.version.filter(|&v| v != 1) {
-            errs.value("version", &v, Rule::Version);
-        }
-        let slot_us = match raw.slot_us {
-            None => {
-                errs.push("slot_us", None, Rule::Missing);
-                None
-            }
-            Some(s) if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) => {
-                errs.value(
-                    "slot_us",
-                    &s,
-                    Rule::OutOfRange {
-                        min: SLOT_US_MIN.to_string(),
-                        max: SLOT_US_MAX.to_string(),
-                    },
-                );
-                None
-            }
-            Some(s) => Some(s),
-        };
-        let (managed, housekeeping) = check_cpus(&raw, &mut errs);
-        let table_given = raw.table.is_some();
-        let tasks: Vec<Checked> = match &raw.tasks {
-            None => {
-                errs.push("tasks", None, Rule::Missing);
-                Vec::new()
-            }
-            Some(t) if t.is_empty() => {
-                errs.value("tasks", t, Rule::Empty);
-                Vec::new()
-            }
-            Some(t) => {
-                let mut seen: HashMap<&str, usize> = HashMap::new();
-                let mut out = Vec::new();
-                for (i, task) in t.iter().enumerate() {
-                    if let Some(name) = task.name.as_deref() {
-                        if let Some(first) = seen.insert(name, i) {
-                            errs.value(
-                                format!("tasks[{i}].name"),
-                                name,
-                                Rule::Duplicate(format!("tasks[{first}].name")),
-                            );
-                        }
-                    }
-                    let cx = TaskCx {
-                        path: format!("tasks[{i}]"),
-                        slot_us,
-                        managed: managed.as_deref(),
-                        table_given,
-                    };
-                    if let Some(c) = check_task(task, &cx, &mut errs) {
-                        out.push(c);
-                    }
-                }
-                out
-            }
-        };
-        // Stage 1 pushed an error for each of these when absent.
-        let (slot_us, managed, housekeeping) = match (slot_us, managed, housekeeping) {
-            (Some(s), Some(m), Some(h)) if errs.0.is_empty() => (s, m, h),
-            _ => return Err(PlanErrors(errs.0)),
-        };
+        let f = check_fields(&raw)?;
 
         let mut errs = Errors::default();
-        let frame = check_frame(raw.frame_slots, &tasks, &mut errs);
+        let frame = check_frame(raw.frame_slots, &f.tasks, &mut errs);
         errs.finish()?;
 
-        let cpu_of = partition(&tasks, &managed, frame);
-        let plan_tasks: Vec<Task> = tasks
+        let cpu_of = partition(&f.tasks, &f.managed, frame);
+        let tasks: Vec<Task> = f
+            .tasks
             .iter()
             .zip(&cpu_of)
             .map(|(t, &cpu)| Task {
@@ -141,9 +87,10 @@ impl TryFrom<RawPlan> for Plan {
                 cpu,
             })
             .collect();
-        let mut cpus: Vec<CpuPlan> = managed
+        let mut cpus: Vec<CpuPlan> = f
+            .managed
             .iter()
-            .zip(cpu_jobs(&tasks, &cpu_of, &managed, frame))
+            .zip(cpu_jobs(&f.tasks, &cpu_of, &f.managed, frame))
             .map(|(&cpu, jobs)| CpuPlan {
                 cpu,
                 jobs,
@@ -151,52 +98,114 @@ impl TryFrom<RawPlan> for Plan {
                 intervals: Vec::new(),
             })
             .collect();
-
-        let mut errs = Errors::default();
         match &raw.table {
             Some(table) => {
-                check_table(table, &plan_tasks, &mut cpus, frame, &mut errs);
-                errs.finish()?;
-                for c in &mut cpus {
-                    c.intervals = intervals(&c.jobs, frame);
-                }
-            }
-            None => {
-                for c in &mut cpus {
-                    let m = match edf(&c.jobs, frame) {
-                        Ok(t) => {
-                            c.table = t;
-                            c.intervals = intervals(&c.jobs, frame);
-                            continue;
-                        }
-                        Err(m) => m,
-                    };
-                    errs.push(
-                        format!("tasks[{}]", m.task),
-                        None,
-                        Rule::Infeasible {
-                            task: plan_tasks[m.task].name.clone(),
-                            cpu: c.cpu,
-                            instance: m.instance,
-                            release: c.jobs[m.job].release,
-                            deadline: m.deadline,
-                            wcet: m.wcet,
-                            remaining: m.remaining,
-                        },
-                    );
-                }
+                let mut errs = Errors::default();
+                check_table(table, &tasks, &mut cpus, frame, &mut errs);
                 errs.finish()?;
             }
+            None => edf_tables(&mut cpus, &tasks, frame)?,
+        }
+        for c in &mut cpus {
+            c.intervals = intervals(&c.jobs, frame);
         }
         Ok(Plan {
-            slot_us,
+            slot_us: f.slot_us,
             frame_slots: frame,
-            managed,
-            housekeeping,
-            tasks: plan_tasks,
+            managed: f.managed,
+            housekeeping: f.housekeeping,
+            tasks,
             cpus,
         })
     }
+}
+
+/// Stage 1: every field rule; all errors collected.
+fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
+    let mut errs = Errors::default();
+    if let Some(v) = raw.version.filter(|&v| v != 1) {
+        errs.value("version", &v, Rule::Version);
+    }
+    let slot_us = match raw.slot_us {
+        None => {
+            errs.push("slot_us", None, Rule::Missing);
+            None
+        }
+        Some(s) if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) => {
+            let rule = Rule::OutOfRange {
+                min: SLOT_US_MIN.to_string(),
+                max: SLOT_US_MAX.to_string(),
+            };
+            errs.value("slot_us", &s, rule);
+            None
+        }
+        Some(s) => Some(s),
+    };
+    let (managed, housekeeping) = check_cpus(raw, &mut errs);
+    let tasks: Vec<Checked> = match &raw.tasks {
+        None => {
+            errs.push("tasks", None, Rule::Missing);
+            Vec::new()
+        }
+        Some(t) if t.is_empty() => {
+            errs.value("tasks", t, Rule::Empty);
+            Vec::new()
+        }
+        Some(t) => {
+            let mut seen: HashMap<&str, usize> = HashMap::new();
+            let mut out = Vec::new();
+            for (i, task) in t.iter().enumerate() {
+                if let Some(name) = task.name.as_deref() {
+                    if let Some(first) = seen.insert(name, i) {
+                        let rule = Rule::Duplicate(format!("tasks[{first}].name"));
+                        errs.value(format!("tasks[{i}].name"), name, rule);
+                    }
+                }
+                let cx = TaskCx {
+                    path: format!("tasks[{i}]"),
+                    slot_us,
+                    managed: managed.as_deref(),
+                    table_given: raw.table.is_some(),
+                };
+                out.extend(check_task(task, &cx, &mut errs));
+            }
+            out
+        }
+    };
+    // An absent or invalid slot_us or CPU list has pushed its error.
+    match (slot_us, managed, housekeeping) {
+        (Some(slot_us), Some(managed), Some(housekeeping)) if errs.0.is_empty() => Ok(Fields {
+            slot_us,
+            managed,
+            housekeeping,
+            tasks,
+        }),
+        _ => Err(PlanErrors(errs.0)),
+    }
+}
+
+/// Stage 3 without a given table: the EDF table of every CPU, or the first miss of each CPU.
+fn edf_tables(cpus: &mut [CpuPlan], tasks: &[Task], frame: Slot) -> Result<(), PlanErrors> {
+    let mut errs = Errors::default();
+    for c in cpus.iter_mut() {
+        match edf(&c.jobs, frame) {
+            Ok(t) => c.table = t,
+            Err(m) => errs.push(
+                format!("tasks[{}]", m.task),
+                None,
+                Rule::Infeasible {
+                    task: tasks[m.task].name.clone(),
+                    cpu: c.cpu,
+                    instance: m.instance,
+                    release: c.jobs[m.job].release,
+                    deadline: m.deadline,
+                    wcet: m.wcet,
+                    remaining: m.remaining,
+                },
+            ),
+        }
+    }
+    errs.finish()
 }
 
 type CpuLists = (Option<Vec<u32>>, Option<Vec<u32>>);

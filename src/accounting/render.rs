@@ -1,0 +1,250 @@
+//! Human-readable output: the exit summary, the per-slot timeline, the lateness histogram and
+//! the one-line periodic stats.
+
+use super::{Accounting, Cell, HistBucket, Summary};
+use crate::plan::Class;
+use std::fmt::Write;
+
+/// One letter per task: the first letter of its name if free, else the next free letter;
+/// uppercase for tt, lowercase for be.
+pub fn task_letters(acc: &Accounting) -> Vec<char> {
+    let mut used = Vec::new();
+    acc.tasks()
+        .iter()
+        .map(|t| {
+            let first = t
+                .name
+                .chars()
+                .find(|c| c.is_ascii_alphabetic())
+                .map(|c| c.to_ascii_uppercase());
+            let letter = first
+                .filter(|c| !used.contains(c))
+                .or_else(|| ('A'..='Z').find(|c| !used.contains(c)))
+                .unwrap_or('?');
+            used.push(letter);
+            match t.class {
+                Class::Tt => letter,
+                Class::Be => letter.to_ascii_lowercase(),
+            }
+        })
+        .collect()
+}
+
+fn cell_char(cell: Cell, letters: &[char]) -> char {
+    match cell {
+        Cell::Idle => '.',
+        Cell::Stolen => '*',
+        Cell::Task(t) => letters.get(t).copied().unwrap_or('?'),
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+fn us(ns: i64) -> f64 {
+    ns as f64 / 1e3
+}
+
+fn pct(v: Option<f64>) -> String {
+    v.map_or("-".to_string(), |p| format!("{p:.1}%"))
+}
+
+fn render_hist(out: &mut String, cpu: u32, hist: &[HistBucket]) {
+    let total: u64 = hist.iter().map(|b| b.count).sum();
+    let _ = writeln!(out, "lateness histogram cpu {cpu} ({total} ticks):");
+    let widest = hist.iter().map(|b| b.count).max().unwrap_or(0).max(1);
+    let mut lower = 0u64;
+    for b in hist {
+        if b.count > 0 {
+            let label = if b.le_ns == u64::MAX {
+                format!("> {:>8.0} us", lower as f64 / 1e3)
+            } else {
+                format!("<= {:>7.0} us", b.le_ns as f64 / 1e3)
+            };
+            let bar = "#".repeat(((b.count * 40).div_ceil(widest)) as usize);
+            let _ = writeln!(out, "  {label} {:>7} {bar}", b.count);
+        }
+        lower = b.le_ns;
+    }
+}
+
+/// The exit summary printed on stdout, starting with `=== scx_tt summary ===`.
+pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
+    let mut out = String::new();
+    let exit = serde_json::to_value(s.exit)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from));
+    let _ = writeln!(out, "=== scx_tt summary ===");
+    let _ = writeln!(
+        out,
+        "run {:.2} s, slot {} us, exit: {}",
+        s.duration_ns as f64 / 1e9,
+        s.slot_us,
+        exit.unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "{:<12} {:<5} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10}",
+        "task",
+        "class",
+        "cpu",
+        "state",
+        "planned_ms",
+        "delivered_ms",
+        "deliv",
+        "outside_ms",
+        "outside",
+        "run_ms"
+    );
+    for t in &s.tasks {
+        let class = match t.class {
+            Class::Tt => "tt",
+            Class::Be => "be",
+        };
+        let state = serde_json::to_value(t.state)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from));
+        let _ = writeln!(
+            out,
+            "{:<12} {:<5} {:>4} {:<9} {:>11.1} {:>13.1} {:>7} {:>11.1} {:>8} {:>10.1}",
+            t.name,
+            class,
+            t.cpu.map_or("any".to_string(), |c| c.to_string()),
+            state.unwrap_or_default(),
+            ms(t.planned_ns),
+            ms(t.delivered_ns),
+            pct(t.delivered_pct()),
+            ms(t.outside_ns),
+            pct(t.outside_pct()),
+            ms(t.run_ns)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8}",
+        "cpu",
+        "ticks",
+        "late_min",
+        "late_p50",
+        "late_p99",
+        "late_max",
+        "stolen_ms",
+        "kthread_ms",
+        "foreign_ms",
+        "be_ready_ms",
+        "tick_ns"
+    );
+    let _ = writeln!(
+        out,
+        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9}",
+        "", "", "us", "us", "us", "us"
+    );
+    for c in &s.cpus {
+        let _ = writeln!(
+            out,
+            "{:>4} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
+            c.cpu,
+            c.ticks,
+            us(c.late_ns.min),
+            us(c.late_ns.p50),
+            us(c.late_ns.p99),
+            us(c.late_ns.max),
+            ms(c.stolen_ns),
+            ms(c.kthread_ns),
+            ms(c.foreign_ns),
+            ms(c.be_while_tt_ready_ns),
+            c.bpf_tick_ns_avg
+        );
+    }
+    for p in &s.bpf_prog_stats {
+        let _ = writeln!(
+            out,
+            "bpf_stats {:<16} {:>10} runs {:>8} ns/run",
+            p.name, p.run_cnt, p.ns_per_run
+        );
+    }
+    render_timeline(&mut out, acc, s);
+    for c in &s.cpus {
+        render_hist(&mut out, c.cpu, &c.late_hist);
+    }
+    out
+}
+
+fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
+    let letters = task_letters(acc);
+    let rows: Vec<_> = s
+        .cpus
+        .iter()
+        .filter_map(|c| acc.timeline(c.cpu).map(|t| (c.cpu, t)))
+        .collect();
+    let Some(last) = rows
+        .iter()
+        .filter_map(|(_, cells)| cells.last().map(|c| c.0))
+        .max()
+    else {
+        return;
+    };
+    let first = (last + 1).saturating_sub(acc.timeline_slots() as u64);
+    let _ = writeln!(
+        out,
+        "timeline (one column per slot, slots {first}..={last}):"
+    );
+    for (cpu, cells) in &rows {
+        let line: String = (first..=last)
+            .map(|slot| match cells.iter().find(|c| c.0 == slot) {
+                Some(&(_, cell)) => cell_char(cell, &letters),
+                None => ' ',
+            })
+            .collect();
+        let _ = writeln!(out, "  cpu {cpu:>3} |{line}|");
+    }
+    let legend: Vec<String> = acc
+        .tasks()
+        .iter()
+        .zip(&letters)
+        .map(|(t, l)| format!("{l}={}", t.name))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  legend: {}; uppercase tt, lowercase be, '.' idle, '*' stolen/foreign, ' ' no record (tick skipped)",
+        legend.join(" ")
+    );
+}
+
+/// One line for `--stats SECS`: per CPU ticks and lateness, per tt task delivered share.
+pub fn render_stats_line(s: &Summary) -> String {
+    let cpus: Vec<String> = s
+        .cpus
+        .iter()
+        .map(|c| {
+            format!(
+                "cpu{} ticks={} late_p50={:.0}us p99={:.0}us stolen={:.1}ms",
+                c.cpu,
+                c.ticks,
+                us(c.late_ns.p50),
+                us(c.late_ns.p99),
+                ms(c.stolen_ns)
+            )
+        })
+        .collect();
+    let tasks: Vec<String> = s
+        .tasks
+        .iter()
+        .filter(|t| t.class == Class::Tt)
+        .map(|t| {
+            format!(
+                "{}={}/out {}",
+                t.name,
+                pct(t.delivered_pct()),
+                pct(t.outside_pct())
+            )
+        })
+        .collect();
+    format!(
+        "[scx_tt] t={:.1}s {} | {}",
+        s.duration_ns as f64 / 1e9,
+        cpus.join(" "),
+        tasks.join(" ")
+    )
+}

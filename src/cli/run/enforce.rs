@@ -1,0 +1,272 @@
+//! The enforcing run (feature `bpf`): see the order in the parent module's doc.
+
+use super::RunArgs;
+use anyhow::{bail, Context, Result};
+use scx_tt::accounting::{
+    render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TaskInfo,
+    TaskState,
+};
+use scx_tt::plan::{Plan, Selector};
+use scx_tt::resolve::{ProcFs, ResolveError};
+use scx_tt::sched::config::{default_guard_us, SchedConfig};
+use scx_tt::sched::loader::{monotonic_ns, Scheduler};
+use scx_tt::sched::spawn::Spawned;
+use scx_tt::sched::system::{check_root, SysFs};
+use std::cell::RefCell;
+use std::io::{BufWriter, Write};
+use std::mem::MaybeUninit;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Spawned `cmd` tasks, killed (with their process groups) when dropped.
+#[derive(Default)]
+struct Children(Vec<(usize, Spawned)>);
+
+impl Children {
+    fn kill_all(&mut self) {
+        for (_, c) in &mut self.0 {
+            if let Err(e) = c.kill() {
+                eprintln!("scx_tt: warning: killing spawned pid {}: {e}", c.pid);
+            }
+        }
+    }
+}
+
+impl Drop for Children {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+/// Resolve every task's threads; spawn `cmd` tasks stopped. Missing pids/tids are errors.
+fn resolve_tasks(plan: &Plan, procfs: &ProcFs, children: &mut Children) -> Result<Vec<Vec<u32>>> {
+    let mut tids = Vec::with_capacity(plan.tasks.len());
+    for (i, task) in plan.tasks.iter().enumerate() {
+        let found = match &task.selector {
+            Selector::Cmd(argv) => {
+                let child = Spawned::stopped(argv)
+                    .with_context(|| format!("spawning task {} ({argv:?})", task.name))?;
+                let pid = child.pid;
+                children.0.push((i, child));
+                vec![pid]
+            }
+            sel => match procfs.resolve(sel) {
+                Ok(t) => t,
+                Err(e @ (ResolveError::NoSuchPid(_) | ResolveError::NoSuchTid(_))) => {
+                    bail!("task {}: {e}", task.name)
+                }
+                Err(e) => {
+                    eprintln!(
+                        "scx_tt: warning: task {}: {e}; its slots go to be work",
+                        task.name
+                    );
+                    Vec::new()
+                }
+            },
+        };
+        if found.is_empty() {
+            eprintln!(
+                "scx_tt: warning: task {}: no threads found; its slots go to be work",
+                task.name
+            );
+        }
+        tids.push(found);
+    }
+    Ok(tids)
+}
+
+fn task_states(tids: &[Vec<u32>], children: &mut Children, procfs: &ProcFs) -> Vec<TaskState> {
+    tids.iter()
+        .enumerate()
+        .map(|(i, t)| {
+            if t.is_empty() {
+                return TaskState::NotFound;
+            }
+            let spawned = children.0.iter_mut().find(|(task, _)| *task == i);
+            let alive = match spawned {
+                Some((_, c)) => !c.exited(),
+                None => t.iter().any(|&tid| procfs.tid_alive(tid)),
+            };
+            if alive {
+                TaskState::Running
+            } else {
+                TaskState::Exited
+            }
+        })
+        .collect()
+}
+
+pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
+    let sysfs = SysFs::default();
+    let procfs = ProcFs::default();
+    check_root()?;
+    sysfs.check_sched_ext_free()?;
+    let online = sysfs.online_cpus();
+    let plan_cpus: Vec<u32> = plan
+        .managed
+        .iter()
+        .chain(&plan.housekeeping)
+        .copied()
+        .collect();
+    sysfs.check_cpus(&plan_cpus)?;
+    let guard_us = args
+        .guard_us
+        .unwrap_or_else(|| default_guard_us(plan.slot_us));
+    let cfg =
+        SchedConfig::from_plan(plan, guard_us, &online).context("configuring the scheduler")?;
+
+    let mut children = Children::default();
+    let tids = resolve_tasks(plan, &procfs, &mut children)?;
+    let threads: Vec<(u32, usize)> = tids
+        .iter()
+        .enumerate()
+        .flat_map(|(i, t)| t.iter().map(move |&tid| (tid, i)))
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
+            .context("installing the SIGINT/SIGTERM handler")?;
+    }
+
+    let verbose = |msg: &str| {
+        if args.verbose {
+            eprintln!("scx_tt: {msg}");
+        }
+    };
+    let mut open_object = MaybeUninit::uninit();
+    let t_load = Instant::now();
+    let mut sched = Scheduler::load(&mut open_object, &cfg, &threads)?;
+    verbose(&format!("loaded in {:?}", t_load.elapsed()));
+    if let Err(e) = sched.enable_bpf_stats() {
+        eprintln!("scx_tt: warning: kernel.bpf_stats not available: {e}");
+    }
+    sched.attach()?;
+    verbose(&format!(
+        "attached ({})",
+        sysfs.attached_ops().unwrap_or_default()
+    ));
+    let t0_ns = monotonic_ns() + (2 * cfg.slot_ns).max(100_000_000);
+    sched.arm(t0_ns)?;
+    verbose(&format!(
+        "timers armed on CPUs {:?}, slot 0 at t0={t0_ns} ns",
+        cfg.managed
+    ));
+    for (_, c) in &children.0 {
+        c.resume()
+            .with_context(|| format!("resuming spawned pid {}", c.pid))?;
+    }
+
+    let infos: Vec<TaskInfo> = plan
+        .tasks
+        .iter()
+        .map(|t| TaskInfo {
+            name: t.name.clone(),
+            class: t.class,
+            cpu: t.cpu,
+        })
+        .collect();
+    let mut acc = Accounting::new(cfg.slot_ns, infos, &cfg.managed, args.timeline_slots);
+    let mut trace = match &args.trace {
+        Some(p) => Some(BufWriter::new(
+            std::fs::File::create(p).with_context(|| format!("creating trace {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let samples: Rc<RefCell<Vec<SlotSample>>> = Rc::default();
+    let ring = {
+        let samples = samples.clone();
+        sched.slot_records(move |s| samples.borrow_mut().push(s))?
+    };
+
+    let deadline = args.duration_s.map(|s| Duration::from_secs_f64(s.max(0.0)));
+    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.1)));
+    let start = Instant::now();
+    let mut next_stats = stats_every.map(|d| start + d);
+    let facts = |sched: &Scheduler, exit, states: Vec<TaskState>| {
+        let (task_counters, cpu_counters) = sched.counters(plan.tasks.len());
+        RunFacts {
+            duration_ns: monotonic_ns().saturating_sub(t0_ns),
+            exit,
+            tids: tids.clone(),
+            states,
+            task_counters,
+            cpu_counters,
+            prog_stats: sched.prog_stats(),
+        }
+    };
+    let mut drain = |acc: &mut Accounting| -> Result<()> {
+        for s in samples.borrow_mut().drain(..) {
+            acc.add(&s);
+            if let Some(w) = trace.as_mut() {
+                serde_json::to_writer(&mut *w, &acc.trace_record(&s))
+                    .context("writing the trace")?;
+                w.write_all(b"\n").context("writing the trace")?;
+            }
+        }
+        Ok(())
+    };
+
+    let exit = loop {
+        // BPF submits without wakeups, so poll is a 100 ms sleep; consume drains the ring.
+        // EINTR from the signal handler is expected; the flag is checked below.
+        let _ = ring.poll(Duration::from_millis(100));
+        let _ = ring.consume();
+        drain(&mut acc)?;
+        if stop.load(Ordering::SeqCst) {
+            break ExitReason::Signal;
+        }
+        if deadline.is_some_and(|d| start.elapsed() >= d) {
+            break ExitReason::Duration;
+        }
+        if sched.exited() {
+            break ExitReason::SchedulerExited;
+        }
+        if args.exit_when_tasks_exit {
+            let states = task_states(&tids, &mut children, &procfs);
+            if states.iter().all(|s| *s != TaskState::Running) {
+                break ExitReason::TasksExited;
+            }
+        }
+        if let (Some(at), Some(every)) = (next_stats, stats_every) {
+            if Instant::now() >= at {
+                let states = task_states(&tids, &mut children, &procfs);
+                println!(
+                    "{}",
+                    render_stats_line(&acc.summary(&facts(&sched, ExitReason::Duration, states)))
+                );
+                next_stats = Some(at + every);
+            }
+        }
+    };
+
+    let _ = ring.consume();
+    drain(&mut acc)?;
+    let states = task_states(&tids, &mut children, &procfs);
+    let run = facts(&sched, exit, states);
+    let state = sched.shutdown(&sysfs, Duration::from_secs(2));
+    drop(ring);
+    verbose(&format!("detached, sched_ext state {state}"));
+    children.kill_all();
+
+    let summary = acc.summary(&run);
+    print!("{}", render_summary(&acc, &summary));
+    if let Some(w) = trace.as_mut() {
+        w.flush().context("writing the trace")?;
+    }
+    if let Some(p) = &args.summary_json {
+        let text = serde_json::to_string_pretty(&summary).context("encoding the summary")?;
+        std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
+    }
+    if state != "disabled" {
+        bail!("sched_ext state is {state} after detaching (expected disabled)");
+    }
+    Ok(if exit == ExitReason::SchedulerExited {
+        1
+    } else {
+        0
+    })
+}

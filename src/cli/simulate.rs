@@ -1,0 +1,215 @@
+//! `scx_tt simulate`: the planner on a virtual slot clock (docs/simulate.md).
+
+use anyhow::{bail, Context};
+use clap::Args;
+use scx_tt::plan::{self, LoadError};
+use scx_tt::planner::power::PlaceholderPower;
+use scx_tt::planner::sim::{self, Arrival, ExecModel, SimConfig, SimReport};
+use scx_tt::planner::{Freqs, Policy};
+use scx_tt::trace::SlotRecord;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Exit code when a guaranteed job missed its deadline.
+const EXIT_MISS: i32 = 3;
+/// Exit code for an invalid plan.
+const EXIT_INVALID: i32 = 2;
+
+/// Run the slot-shifting planner over a plan without root or sched_ext.
+#[derive(Args, Debug)]
+pub struct SimulateArgs {
+    /// Plan file (docs/plan-format.md).
+    #[arg(long)]
+    table: PathBuf,
+    /// Arrivals: JSON list of {at_slot, name, kind, wcet, deadline|period, cpu?}.
+    #[arg(long)]
+    arrivals: Option<PathBuf>,
+    /// bss | dpm | dvfs | dpm+dvfs.
+    #[arg(long, default_value = "bss")]
+    policy: Policy,
+    /// Frames to simulate.
+    #[arg(long, default_value_t = 10)]
+    frames: u64,
+    /// Actual execution = WCET x factor for every job (above 1: overruns, cut off at the WCET).
+    #[arg(long, conflicts_with = "exec_range")]
+    exec_factor: Option<f64>,
+    /// Actual execution uniform in [A, B] x WCET, e.g. 0.5..1.0 (needs --seed).
+    #[arg(long, requires = "seed")]
+    exec_range: Option<String>,
+    /// Seed of --exec-range.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Available frequencies in MHz, comma separated (normalised to the highest);
+    /// default 1000..2300 in 100 MHz steps.
+    #[arg(long, value_delimiter = ',')]
+    freqs_mhz: Option<Vec<u32>>,
+    /// Write the per-slot trace (docs/trace-format.md) as JSON lines.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
+    let plan = match plan::from_file(&args.table) {
+        Ok(p) => p,
+        Err(LoadError::Invalid { path, errors }) => {
+            eprintln!("{}: invalid plan:", path.display());
+            for e in errors.iter() {
+                eprintln!("  {e}");
+            }
+            return Ok(EXIT_INVALID);
+        }
+        Err(e) => return Err(e).context("loading the plan"),
+    };
+    let arrivals: Vec<Arrival> = match &args.arrivals {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading arrivals {}", path.display()))?;
+            sim::parse_arrivals(&text)
+                .with_context(|| format!("parsing arrivals {}", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let exec = match (&args.exec_range, args.exec_factor) {
+        (Some(r), _) => {
+            let (lo, hi) = parse_range(r).with_context(|| format!("--exec-range {r:?}"))?;
+            ExecModel::Range {
+                lo,
+                hi,
+                seed: args.seed.unwrap_or(0),
+            }
+        }
+        (None, Some(f)) if f > 0.0 => ExecModel::Factor(f),
+        (None, Some(f)) => bail!("--exec-factor must be positive, got {f}"),
+        (None, None) => ExecModel::Factor(1.0),
+    };
+    let freqs = match &args.freqs_mhz {
+        Some(mhz) => {
+            let mut mhz = mhz.clone();
+            mhz.sort_unstable();
+            mhz.dedup();
+            let max = *mhz.last().context("--freqs-mhz is empty")? as f64;
+            let norm: Vec<f64> = mhz.iter().map(|&m| m as f64 / max).collect();
+            Freqs::new(&norm).context("--freqs-mhz")?
+        }
+        None => Freqs::xeon_default(),
+    };
+    let cfg = SimConfig {
+        policy: args.policy,
+        freqs,
+        frames: args.frames,
+        exec,
+        keep_records: false,
+    };
+    let mut trace = match &args.trace {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("creating trace {}", path.display()))?,
+        )),
+        None => None,
+    };
+    let mut trace_err: Option<std::io::Error> = None;
+    let mut sink = |r: &SlotRecord| {
+        if let (Some(w), None) = (trace.as_mut(), &trace_err) {
+            let res = serde_json::to_writer(&mut *w, r)
+                .map_err(std::io::Error::from)
+                .and_then(|_| w.write_all(b"\n"));
+            if let Err(e) = res {
+                trace_err = Some(e);
+            }
+        }
+    };
+    let out = sim::simulate(
+        &plan,
+        &arrivals,
+        &cfg,
+        &PlaceholderPower::default(),
+        &mut sink,
+    )
+    .context("simulating")?;
+    if let Some(e) = trace_err {
+        return Err(e).context("writing the trace");
+    }
+    if let Some(mut w) = trace {
+        w.flush().context("writing the trace")?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&out.report)?);
+    } else {
+        print!("{}", render(&out.report, plan.slot_us));
+    }
+    Ok(if out.report.guaranteed_misses > 0 {
+        EXIT_MISS
+    } else {
+        0
+    })
+}
+
+fn parse_range(s: &str) -> anyhow::Result<(f64, f64)> {
+    let (a, b) = s.split_once("..").context("expected A..B")?;
+    let lo: f64 = a.trim().parse().context("lower bound")?;
+    let hi: f64 = b.trim().parse().context("upper bound")?;
+    if !(lo > 0.0 && lo <= hi) {
+        bail!("need 0 < A <= B");
+    }
+    Ok((lo, hi))
+}
+
+fn render(r: &SimReport, slot_us: u64) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "policy {}: {} slots of {slot_us} us; guaranteed deadline misses: {}; overruns cut off: {}; jobs completed: {}; soft completed: {}",
+        r.policy, r.slots, r.guaranteed_misses, r.overruns, r.completed_jobs, r.soft_completed
+    );
+    if !r.admissions.is_empty() {
+        let _ = writeln!(s, "admissions:");
+        for a in &r.admissions {
+            let cpu = a.cpu.map(|c| format!(" cpu {c}")).unwrap_or_default();
+            let verdict = if a.accepted { "accepted" } else { "rejected" };
+            let _ = writeln!(
+                s,
+                "  slot {:>6} {:<8} {:<16} {verdict}{cpu}: {}",
+                a.at_slot, a.kind, a.name, a.reason
+            );
+        }
+    }
+    for c in &r.cpus {
+        let _ = writeln!(
+            s,
+            "cpu {}: utilization {:.1}% (tt {} aperiodic {} be/soft {} idle {} slots), energy {:.4} J (placeholder model)",
+            c.cpu,
+            c.utilization * 100.0,
+            c.tt_slots,
+            c.aperiodic_slots,
+            c.be_slots,
+            c.idle_slots,
+            c.energy_j
+        );
+        let hist: Vec<String> = c
+            .idle_periods
+            .iter()
+            .map(|(b, n)| format!("{b}..{}: {n}", 2 * b - 1))
+            .collect();
+        let _ = writeln!(s, "  idle periods (slots: count): {}", hist.join(", "));
+        let res: Vec<String> = c
+            .freq_residency
+            .iter()
+            .map(|(f, n)| format!("{f}: {n}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  frequency residency (normalised: slots): {}",
+            res.join(", ")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "energy total: {:.4} J (placeholder power model)",
+        r.energy_j
+    );
+    s
+}

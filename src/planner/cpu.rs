@@ -1,0 +1,695 @@
+//! Online slot-shifting state of one managed CPU: capacity intervals with their current spare
+//! capacity, the jobs with remaining and reserved execution, and the acceptance test and
+//! guarantee routine for firm aperiodic jobs.
+//!
+//! # Problem
+//! The offline table of a CPU repeats every frame. At run time jobs finish early, run slowly
+//! (DVFS), leave slots idle (DPM) and new jobs arrive. The planner must always know how many slots
+//! before any deadline are not committed to a guaranteed job, so that it can shift work, admit new
+//! work and spend slack on energy without ever making a guaranteed job miss.
+//!
+//! # Terminology
+//! - *slot*, *frame*, *job*, *capacity interval*: as in [`super::offline`]; here slots are
+//!   absolute (slot 0 starts frame 0), frame `k` is `[k·F, (k+1)·F)`.
+//! - *work unit*: [`UNIT`] units are one slot of execution at full speed; a slot at normalised
+//!   frequency `f` executes `f·UNIT` units (`f` in parts per million, `freq_ppm`).
+//! - *remaining* `rem(j)`: units job `j` may still execute (starts at `wcet·UNIT`).
+//! - *reserved spare capacity* `res(j)`: executed units not yet returned to `j`'s interval. Every
+//!   whole slot of it is converted into spare capacity of `j`'s interval (Algorithm 1 of
+//!   000_f6515751863e6efa). `rem(j) + res(j)` is always a multiple of `UNIT`: the slots `j` still
+//!   holds.
+//! - *spare capacity* `sc(I)`: slots of `I` (from now on) not needed by guaranteed jobs, with
+//!   borrowing: `sc(I) = |I ∩ [now,∞)| − Σ_{j∈I} (rem+res)(j)/UNIT + min(0, sc(next(I)))`.
+//! - *horizon*: the current frame and the next one, complete; the frame after them is built a
+//!   little every slot. Firm deadlines are clamped to the horizon end (a job meeting an earlier
+//!   deadline meets its own).
+//!
+//! # Algorithm
+//! ```text
+//! per slot s (consume, then reconcile at s+1 with what really ran):
+//!   consume(s):    sc(I_cur) -= 1
+//!                  if job j runs at f: e = min(f, rem j); rem -= e; res += e; convert(j)
+//!   convert(j):    while res(j) >= UNIT: res -= UNIT; add_sc(I_j, +1)
+//!   reconcile(a):  a = units j really executed; if a < e and j not done: undo (e - a),
+//!                  taking a slot back from I_j if res goes below 0
+//!   finish(j):     add_sc(I_j, (rem + res)/UNIT)   // early completion frees what is left
+//!   add_sc(I, δ):  sc(I) += δ; δ' = min(0,sc_new) - min(0,sc_old); repeat on prev(I) while
+//!                  δ' != 0 and I != I_cur
+//!
+//! acceptance(c, d):  avail = Σ_{I ⊆ [now,d)} max(0, sc(I))
+//!                          + min(d - max(start,now), max(0, sc(I_d)))   // I_d ∋ d, split part
+//!                   accept iff avail >= c
+//!                   (a DPM idle period in progress is ended early if the job needs its slots)
+//! guarantee(c, d):  if d inside I = [s,e): split into [s,d) (sc = min(d-s', sc(I)), no jobs)
+//!                   and [d,e) (sc = sc(I) - (d-s'))
+//!                   add the job to the interval ending at d; add_sc(that interval, -c)
+//! ```
+//!
+//! # Properties
+//! 1. (SC-exact) `max(0, sc(I))` is the number of slots of `I` left free when every guaranteed job
+//!    runs as late as possible; the acceptance test is therefore exact on the current state.
+//! 2. (SC-nonneg) With jobs executing at most their WCET, `sc(I_cur) ≥ 0` after every slot.
+//! 3. (Commit) `rem(j) + res(j) ≡ 0 (mod UNIT)` for every live job.
+//! 4. (Cover) Intervals are sorted, disjoint and cover `[horizon start, horizon end)`.
+
+use super::offline::{self, Job, Slot};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+/// Work units per slot at full speed (normalised frequency 1.0 = `UNIT` parts per million).
+pub const UNIT: u64 = 1_000_000;
+
+/// How a guaranteed job came to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobKind {
+    /// An instance of a periodic task (offline table or admitted at run time).
+    Periodic,
+    /// An admitted firm aperiodic job.
+    Firm,
+}
+
+/// A capacity interval of the horizon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Iv {
+    pub start: Slot,
+    pub end: Slot,
+    /// Spare capacity in slots (negative: borrows from earlier intervals).
+    pub sc: i64,
+    /// Jobs of the interval that still hold capacity (unfinished).
+    pub pending: u32,
+}
+
+/// A guaranteed job of the horizon.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LiveJob {
+    pub task: usize,
+    pub kind: JobKind,
+    pub release: Slot,
+    pub deadline: Slot,
+    /// Units the job may still execute.
+    pub rem: u64,
+    /// Reserved spare capacity in units (see the module doc).
+    pub res: u64,
+    pub done: bool,
+}
+
+/// A soft aperiodic job: served in slack, no guarantee.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SoftJob {
+    pub task: usize,
+    /// Units left before the job is cut off.
+    pub rem: u64,
+}
+
+/// Result of the acceptance test.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Capacity {
+    /// Slots needed.
+    pub needed: u64,
+    /// Free slots before the (clamped) deadline.
+    pub available: i64,
+    /// The deadline the test used (the requested one clamped to the horizon).
+    pub deadline: Slot,
+}
+
+/// What happened to a job during reconciliation or advancing, reported by `step`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobEvent {
+    Completed {
+        task: usize,
+        kind: JobKind,
+    },
+    /// Reached its WCET without completing: cut off.
+    Overrun {
+        task: usize,
+        kind: JobKind,
+    },
+    /// Still had work at its deadline (never happens while jobs respect their WCET).
+    Miss {
+        task: usize,
+        kind: JobKind,
+        deadline: Slot,
+        rem_units: u64,
+    },
+    SoftCompleted {
+        task: usize,
+    },
+    SoftCutOff {
+        task: usize,
+    },
+}
+
+/// What a CPU was told to run in the slot being consumed, for reconciliation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Running {
+    Job {
+        idx: usize,
+        credited: u64,
+        freq_ppm: u32,
+    },
+    Soft {
+        freq_ppm: u32,
+    },
+    Other,
+}
+
+/// The online state of one managed CPU.
+///
+/// Intervals and jobs live in deques: the front interval is the current one (past intervals are
+/// popped as time passes), jobs are addressed by a sequence number (`seq - job_base` indexes
+/// `jobs`; finished jobs are popped from the front). The frame after next is built a few
+/// intervals and jobs per slot during the current frame, so no slot pays for a whole frame.
+#[derive(Clone, Debug)]
+pub struct CpuState {
+    pub(crate) frame: Slot,
+    /// Frame template: offline jobs plus admitted periodic tasks.
+    pub(crate) template: Vec<Job>,
+    pub(crate) template_kind: Vec<JobKind>,
+    /// Template jobs in release order.
+    pub(crate) template_by_release: Vec<usize>,
+    pub(crate) template_ivs: Vec<offline::Interval>,
+    /// Intervals from the current one on: the horizon, then the frame being built.
+    pub(crate) ivs: VecDeque<Iv>,
+    pub(crate) jobs: VecDeque<LiveJob>,
+    /// Sequence number of `jobs[0]`.
+    pub(crate) job_base: usize,
+    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
+    pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
+    /// Unreleased jobs (seq) in release order.
+    pub(crate) unreleased: VecDeque<usize>,
+    pub(crate) soft: VecDeque<SoftJob>,
+    /// Frames before this one are complete: the horizon ends at `next_frame · frame`.
+    pub(crate) next_frame: u64,
+    /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
+    pub(crate) build_iv: usize,
+    pub(crate) build_job: usize,
+    /// First slot not promised to a DPM idle period.
+    pub(crate) idle_until: Slot,
+    pub(crate) running: Running,
+    /// Whether best-effort work may run in this CPU's slack.
+    pub has_be: bool,
+}
+
+impl CpuState {
+    /// State at slot 0 from the CPU's frame jobs (validated feasible offline).
+    pub fn new(jobs: &[Job], kinds: &[JobKind], frame: Slot, has_be: bool) -> Self {
+        let mut s = CpuState {
+            frame,
+            template: jobs.to_vec(),
+            template_kind: kinds.to_vec(),
+            template_by_release: Vec::new(),
+            template_ivs: Vec::new(),
+            ivs: VecDeque::new(),
+            jobs: VecDeque::new(),
+            job_base: 0,
+            ready: BinaryHeap::new(),
+            unreleased: VecDeque::new(),
+            soft: VecDeque::new(),
+            next_frame: 0,
+            build_iv: 0,
+            build_job: 0,
+            idle_until: 0,
+            running: Running::Other,
+            has_be,
+        };
+        s.rebuild_template();
+        s.build(usize::MAX);
+        s.build(usize::MAX);
+        s
+    }
+
+    pub(crate) fn rebuild_template(&mut self) {
+        self.template_ivs = offline::intervals(&self.template, self.frame);
+        let mut order: Vec<usize> = (0..self.template.len())
+            .filter(|&j| self.template[j].wcet > 0)
+            .collect();
+        order.sort_by_key(|&j| (self.template[j].release, self.template[j].deadline, j));
+        self.template_by_release = order;
+    }
+
+    /// End of the horizon (the complete frames).
+    pub fn horizon_end(&self) -> Slot {
+        self.next_frame * self.frame
+    }
+
+    /// Intervals of the horizon, the current one first.
+    pub fn intervals(&self) -> impl DoubleEndedIterator<Item = &Iv> + '_ {
+        let n = self.ivs.partition_point(|iv| iv.end <= self.horizon_end());
+        self.ivs.range(..n)
+    }
+
+    /// Unfinished guaranteed jobs of the horizon.
+    pub fn live_jobs(&self) -> impl Iterator<Item = &LiveJob> + '_ {
+        let end = self.horizon_end();
+        self.jobs
+            .iter()
+            .filter(move |j| !j.done && j.deadline <= end)
+    }
+
+    pub fn soft_queue_len(&self) -> usize {
+        self.soft.len()
+    }
+
+    /// Bytes of this CPU's planner state (struct plus heap capacity).
+    pub fn memory_bytes(&self) -> usize {
+        use std::mem::size_of;
+        size_of::<Self>()
+            + self.template.capacity() * size_of::<Job>()
+            + self.template_kind.capacity() * size_of::<JobKind>()
+            + self.template_by_release.capacity() * size_of::<usize>()
+            + self
+                .template_ivs
+                .iter()
+                .map(|i| size_of::<offline::Interval>() + i.jobs.capacity() * size_of::<usize>())
+                .sum::<usize>()
+            + self.ivs.capacity() * size_of::<Iv>()
+            + self.jobs.capacity() * size_of::<LiveJob>()
+            + self.ready.capacity() * size_of::<Reverse<(Slot, usize)>>()
+            + self.unreleased.capacity() * size_of::<usize>()
+            + self.soft.capacity() * size_of::<SoftJob>()
+    }
+
+    /// Builds up to `budget` intervals and `budget` jobs of frame `next_frame`; completes the
+    /// frame when both are done.
+    fn build(&mut self, budget: usize) {
+        let base = self.next_frame * self.frame;
+        let iv_end = self
+            .template_ivs
+            .len()
+            .min(self.build_iv.saturating_add(budget));
+        for t in &self.template_ivs[self.build_iv..iv_end] {
+            let pending = t
+                .jobs
+                .iter()
+                .filter(|&&j| self.template[j].wcet > 0)
+                .count() as u32;
+            self.ivs.push_back(Iv {
+                start: base + t.start,
+                end: base + t.end,
+                sc: t.sc,
+                pending,
+            });
+        }
+        self.build_iv = iv_end;
+        let job_end = self
+            .template_by_release
+            .len()
+            .min(self.build_job.saturating_add(budget));
+        for &j in &self.template_by_release[self.build_job..job_end] {
+            let t = &self.template[j];
+            self.unreleased.push_back(self.job_base + self.jobs.len());
+            self.jobs.push_back(LiveJob {
+                task: t.task,
+                kind: self.template_kind[j],
+                release: base + t.release,
+                deadline: base + t.deadline,
+                rem: t.wcet * UNIT,
+                res: 0,
+                done: false,
+            });
+        }
+        self.build_job = job_end;
+        if self.build_iv == self.template_ivs.len()
+            && self.build_job == self.template_by_release.len()
+        {
+            self.next_frame += 1;
+            self.build_iv = 0;
+            self.build_job = 0;
+        }
+    }
+
+    /// Completes the frame being built (before the template changes).
+    fn finish_build(&mut self) {
+        if self.build_iv > 0 || self.build_job > 0 {
+            self.build(usize::MAX);
+        }
+    }
+
+    pub(crate) fn job(&self, seq: usize) -> &LiveJob {
+        &self.jobs[seq - self.job_base]
+    }
+
+    fn job_mut(&mut self, seq: usize) -> &mut LiveJob {
+        &mut self.jobs[seq - self.job_base]
+    }
+
+    /// Whether job `seq` is finished (or already dropped).
+    fn is_done(&self, seq: usize) -> bool {
+        seq < self.job_base || self.jobs[seq - self.job_base].done
+    }
+
+    /// Index of the interval ending at `deadline` (every live job's interval ends at its deadline).
+    pub(crate) fn iv_of(&self, deadline: Slot) -> usize {
+        // Running jobs are mostly due within the next few intervals: probe those first.
+        let near = self.ivs.iter().take(8).position(|iv| iv.end >= deadline);
+        let i = near.unwrap_or_else(|| self.ivs.partition_point(|iv| iv.end < deadline));
+        debug_assert!(i < self.ivs.len() && self.ivs[i].end == deadline);
+        i
+    }
+
+    /// `sc(I_i) += delta`, propagating the change of borrowing to earlier intervals (down to the
+    /// current one).
+    pub(crate) fn add_sc(&mut self, mut i: usize, mut delta: i64) {
+        loop {
+            let old = self.ivs[i].sc;
+            let new = old + delta;
+            self.ivs[i].sc = new;
+            if i == 0 {
+                return;
+            }
+            delta = new.min(0) - old.min(0);
+            if delta == 0 {
+                return;
+            }
+            i -= 1;
+        }
+    }
+
+    fn convert(&mut self, seq: usize) {
+        let whole = self.job(seq).res / UNIT;
+        if whole > 0 {
+            self.job_mut(seq).res -= whole * UNIT;
+            let i = self.iv_of(self.job(seq).deadline);
+            self.add_sc(i, whole as i64);
+        }
+    }
+
+    /// Frees what a finished job still holds.
+    fn finish(&mut self, seq: usize) {
+        let j = self.job_mut(seq);
+        debug_assert!(!j.done);
+        j.done = true;
+        let held = (j.rem + j.res) / UNIT;
+        j.rem = 0;
+        j.res = 0;
+        let deadline = j.deadline;
+        let i = self.iv_of(deadline);
+        self.ivs[i].pending -= 1;
+        if held > 0 {
+            self.add_sc(i, held as i64);
+        }
+        while self.jobs.front().is_some_and(|j| j.done) {
+            self.jobs.pop_front();
+            self.job_base += 1;
+        }
+    }
+
+    /// Consumes the slot being decided: it is no longer spare. `run` says what runs in it.
+    pub(crate) fn consume(&mut self, run: Running) -> Running {
+        self.ivs[0].sc -= 1;
+        let run = match run {
+            Running::Job { idx, freq_ppm, .. } => {
+                let e = (freq_ppm as u64).min(self.job(idx).rem);
+                let j = self.job_mut(idx);
+                j.rem -= e;
+                j.res += e;
+                self.convert(idx);
+                Running::Job {
+                    idx,
+                    credited: e,
+                    freq_ppm,
+                }
+            }
+            other => other,
+        };
+        self.running = run;
+        run
+    }
+
+    /// Applies what really ran in the consumed slot: `ran_ns` of `slot_ns` at the decided
+    /// frequency, `done` if the job completed or blocked for good.
+    pub(crate) fn reconcile(
+        &mut self,
+        ran_ns: u64,
+        slot_ns: u64,
+        done: bool,
+        events: &mut Vec<JobEvent>,
+    ) {
+        let run = std::mem::replace(&mut self.running, Running::Other);
+        let work = |freq_ppm: u32| {
+            (ran_ns.min(slot_ns) as u128 * freq_ppm as u128 / slot_ns.max(1) as u128) as u64
+        };
+        match run {
+            Running::Job {
+                idx,
+                credited,
+                freq_ppm,
+            } => {
+                if self.is_done(idx) {
+                    return;
+                }
+                let (task, kind) = (self.job(idx).task, self.job(idx).kind);
+                if done {
+                    self.finish(idx);
+                    events.push(JobEvent::Completed { task, kind });
+                    return;
+                }
+                let ran = work(freq_ppm);
+                if ran < credited {
+                    self.uncredit(idx, credited - ran);
+                }
+                if self.job(idx).rem == 0 {
+                    self.finish(idx);
+                    events.push(JobEvent::Overrun { task, kind });
+                }
+            }
+            Running::Soft { freq_ppm } => {
+                let ran = work(freq_ppm);
+                if let Some(front) = self.soft.front_mut() {
+                    front.rem = front.rem.saturating_sub(ran);
+                    let task = front.task;
+                    if done {
+                        self.soft.pop_front();
+                        events.push(JobEvent::SoftCompleted { task });
+                    } else if front.rem == 0 {
+                        self.soft.pop_front();
+                        events.push(JobEvent::SoftCutOff { task });
+                    }
+                }
+            }
+            Running::Other => {}
+        }
+    }
+
+    /// The job executed `units` less than credited (its slot was partly lost).
+    fn uncredit(&mut self, seq: usize, units: u64) {
+        let j = self.job_mut(seq);
+        j.rem += units;
+        if j.res >= units {
+            j.res -= units;
+            return;
+        }
+        let short = units - j.res;
+        let slots = short.div_ceil(UNIT);
+        j.res = slots * UNIT - short;
+        let i = self.iv_of(self.job(seq).deadline);
+        self.add_sc(i, -(slots as i64));
+    }
+
+    /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
+    /// next, releases jobs.
+    pub(crate) fn advance(&mut self, slot: Slot, events: &mut Vec<JobEvent>) {
+        while let Some(&Reverse((deadline, seq))) = self.ready.peek() {
+            if deadline > slot && !self.is_done(seq) {
+                break;
+            }
+            self.ready.pop();
+            if !self.is_done(seq) {
+                let j = self.job(seq);
+                events.push(JobEvent::Miss {
+                    task: j.task,
+                    kind: j.kind,
+                    deadline,
+                    rem_units: j.rem,
+                });
+                // The job's interval is over: it holds nothing any more.
+                self.job_mut(seq).rem = 0;
+                self.job_mut(seq).res = 0;
+                self.finish(seq);
+            }
+        }
+        while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
+            self.ivs.pop_front();
+        }
+        let k = slot / self.frame;
+        while self.next_frame < k + 2 {
+            self.build(usize::MAX);
+        }
+        if self.next_frame == k + 2 {
+            // Spread frame k+2 over the first half of frame k.
+            let items = self.template_ivs.len().max(self.template_by_release.len()) as u64;
+            let per_slot = items.div_ceil((self.frame / 2).max(1)) + 1;
+            self.build(per_slot as usize);
+        }
+        while let Some(&seq) = self.unreleased.front() {
+            if !self.is_done(seq) && self.job(seq).release > slot {
+                break;
+            }
+            self.unreleased.pop_front();
+            if !self.is_done(seq) {
+                self.ready.push(Reverse((self.job(seq).deadline, seq)));
+            }
+        }
+    }
+
+    /// The earliest-deadline released unfinished job.
+    pub(crate) fn edf_top(&mut self) -> Option<usize> {
+        while let Some(&Reverse((_, seq))) = self.ready.peek() {
+            if !self.is_done(seq) {
+                return Some(seq);
+            }
+            self.ready.pop();
+        }
+        None
+    }
+
+    /// Acceptance test for `wcet` slots before `deadline`, from slot `now` on. Slots promised to
+    /// a DPM idle period count as free: the guarantee routine wakes the CPU if it needs them.
+    pub fn acceptance(&self, now: Slot, wcet: u64, deadline: Slot) -> Capacity {
+        self.acceptance_until(now, wcet, deadline, i64::MAX)
+    }
+
+    /// [`Self::acceptance`] that stops counting once `enough` free slots are found (then
+    /// `available` is a lower bound ≥ `enough`).
+    pub fn acceptance_until(&self, now: Slot, wcet: u64, deadline: Slot, enough: i64) -> Capacity {
+        let d = deadline.min(self.horizon_end());
+        let mut avail: i64 = 0;
+        if d <= now {
+            return Capacity {
+                needed: wcet,
+                available: 0,
+                deadline: d,
+            };
+        }
+        for iv in &self.ivs {
+            if iv.end <= now {
+                continue;
+            }
+            if iv.start >= d {
+                break;
+            }
+            if iv.end <= d {
+                avail += iv.sc.max(0);
+                if avail >= enough {
+                    break;
+                }
+            } else {
+                avail += (d - iv.start.max(now)).min(iv.sc.max(0) as u64) as i64;
+                break;
+            }
+        }
+        Capacity {
+            needed: wcet,
+            available: avail,
+            deadline: d,
+        }
+    }
+
+    /// Guarantee routine: adds a firm job released at `now` that passed [`Self::acceptance`].
+    pub fn guarantee(&mut self, now: Slot, task: usize, wcet: u64, deadline: Slot) {
+        let d = deadline.min(self.horizon_end());
+        if wcet == 0 {
+            return;
+        }
+        // A DPM idle period in progress keeps going only if the job still fits after it;
+        // otherwise it ends now (the CPU is woken for the next slot).
+        let promised = self.idle_until.saturating_sub(now) as i64;
+        if promised > 0
+            && self
+                .acceptance_until(now, wcet, d, promised + wcet as i64)
+                .available
+                - promised
+                < wcet as i64
+        {
+            self.idle_until = now;
+        }
+        let i = self.ivs.partition_point(|iv| iv.end < d);
+        if self.ivs[i].end != d {
+            // Split [s, e) at d: the part before d keeps the free slots that lie before d.
+            let iv = self.ivs[i].clone();
+            let s_eff = iv.start.max(now) as i64;
+            let before = (d as i64 - s_eff).min(iv.sc);
+            self.ivs[i] = Iv {
+                start: iv.start,
+                end: d,
+                sc: before,
+                pending: 0,
+            };
+            self.ivs.insert(
+                i + 1,
+                Iv {
+                    start: d,
+                    end: iv.end,
+                    sc: iv.sc - (d as i64 - s_eff),
+                    pending: iv.pending,
+                },
+            );
+            // `before` = |[s,d)| + min(0, sc([d,e))); nothing changes for earlier intervals.
+            debug_assert_eq!(
+                before,
+                (d as i64 - s_eff) + (iv.sc - (d as i64 - s_eff)).min(0)
+            );
+        }
+        let seq = self.job_base + self.jobs.len();
+        self.jobs.push_back(LiveJob {
+            task,
+            kind: JobKind::Firm,
+            release: now,
+            deadline: d,
+            rem: wcet * UNIT,
+            res: 0,
+            done: false,
+        });
+        self.ivs[i].pending += 1;
+        self.add_sc(i, -(wcet as i64));
+        self.ready.push(Reverse((d, seq)));
+    }
+
+    /// Finishes every live job of `task` (its capacity returns) and drops it from the template
+    /// (the frame being built is completed first, with the old template).
+    pub fn remove_task(&mut self, task: usize) -> bool {
+        self.finish_build();
+        let before = self.template.len();
+        let mut keep = Vec::new();
+        let mut kinds = Vec::new();
+        for (j, k) in self.template.iter().zip(&self.template_kind) {
+            if j.task != task {
+                keep.push(j.clone());
+                kinds.push(*k);
+            }
+        }
+        let in_template = keep.len() != before;
+        self.template = keep;
+        self.template_kind = kinds;
+        self.rebuild_template();
+        let mut live = false;
+        let seqs: Vec<usize> = (self.job_base..self.job_base + self.jobs.len())
+            .filter(|&s| !self.is_done(s) && self.job(s).task == task)
+            .collect();
+        for seq in seqs {
+            if matches!(self.running, Running::Job { idx, .. } if idx == seq) {
+                self.running = Running::Other;
+            }
+            if !self.is_done(seq) {
+                self.finish(seq);
+                live = true;
+            }
+        }
+        in_template || live
+    }
+
+    /// Adds the instances of a periodic task to the frame template if the template stays
+    /// EDF-feasible; they join from the first frame not yet built (the frame being built is
+    /// completed first). Returns the first slot of that frame, or the EDF miss.
+    pub fn add_periodic(&mut self, instances: &[Job]) -> Result<Slot, offline::Miss> {
+        let mut jobs = self.template.clone();
+        jobs.extend_from_slice(instances);
+        offline::edf(&jobs, self.frame)?;
+        self.finish_build();
+        self.template = jobs;
+        self.template_kind
+            .extend(std::iter::repeat_n(JobKind::Periodic, instances.len()));
+        self.rebuild_template();
+        Ok(self.horizon_end())
+    }
+}

@@ -1,0 +1,302 @@
+//! Per-slot decision policies: plain slot shifting and the energy-aware variants of
+//! 000_f6515751863e6efa (EASS-DPM, Algorithm 2; EASS-DVFS, Algorithm 3 and Equation 3) plus a
+//! combination of both.
+//!
+//! # Problem
+//! Given one CPU's spare capacities, decide what runs in the next slot and at which normalised
+//! frequency, spending slack on responsiveness (`bss`), long idle periods (`dpm`), low frequency
+//! (`dvfs`) or both (`dpm+dvfs`), never spending capacity a guaranteed job needs.
+//!
+//! # Algorithm
+//! ```text
+//! decide(slot):
+//!   if slot < idle_until: idle                      // a DPM idle period in progress
+//!   elif soft job queued and sc(I_cur) > 0: soft     // slot shifting: serve aperiodics first
+//!   elif j = EDF(ready guaranteed jobs):
+//!     bss, dpm:  run j at f = 1
+//!     dvfs:      f = c/(c + avail(j, free_intervals = true)), rounded up to an available step
+//!     dpm+dvfs:  f = c/(c + avail(j, free_intervals = false))
+//!   elif bss/dvfs: best-effort work if the CPU has some, else idle
+//!   else (dpm, dpm+dvfs): idle until slot + idle_duration()
+//!
+//! idle_duration():                                  // Algorithm 2
+//!   d = sc(I_cur)
+//!   if I_cur has no remaining work:
+//!     for I after I_cur: d += max(0, sc(I)); stop after the first I with remaining work
+//!
+//! avail(j, free_intervals):                         // Algorithm 3
+//!   a = res(j) + max(0, sc(I_j))
+//!   if free_intervals: for I from I_cur while I != I_j, I has no work and sc(I) > 0: a += sc(I)
+//! ```
+//!
+//! # dpm+dvfs (our design; named future work in the paper)
+//! Ready jobs run back to back as in DPM, but each at the lowest frequency its *own* slack
+//! allows — its reserved capacity and the spare capacity of its own interval — while the slack
+//! of the work-free intervals in front of it (what Algorithm 3 adds for plain DVFS) is left to
+//! DPM, which merges it into one long idle period once nothing is ready. Stretching inside the
+//! job's interval cannot create an idle period before the job's deadline anyway, whereas the
+//! intervals in front of it can; so the combination keeps DPM's long sleeps and lowers the
+//! frequency of the busy stretches.
+//!
+//! # Properties
+//! 1. (Safe-freq) The chosen frequency `f` satisfies `f·(c + a) ≥ c` with `a` a subset of the
+//!    slack Algorithm 3 counts: the job finishes inside the capacity it holds plus `a`, which is
+//!    spare capacity no guaranteed job needs. `dpm+dvfs` uses a subset of `dvfs`'s `a`, hence a
+//!    frequency at least as high: every `dvfs` safety argument carries over.
+//! 2. (Safe-idle) An idle period never exceeds the free slots that lie in front of the next
+//!    remaining work when every job runs as late as possible, so idling consumes only spare
+//!    capacity; each idle slot is charged to `sc(I_cur)` like any other slot.
+//! 3. Every policy decision is taken against the current spare capacities, which Algorithm 1
+//!    keeps exact after each slot; admissions made during an idle period see the idle slots as
+//!    already spent.
+
+use super::cpu::{CpuState, JobKind, Running, UNIT};
+use super::offline::Slot;
+
+/// Slot-level policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Policy {
+    /// Plain slot shifting, full speed.
+    Bss,
+    /// EASS-DPM: run ready jobs to completion, then sleep as long as spare capacity allows.
+    Dpm,
+    /// EASS-DVFS: stretch each job over its available spare capacity.
+    Dvfs,
+    /// DPM idle periods with jobs stretched over their own slack (see the module doc).
+    DpmDvfs,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 4] = [Policy::Bss, Policy::Dpm, Policy::Dvfs, Policy::DpmDvfs];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Bss => "bss",
+            Policy::Dpm => "dpm",
+            Policy::Dvfs => "dvfs",
+            Policy::DpmDvfs => "dpm+dvfs",
+        }
+    }
+}
+
+impl std::str::FromStr for Policy {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Policy::ALL
+            .into_iter()
+            .find(|p| p.name() == s)
+            .ok_or_else(|| format!("unknown policy {s:?} (expected bss, dpm, dvfs or dpm+dvfs)"))
+    }
+}
+
+impl std::fmt::Display for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The available normalised frequencies, ascending, in parts per million of the maximum.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Freqs(Vec<u32>);
+
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum FreqsError {
+    #[error("the frequency list is empty")]
+    Empty,
+    #[error("frequency {0} is outside (0, 1]")]
+    OutOfRange(f64),
+    #[error("frequencies must be strictly ascending ({0} follows {1})")]
+    NotAscending(f64, f64),
+    #[error("the highest normalised frequency must be 1.0, got {0}")]
+    NoMax(f64),
+}
+
+impl Freqs {
+    /// From normalised frequencies (ascending, in (0, 1], ending with 1.0).
+    pub fn new(normalised: &[f64]) -> Result<Self, FreqsError> {
+        let Some(&last) = normalised.last() else {
+            return Err(FreqsError::Empty);
+        };
+        let mut ppm = Vec::with_capacity(normalised.len());
+        for (i, &f) in normalised.iter().enumerate() {
+            if !(f > 0.0 && f <= 1.0) {
+                return Err(FreqsError::OutOfRange(f));
+            }
+            if i > 0 && f <= normalised[i - 1] {
+                return Err(FreqsError::NotAscending(f, normalised[i - 1]));
+            }
+            // Round down: a frequency step never executes more than it claims.
+            ppm.push(((f * UNIT as f64) as u64).clamp(1, UNIT) as u32);
+        }
+        if (last - 1.0).abs() > 1e-9 {
+            return Err(FreqsError::NoMax(last));
+        }
+        *ppm.last_mut().expect("non-empty") = UNIT as u32;
+        Ok(Freqs(ppm))
+    }
+
+    /// The default: 1.0–2.3 GHz in 0.1 GHz steps normalised to 2.3 GHz (the paper's Xeon).
+    pub fn xeon_default() -> Self {
+        let ghz: Vec<f64> = (10..=23).map(|k| k as f64 / 23.0).collect();
+        Freqs::new(&ghz).expect("valid default frequencies")
+    }
+
+    /// Full speed only (no DVFS).
+    pub fn max_only() -> Self {
+        Freqs(vec![UNIT as u32])
+    }
+
+    pub fn min_ppm(&self) -> u32 {
+        self.0[0]
+    }
+
+    pub fn ppm(&self) -> &[u32] {
+        &self.0
+    }
+
+    /// Lowest available frequency `f` with `f·(c + avail) ≥ c·UNIT` (Equation 3, rounded up).
+    pub fn for_work(&self, c: u64, avail: u64) -> u32 {
+        let need = c as u128 * UNIT as u128;
+        let span = c as u128 + avail as u128;
+        self.0
+            .iter()
+            .copied()
+            .find(|&f| f as u128 * span >= need)
+            .unwrap_or(UNIT as u32)
+    }
+}
+
+/// What a CPU runs in a slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Run {
+    /// A guaranteed job of `task`.
+    Job {
+        task: usize,
+        kind: JobKind,
+    },
+    /// A soft aperiodic job of `task`.
+    Soft {
+        task: usize,
+    },
+    /// Best-effort work.
+    Be,
+    Idle,
+}
+
+/// The decision for one CPU and one slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    pub run: Run,
+    /// Normalised frequency, parts per million of the maximum.
+    pub freq_ppm: u32,
+    /// During a DPM idle period: the first slot the CPU runs again (its slot tick may be deferred
+    /// until then).
+    pub idle_until: Option<Slot>,
+}
+
+/// Algorithm 2: slots the CPU may stay idle from now on (nothing is ready).
+pub fn idle_duration(cpu: &CpuState) -> u64 {
+    let end = cpu.horizon_end();
+    let mut ivs = cpu.ivs.iter().take_while(|iv| iv.end <= end);
+    let Some(cur) = ivs.next() else {
+        return 0;
+    };
+    let mut d = cur.sc.max(0) as u64;
+    if cur.pending == 0 {
+        for iv in ivs {
+            d += iv.sc.max(0) as u64;
+            if iv.pending > 0 {
+                break;
+            }
+        }
+    }
+    d
+}
+
+/// Algorithm 3: units of slack job `seq` may spend by running slower.
+pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
+    let j = cpu.job(seq);
+    let ij = cpu.iv_of(j.deadline);
+    let mut a = j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT;
+    if free_intervals {
+        let mut i = 0;
+        while i != ij && cpu.ivs[i].pending == 0 && cpu.ivs[i].sc > 0 {
+            a += cpu.ivs[i].sc as u64 * UNIT;
+            i += 1;
+        }
+    }
+    a
+}
+
+/// Decides slot `slot` for one CPU and charges it to the spare capacity.
+pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Freqs) -> Decision {
+    let max = UNIT as u32;
+    let sleep_ppm = match policy {
+        Policy::Bss | Policy::Dpm => max,
+        Policy::Dvfs | Policy::DpmDvfs => freqs.min_ppm(),
+    };
+    if slot < cpu.idle_until {
+        cpu.consume(Running::Other);
+        return Decision {
+            run: Run::Idle,
+            freq_ppm: sleep_ppm,
+            idle_until: Some(cpu.idle_until),
+        };
+    }
+    if let Some(front) = cpu.soft.front() {
+        if cpu.ivs[0].sc > 0 {
+            let task = front.task;
+            cpu.consume(Running::Soft { freq_ppm: max });
+            return Decision {
+                run: Run::Soft { task },
+                freq_ppm: max,
+                idle_until: None,
+            };
+        }
+    }
+    if let Some(idx) = cpu.edf_top() {
+        let freq_ppm = match policy {
+            Policy::Bss | Policy::Dpm => max,
+            Policy::Dvfs | Policy::DpmDvfs => {
+                let a = available_slack(cpu, idx, policy == Policy::Dvfs);
+                freqs.for_work(cpu.job(idx).rem, a)
+            }
+        };
+        let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
+        cpu.consume(Running::Job {
+            idx,
+            credited: 0,
+            freq_ppm,
+        });
+        return Decision {
+            run: Run::Job { task, kind },
+            freq_ppm,
+            idle_until: None,
+        };
+    }
+    match policy {
+        Policy::Bss | Policy::Dvfs => {
+            cpu.consume(Running::Other);
+            let (run, freq_ppm) = if cpu.has_be {
+                (Run::Be, max)
+            } else {
+                (Run::Idle, sleep_ppm)
+            };
+            Decision {
+                run,
+                freq_ppm,
+                idle_until: None,
+            }
+        }
+        Policy::Dpm | Policy::DpmDvfs => {
+            let until = slot + idle_duration(cpu).max(1);
+            cpu.idle_until = until;
+            cpu.consume(Running::Other);
+            Decision {
+                run: Run::Idle,
+                freq_ppm: sleep_ppm,
+                idle_until: Some(until),
+            }
+        }
+    }
+}

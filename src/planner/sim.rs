@@ -1,0 +1,458 @@
+//! A virtual slot clock driving the [`Planner`] over a plan and a list of arrivals: the library
+//! behind `scx_tt simulate`, also called directly by the energy benchmark.
+//!
+//! # Problem
+//! Show, without root or sched_ext, what the planner would do with a plan: admissions and their
+//! reasons, deadline misses (0 for guaranteed jobs), utilization, idle periods, frequency
+//! residency and energy, and a per-slot trace in the format the kernel path writes.
+//!
+//! # Algorithm
+//! ```text
+//! planner = Planner::new(plan's CPUs); obs = []
+//! for slot in 0 .. frames·frame_slots:
+//!   decisions = planner.step(slot, obs)
+//!   for each CPU: a job runs f·UNIT units of its actual execution (drawn once per job from
+//!     the execution model, as a fraction of its WCET); obs = (ns it ran, done?)
+//!   record (slot, cpu, kind, task, freq) and the statistics
+//!   arrivals with at_slot == slot are submitted after the decisions (they see slot as spent)
+//! ```
+//! The actual execution of a job is `wcet · factor` (`ExecModel::Factor`) or uniform in
+//! `[lo, hi] · wcet` from a seeded generator (`ExecModel::Range`); a factor above 1 makes jobs
+//! overrun, which the planner cuts off at their WCET and reports.
+
+use super::cpu::{JobEvent, JobKind, UNIT};
+use super::policy::{Freqs, Policy, Run};
+use super::power::PowerModel;
+use super::runtime::{Admission, CpuInput, Observation, Planner, PlannerConfig, Rejection};
+use crate::plan::{Class, Plan};
+use crate::trace::{SlotKind, SlotRecord};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// One arrival of `arrivals.json` (see docs/simulate.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrival {
+    pub at_slot: u64,
+    pub name: String,
+    pub kind: ArrivalKind,
+    /// Slots of execution (WCET); unused for `remove`.
+    #[serde(default)]
+    pub wcet: u64,
+    /// Firm aperiodic: relative deadline in slots after `at_slot`. Absent: a soft job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+    /// Periodic: period in slots (must divide the frame); the deadline is the period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<u64>,
+    /// Preferred managed CPU id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArrivalKind {
+    /// With `deadline`: firm (guaranteed or rejected); without: soft (served in slack).
+    Aperiodic,
+    Periodic,
+    /// Removes the task called `name` (a plan task or an admitted periodic task).
+    Remove,
+}
+
+/// Actual execution time of jobs relative to their WCET.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ExecModel {
+    Factor(f64),
+    Range { lo: f64, hi: f64, seed: u64 },
+}
+
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    pub policy: Policy,
+    pub freqs: Freqs,
+    pub frames: u64,
+    pub exec: ExecModel,
+    /// Keep every `SlotRecord` in the output (the energy benchmark wants them; the CLI streams).
+    pub keep_records: bool,
+}
+
+/// How an arrival was handled.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AdmissionRecord {
+    pub at_slot: u64,
+    pub name: String,
+    /// `firm`, `soft`, `periodic` or `remove`.
+    pub kind: &'static str,
+    pub accepted: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Firm: completes before this slot; periodic: runs from this slot on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bound_slot: Option<u64>,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CpuStats {
+    pub cpu: u32,
+    pub tt_slots: u64,
+    pub aperiodic_slots: u64,
+    pub be_slots: u64,
+    pub idle_slots: u64,
+    /// Busy slots / all slots.
+    pub utilization: f64,
+    /// Idle-period lengths: bucket lower bound (1, 2, 4, 8, ... slots) -> periods.
+    pub idle_periods: BTreeMap<u64, u64>,
+    /// Normalised frequency (as text, 3 decimals) -> slots.
+    pub freq_residency: BTreeMap<String, u64>,
+    pub energy_j: f64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct SimReport {
+    pub policy: String,
+    pub slots: u64,
+    pub admissions: Vec<AdmissionRecord>,
+    /// Guaranteed jobs (plan, admitted periodic, firm) with work left at their deadline.
+    pub guaranteed_misses: u64,
+    /// Jobs cut off at their WCET.
+    pub overruns: u64,
+    pub completed_jobs: u64,
+    pub soft_completed: u64,
+    pub cpus: Vec<CpuStats>,
+    pub energy_j: f64,
+}
+
+pub struct SimOutput {
+    pub report: SimReport,
+    /// Every (slot, CPU) record if `keep_records`.
+    pub records: Vec<SlotRecord>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SimError {
+    #[error("arrival {name:?}: {why}")]
+    Arrival { name: String, why: String },
+    #[error(transparent)]
+    Step(#[from] super::runtime::StepError),
+}
+
+/// Parses `arrivals.json` (a JSON list of [`Arrival`]).
+pub fn parse_arrivals(text: &str) -> Result<Vec<Arrival>, serde_json::Error> {
+    serde_json::from_str(text)
+}
+
+/// splitmix64: a small seeded generator (no dependency, reproducible across platforms).
+struct Rng(u64);
+impl Rng {
+    fn next_f64(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Runs `plan` plus `arrivals` for `cfg.frames` frames; `sink` sees every slot record.
+pub fn simulate(
+    plan: &Plan,
+    arrivals: &[Arrival],
+    cfg: &SimConfig,
+    power: &dyn PowerModel,
+    sink: &mut dyn FnMut(&SlotRecord),
+) -> Result<SimOutput, SimError> {
+    let frame = plan.frame_slots;
+    let slot_ns = plan.slot_us * 1000;
+    let slot_s = plan.slot_us as f64 * 1e-6;
+    let inputs: Vec<CpuInput> = plan
+        .cpus
+        .iter()
+        .map(|c| CpuInput {
+            jobs: c.jobs.clone(),
+            has_be: plan
+                .tasks
+                .iter()
+                .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
+        })
+        .collect();
+    let mut planner = Planner::new(
+        &inputs,
+        frame,
+        PlannerConfig {
+            policy: cfg.policy,
+            freqs: cfg.freqs.clone(),
+            slot_ns,
+        },
+    );
+    let mut names: Vec<String> = plan.tasks.iter().map(|t| t.name.clone()).collect();
+    let mut wcet_of: HashMap<usize, u64> = HashMap::new();
+    for c in &plan.cpus {
+        for j in &c.jobs {
+            wcet_of.entry(j.task).or_insert(j.wcet);
+        }
+    }
+    let mut order: Vec<&Arrival> = arrivals.iter().collect();
+    order.sort_by_key(|a| a.at_slot);
+    let mut next_arrival = 0;
+    let mut rng = Rng(match cfg.exec {
+        ExecModel::Range { seed, .. } => seed,
+        ExecModel::Factor(_) => 0,
+    });
+    let mut draw = |wcet: u64| -> u64 {
+        let k = match cfg.exec {
+            ExecModel::Factor(f) => f,
+            ExecModel::Range { lo, hi, .. } => lo + (hi - lo) * rng.next_f64(),
+        };
+        ((wcet * UNIT) as f64 * k).ceil().max(1.0) as u64
+    };
+    // Actual work left of the current instance of (cpu, task).
+    let mut actual: HashMap<(usize, usize), u64> = HashMap::new();
+    let n = plan.cpus.len();
+    let mut report = SimReport {
+        policy: cfg.policy.name().into(),
+        slots: cfg.frames * frame,
+        cpus: plan
+            .cpus
+            .iter()
+            .map(|c| CpuStats {
+                cpu: c.cpu,
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    let mut idle_run = vec![(0u64, false); n]; // (length, inside a DPM idle period)
+    let mut records = Vec::new();
+    let mut obs = vec![
+        Observation {
+            ran_ns: 0,
+            done: false
+        };
+        n
+    ];
+    let total = cfg.frames * frame;
+    for slot in 0..total {
+        let decisions = planner
+            .step(slot, if slot == 0 { &[] } else { &obs })?
+            .to_vec();
+        for &(_, ev) in planner.events() {
+            match ev {
+                JobEvent::Completed { .. } => report.completed_jobs += 1,
+                JobEvent::Overrun { .. } => report.overruns += 1,
+                JobEvent::Miss { .. } => report.guaranteed_misses += 1,
+                JobEvent::SoftCompleted { .. } => report.soft_completed += 1,
+                JobEvent::SoftCutOff { .. } => {}
+            }
+        }
+        for &(cpu, ev) in planner.events() {
+            let (JobEvent::Completed { task, .. }
+            | JobEvent::Overrun { task, .. }
+            | JobEvent::Miss { task, .. }
+            | JobEvent::SoftCompleted { task }
+            | JobEvent::SoftCutOff { task }) = ev;
+            actual.remove(&(cpu, task));
+        }
+        for (i, d) in decisions.iter().enumerate() {
+            let f = d.freq_ppm as f64 / UNIT as f64;
+            let st = &mut report.cpus[i];
+            *st.freq_residency.entry(format!("{f:.3}")).or_default() += 1;
+            let (kind, task) = match d.run {
+                Run::Job { task, kind } => (
+                    match kind {
+                        JobKind::Periodic => SlotKind::Tt,
+                        JobKind::Firm => SlotKind::Aperiodic,
+                    },
+                    Some(task),
+                ),
+                Run::Soft { task } => (SlotKind::Be, Some(task)),
+                Run::Be => (SlotKind::Be, None),
+                Run::Idle => (SlotKind::Idle, None),
+            };
+            obs[i] = match (d.run, task) {
+                (Run::Job { .. } | Run::Soft { .. }, Some(t)) => {
+                    let left = actual
+                        .entry((i, t))
+                        .or_insert_with(|| draw(wcet_of.get(&t).copied().unwrap_or(1)));
+                    let step = d.freq_ppm as u64;
+                    if *left <= step {
+                        let ran_ns =
+                            (*left as u128 * slot_ns as u128).div_ceil(step as u128) as u64;
+                        *left = 0;
+                        Observation { ran_ns, done: true }
+                    } else {
+                        *left -= step;
+                        Observation {
+                            ran_ns: slot_ns,
+                            done: false,
+                        }
+                    }
+                }
+                _ => Observation {
+                    ran_ns: 0,
+                    done: false,
+                },
+            };
+            match kind {
+                SlotKind::Tt => st.tt_slots += 1,
+                SlotKind::Aperiodic => st.aperiodic_slots += 1,
+                SlotKind::Be => st.be_slots += 1,
+                SlotKind::Idle => st.idle_slots += 1,
+            }
+            if kind == SlotKind::Idle {
+                idle_run[i].0 += 1;
+                idle_run[i].1 |= d.idle_until.is_some();
+            } else {
+                close_idle_run(&mut idle_run[i], st, power, slot_s);
+                st.energy_j += power.busy_j(f, slot_s);
+            }
+            let rec = SlotRecord {
+                slot,
+                cpu: plan.cpus[i].cpu,
+                kind,
+                task: task.and_then(|t| names.get(t).cloned()),
+                freq: f,
+                idle_until: d.idle_until,
+                ran_ns: None,
+                stolen_ns: None,
+                late_ns: None,
+            };
+            sink(&rec);
+            if cfg.keep_records {
+                records.push(rec);
+            }
+        }
+        while next_arrival < order.len() && order[next_arrival].at_slot <= slot {
+            let a = order[next_arrival];
+            next_arrival += 1;
+            let rec = submit(&mut planner, plan, a, &mut names, &mut wcet_of)?;
+            report.admissions.push(rec);
+        }
+    }
+    for (i, st) in report.cpus.iter_mut().enumerate() {
+        close_idle_run(&mut idle_run[i], st, power, slot_s);
+        let busy = st.tt_slots + st.aperiodic_slots + st.be_slots;
+        st.utilization = busy as f64 / total.max(1) as f64;
+        report.energy_j += st.energy_j;
+    }
+    Ok(SimOutput { report, records })
+}
+
+/// The rejection in words, naming CPUs by id.
+fn reject_reason(why: &Rejection, plan: &Plan) -> String {
+    let id = |i: usize| plan.managed.get(i).copied().unwrap_or(u32::MAX);
+    match why {
+        Rejection::Capacity { cpu, cap } => format!(
+            "needs {} slots before slot {}; the best CPU ({}) has {} free",
+            cap.needed,
+            cap.deadline,
+            id(*cpu),
+            cap.available
+        ),
+        Rejection::Infeasible { cpu, miss } => format!(
+            "the frame would be infeasible on every CPU; on CPU {}: instance {} misses slot {} with {} of {} slots left",
+            id(*cpu),
+            miss.instance,
+            miss.deadline,
+            miss.remaining,
+            miss.wcet
+        ),
+        Rejection::Invalid(why) => why.clone(),
+    }
+}
+
+fn close_idle_run(run: &mut (u64, bool), st: &mut CpuStats, power: &dyn PowerModel, slot_s: f64) {
+    let (len, dpm) = *run;
+    if len == 0 {
+        return;
+    }
+    *st.idle_periods.entry(1u64 << len.ilog2()).or_default() += 1;
+    st.energy_j += if dpm {
+        power.sleep_j(len, slot_s)
+    } else {
+        len as f64 * power.idle_j(1.0, slot_s)
+    };
+    *run = (0, false);
+}
+
+fn submit(
+    planner: &mut Planner,
+    plan: &Plan,
+    a: &Arrival,
+    names: &mut Vec<String>,
+    wcet_of: &mut HashMap<usize, u64>,
+) -> Result<AdmissionRecord, SimError> {
+    let bad = |why: String| SimError::Arrival {
+        name: a.name.clone(),
+        why,
+    };
+    let cpu = match a.cpu {
+        Some(id) => Some(
+            plan.managed
+                .iter()
+                .position(|&c| c == id)
+                .ok_or_else(|| bad(format!("cpu {id} is not a managed CPU")))?,
+        ),
+        None => None,
+    };
+    let mut rec = AdmissionRecord {
+        at_slot: a.at_slot,
+        name: a.name.clone(),
+        kind: "remove",
+        accepted: false,
+        cpu: None,
+        bound_slot: None,
+        reason: String::new(),
+    };
+    if a.kind == ArrivalKind::Remove {
+        let found = names.iter().position(|n| *n == a.name);
+        rec.accepted = found.is_some_and(|t| planner.remove_task(t));
+        rec.reason = if rec.accepted {
+            "removed; its capacity returns".into()
+        } else {
+            "no such live task".into()
+        };
+        return Ok(rec);
+    }
+    if a.wcet == 0 {
+        return Err(bad("wcet must be at least 1 slot".into()));
+    }
+    let task = names.len();
+    names.push(a.name.clone());
+    wcet_of.insert(task, a.wcet);
+    let reply = match (a.kind, a.deadline, a.period) {
+        (ArrivalKind::Aperiodic, None, _) => {
+            rec.kind = "soft";
+            let c = planner.submit_soft(task, a.wcet, cpu);
+            rec.accepted = c.is_some();
+            rec.cpu = c.map(|i| plan.managed[i]);
+            rec.reason = "served in slack, no guarantee".into();
+            return Ok(rec);
+        }
+        (ArrivalKind::Aperiodic, Some(d), _) => {
+            rec.kind = "firm";
+            planner.admit_firm(task, a.wcet, a.at_slot + d, cpu)
+        }
+        (ArrivalKind::Periodic, _, Some(p)) => {
+            rec.kind = "periodic";
+            planner.admit_periodic(task, a.wcet, p, cpu)
+        }
+        (ArrivalKind::Periodic, _, None) => return Err(bad("periodic without period".into())),
+        (ArrivalKind::Remove, ..) => unreachable!("handled above"),
+    };
+    match reply {
+        Admission::Accepted { cpu, bound } => {
+            rec.accepted = true;
+            rec.cpu = Some(plan.managed[cpu]);
+            rec.bound_slot = Some(bound);
+            rec.reason = match rec.kind {
+                "firm" => format!("guaranteed to complete before slot {bound}"),
+                _ => format!("fits the frame; runs from slot {bound}"),
+            };
+        }
+        Admission::Rejected(why) => rec.reason = reject_reason(&why, plan),
+    }
+    Ok(rec)
+}

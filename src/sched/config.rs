@@ -1,0 +1,217 @@
+//! What the BPF scheduler is loaded with, derived from a validated plan. Pure: no BPF here,
+//! so the translation is tested without root or the `bpf` feature.
+
+use crate::plan::{Class, Plan};
+use thiserror::Error;
+
+/// "no task" in the table (matches TT_NO_TASK in src/bpf/intf.h).
+pub const NO_TASK: u32 = u32::MAX;
+/// Limits of src/bpf/intf.h (checked against the bindgen values in the loader).
+pub const MAX_CPUS: u32 = 256;
+pub const MAX_TASKS: usize = 512;
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum ConfigError {
+    #[error("cpu {0} is not below the scheduler's limit of {MAX_CPUS} CPUs")]
+    CpuTooLarge(u32),
+    #[error("the plan has {0} tasks; the scheduler supports at most {MAX_TASKS}")]
+    TooManyTasks(usize),
+    #[error("the table of {cpus} CPUs x {frame} slots x 2 buffers exceeds the BPF array limit")]
+    TableTooLarge { cpus: usize, frame: u64 },
+    #[error("guard band {guard_us} us must be shorter than the slot ({slot_us} us)")]
+    GuardTooLong { guard_us: u64, slot_us: u64 },
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedConfig {
+    pub slot_ns: u64,
+    pub guard_ns: u64,
+    pub frame_slots: u64,
+    pub managed: Vec<u32>,
+    /// Every other CPU of the machine: the plan's housekeeping CPUs and CPUs it does not name.
+    pub housekeeping: Vec<u32>,
+    /// Per plan task: class and CPU (`None`: a be task for any managed CPU).
+    pub tasks: Vec<(Class, Option<u32>)>,
+    /// `managed.len() * frame_slots` entries: the owning task index of each slot, or NO_TASK.
+    pub table: Vec<u32>,
+}
+
+/// The default guard band: 5 % of the slot.
+pub fn default_guard_us(slot_us: u64) -> u64 {
+    slot_us / 20
+}
+
+impl SchedConfig {
+    /// `online`: the CPUs of this machine; those not managed by the plan do housekeeping.
+    pub fn from_plan(plan: &Plan, guard_us: u64, online: &[u32]) -> Result<Self, ConfigError> {
+        if guard_us >= plan.slot_us {
+            return Err(ConfigError::GuardTooLong {
+                guard_us,
+                slot_us: plan.slot_us,
+            });
+        }
+        if plan.tasks.len() > MAX_TASKS {
+            return Err(ConfigError::TooManyTasks(plan.tasks.len()));
+        }
+        let mut cpus: Vec<u32> = plan
+            .managed
+            .iter()
+            .chain(&plan.housekeeping)
+            .chain(online)
+            .copied()
+            .collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        if let Some(&c) = cpus.iter().find(|&&c| c >= MAX_CPUS) {
+            return Err(ConfigError::CpuTooLarge(c));
+        }
+        let housekeeping = cpus
+            .into_iter()
+            .filter(|c| !plan.managed.contains(c))
+            .collect();
+        let frame = plan.frame_slots;
+        let entries = 2 * plan.managed.len() as u64 * frame;
+        if entries > u32::MAX as u64 / 4 {
+            return Err(ConfigError::TableTooLarge {
+                cpus: plan.managed.len(),
+                frame,
+            });
+        }
+        let mut table = vec![NO_TASK; plan.managed.len() * frame as usize];
+        for (m, cpu_plan) in plan.cpus.iter().enumerate() {
+            let row = &mut table[m * frame as usize..(m + 1) * frame as usize];
+            for r in &cpu_plan.table {
+                let task = cpu_plan.jobs[r.job].task as u32;
+                for s in r.start..r.end.min(frame) {
+                    row[s as usize] = task;
+                }
+            }
+        }
+        Ok(SchedConfig {
+            slot_ns: plan.slot_us * 1000,
+            guard_ns: guard_us * 1000,
+            frame_slots: frame,
+            managed: plan.managed.clone(),
+            housekeeping,
+            tasks: plan.tasks.iter().map(|t| (t.class, t.cpu)).collect(),
+            table,
+        })
+    }
+
+    /// Owner of `slot` (absolute) on managed CPU index `m`.
+    pub fn owner(&self, m: usize, slot: u64) -> Option<usize> {
+        let i = m * self.frame_slots as usize + (slot % self.frame_slots) as usize;
+        self.table
+            .get(i)
+            .copied()
+            .filter(|&t| t != NO_TASK)
+            .map(|t| t as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{CpuPlan, Selector, Task};
+    use crate::planner::offline::{Job, Range};
+
+    fn task(name: &str, class: Class, cpu: Option<u32>) -> Task {
+        Task {
+            name: name.into(),
+            selector: Selector::Pid(1),
+            class,
+            cpu,
+        }
+    }
+
+    fn job(task: usize) -> Job {
+        Job {
+            task,
+            instance: 0,
+            release: 0,
+            deadline: 4,
+            wcet: 1,
+        }
+    }
+
+    /// CPU 1: a owns [0,2), b owns [3,4); CPU 2: c owns [1,4). Frame 4, slot 1 ms.
+    fn plan() -> Plan {
+        Plan {
+            slot_us: 1000,
+            frame_slots: 4,
+            managed: vec![1, 2],
+            housekeeping: vec![0],
+            tasks: vec![
+                task("a", Class::Tt, Some(1)),
+                task("b", Class::Tt, Some(1)),
+                task("c", Class::Tt, Some(2)),
+                task("bg", Class::Be, None),
+            ],
+            cpus: vec![
+                CpuPlan {
+                    cpu: 1,
+                    jobs: vec![job(0), job(1)],
+                    table: vec![
+                        Range {
+                            start: 0,
+                            end: 2,
+                            job: 0,
+                        },
+                        Range {
+                            start: 3,
+                            end: 4,
+                            job: 1,
+                        },
+                    ],
+                    intervals: Vec::new(),
+                },
+                CpuPlan {
+                    cpu: 2,
+                    jobs: vec![job(2)],
+                    table: vec![Range {
+                        start: 1,
+                        end: 4,
+                        job: 0,
+                    }],
+                    intervals: Vec::new(),
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn table_rows_follow_managed_order_and_map_jobs_to_tasks() {
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 3]).expect("config");
+        assert_eq!(cfg.table, vec![0, 0, NO_TASK, 1, NO_TASK, 2, 2, 2]);
+        assert_eq!(cfg.owner(0, 5), Some(0)); // slot 5 = frame slot 1 on CPU 1
+        assert_eq!(cfg.owner(0, 6), None);
+        assert_eq!(cfg.owner(1, 7), Some(2));
+        assert_eq!((cfg.slot_ns, cfg.guard_ns), (1_000_000, 50_000));
+    }
+
+    #[test]
+    fn cpus_the_plan_does_not_name_do_housekeeping() {
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 3]).expect("config");
+        assert_eq!(cfg.housekeeping, vec![0, 3]);
+        assert_eq!(cfg.tasks[3], (Class::Be, None));
+    }
+
+    #[test]
+    fn guard_must_be_shorter_than_the_slot() {
+        let err = SchedConfig::from_plan(&plan(), 1000, &[0, 1, 2]).unwrap_err();
+        assert_eq!(
+            err,
+            ConfigError::GuardTooLong {
+                guard_us: 1000,
+                slot_us: 1000
+            }
+        );
+        assert_eq!(default_guard_us(10_000), 500);
+    }
+
+    #[test]
+    fn cpus_beyond_the_bpf_limit_are_rejected() {
+        let err = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 300]).unwrap_err();
+        assert_eq!(err, ConfigError::CpuTooLarge(300));
+    }
+}

@@ -1,0 +1,397 @@
+//! The loader of src/bpf/tt_sched.bpf.c, in the order of scx_bpfland: open → rodata → map
+//! sizes → load → maps (table, tid map) → attach → arm timers; then the run loop reads the ring
+//! buffer and counters; `shutdown` (also run by Drop) disarms, detaches and waits for
+//! `disabled`.
+
+use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK};
+use super::system::SysFs;
+use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
+use crate::bpf_intf as abi;
+use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
+use crate::plan::Class;
+use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput, RingBuffer, RingBufferBuilder};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use std::collections::BTreeMap;
+use std::mem::{size_of, MaybeUninit};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+use thiserror::Error;
+
+// The ABI of src/bpf/intf.h, checked on the Rust side (the C side has _Static_assert).
+const _: () = assert!(size_of::<abi::tt_task_ctx>() == 8);
+const _: () = assert!(size_of::<abi::tt_arm_arg>() == 8);
+const _: () = assert!(size_of::<abi::tt_slot_rec>() == 88);
+const _: () = assert!(size_of::<abi::tt_task_stats>() == 24);
+const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 48);
+const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
+const _: () = assert!(abi::tt_limits_TT_MAX_TASKS as usize == MAX_TASKS);
+const _: () = assert!(abi::TT_NO_TASK == NO_TASK);
+
+#[derive(Debug, Error)]
+pub enum LoadError {
+    #[error("opening the BPF object: {0}")]
+    Open(String),
+    #[error("loading the BPF scheduler (verifier or kernel refused it): {0}")]
+    Load(String),
+    #[error("attaching the BPF scheduler: {0}")]
+    Attach(String),
+    #[error("writing BPF map {map}: {msg}")]
+    Map { map: &'static str, msg: String },
+    #[error("arming the slot timer of CPU {cpu}: {msg}")]
+    Arm { cpu: u32, msg: String },
+    #[error("the BPF object has no {0} section")]
+    Section(&'static str),
+}
+
+fn map_err(map: &'static str) -> impl Fn(libbpf_rs::Error) -> LoadError {
+    move |e| LoadError::Map {
+        map,
+        msg: e.to_string(),
+    }
+}
+
+/// Nanoseconds of CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn set_affinity(cpus: &[u32]) -> std::io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET stays inside it for cpu < CPU_SETSIZE.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        for &c in cpus
+            .iter()
+            .filter(|&&c| (c as usize) < libc::CPU_SETSIZE as usize)
+        {
+            libc::CPU_SET(c as usize, &mut set);
+        }
+        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn current_affinity() -> Vec<u32> {
+    // SAFETY: sched_getaffinity fills the set we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return Vec::new();
+        }
+        (0..libc::CPU_SETSIZE as u32)
+            .filter(|&c| libc::CPU_ISSET(c as usize, &set))
+            .collect()
+    }
+}
+
+pub struct Scheduler<'a> {
+    skel: BpfSkel<'a>,
+    link: Option<libbpf_rs::Link>,
+    managed: Vec<u32>,
+    armed: Vec<u32>,
+    stats_fd: Option<OwnedFd>,
+}
+
+impl<'a> Scheduler<'a> {
+    /// Open, configure and load (not attached yet). `threads`: (tid, task index).
+    pub fn load(
+        open_object: &'a mut MaybeUninit<OpenObject>,
+        cfg: &SchedConfig,
+        threads: &[(u32, usize)],
+    ) -> Result<Self, LoadError> {
+        let builder = BpfSkelBuilder::default();
+        let mut skel = scx_ops_open!(
+            builder,
+            open_object,
+            tt_ops,
+            None::<libbpf_rs::libbpf_sys::bpf_object_open_opts>
+        )
+        .map_err(|e| LoadError::Open(format!("{e:#}")))?;
+        {
+            let ro = skel
+                .maps
+                .rodata_data
+                .as_mut()
+                .ok_or(LoadError::Section("rodata"))?;
+            ro.slot_ns = cfg.slot_ns;
+            ro.guard_ns = cfg.guard_ns;
+            ro.frame_slots = cfg.frame_slots;
+            ro.nr_managed = cfg.managed.len() as u32;
+            ro.nr_housekeeping = cfg.housekeeping.len() as u32;
+            ro.nr_tasks = cfg.tasks.len() as u32;
+            for (m, &cpu) in cfg.managed.iter().enumerate() {
+                ro.cpu_role[cpu as usize] = abi::tt_cpu_role_TT_CPU_MANAGED as u8;
+                ro.cpu_midx[cpu as usize] = m as u32;
+            }
+            for (i, &cpu) in cfg.housekeeping.iter().enumerate() {
+                ro.housekeeping_cpus[i] = cpu;
+            }
+            for (t, &(class, cpu)) in cfg.tasks.iter().enumerate() {
+                ro.task_class[t] = match class {
+                    Class::Tt => abi::tt_class_TT_CLASS_TT,
+                    Class::Be => abi::tt_class_TT_CLASS_BE,
+                } as u8;
+                ro.task_cpu[t] = cpu.map_or(-1, |c| c as i32);
+            }
+        }
+        let entries = (2 * cfg.table.len()).max(1) as u32;
+        skel.maps
+            .table
+            .set_max_entries(entries)
+            .map_err(map_err("table"))?;
+
+        let skel =
+            scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
+
+        let half = cfg.table.len();
+        for (i, &owner) in cfg.table.iter().enumerate() {
+            for key in [i, half + i] {
+                skel.maps
+                    .table
+                    .update(
+                        &(key as u32).to_ne_bytes(),
+                        &owner.to_ne_bytes(),
+                        MapFlags::ANY,
+                    )
+                    .map_err(map_err("table"))?;
+            }
+        }
+        for &(tid, task) in threads {
+            let ctx = abi::tt_task_ctx {
+                task: task as u32,
+                inherited: 0,
+            };
+            // SAFETY: tt_task_ctx is plain old data of the size checked above.
+            let bytes: [u8; 8] = unsafe { std::mem::transmute(ctx) };
+            skel.maps
+                .task_ctx
+                .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
+                .map_err(map_err("task_ctx"))?;
+        }
+        Ok(Scheduler {
+            skel,
+            link: None,
+            managed: cfg.managed.clone(),
+            armed: Vec::new(),
+            stats_fd: None,
+        })
+    }
+
+    pub fn attach(&mut self) -> Result<(), LoadError> {
+        let link =
+            scx_ops_attach!(self.skel, tt_ops).map_err(|e| LoadError::Attach(format!("{e:#}")))?;
+        self.link = Some(link);
+        Ok(())
+    }
+
+    /// Set slot 0 to start at `t0_ns` and arm one timer per managed CPU, from this thread
+    /// pinned to that CPU in turn (its affinity is restored afterwards).
+    pub fn arm(&mut self, t0_ns: u64) -> Result<(), LoadError> {
+        self.skel
+            .maps
+            .bss_data
+            .as_mut()
+            .ok_or(LoadError::Section("bss"))?
+            .t0_ns = t0_ns;
+        let saved = current_affinity();
+        let result = self.managed.clone().into_iter().try_for_each(|cpu| {
+            set_affinity(&[cpu]).map_err(|e| LoadError::Arm {
+                cpu,
+                msg: e.to_string(),
+            })?;
+            match self.run_timer_prog(cpu, true) {
+                0 => {
+                    self.armed.push(cpu);
+                    Ok(())
+                }
+                rc => Err(LoadError::Arm {
+                    cpu,
+                    msg: format!("arm_timer returned {rc}"),
+                }),
+            }
+        });
+        if let Err(e) = set_affinity(&saved) {
+            eprintln!("scx_tt: warning: restoring the loader's CPU affinity: {e}");
+        }
+        result
+    }
+
+    fn run_timer_prog(&mut self, cpu: u32, arm: bool) -> i32 {
+        let mut arg = abi::tt_arm_arg {
+            cpu: cpu as i32,
+            pad: 0,
+        };
+        // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg))
+        };
+        let input = ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        };
+        let prog = if arm {
+            &self.skel.progs.arm_timer
+        } else {
+            &self.skel.progs.disarm_timer
+        };
+        match prog.test_run(input) {
+            Ok(out) => out.return_value as i32,
+            Err(e) => -(e.kind() as i32).abs().max(1),
+        }
+    }
+
+    /// Whether the BPF scheduler has exited on its own (error, sysrq, watchdog).
+    pub fn exited(&self) -> bool {
+        uei_exited!(&self.skel, uei)
+    }
+
+    /// A ring buffer reader calling `sink` for every slot record.
+    pub fn slot_records<'cb>(
+        &self,
+        mut sink: impl FnMut(SlotSample) + 'cb,
+    ) -> Result<RingBuffer<'cb>, LoadError> {
+        let mut b = RingBufferBuilder::new();
+        b.add(&self.skel.maps.slot_recs, move |bytes: &[u8]| {
+            if bytes.len() >= size_of::<abi::tt_slot_rec>() {
+                // SAFETY: the ring buffer record is a tt_slot_rec written by BPF.
+                let r: abi::tt_slot_rec =
+                    unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast()) };
+                sink(sample_of(&r));
+            }
+            0
+        })
+        .map_err(map_err("slot_recs"))?;
+        b.build().map_err(map_err("slot_recs"))
+    }
+
+    /// Per-task totals (plan order) and per managed CPU counters.
+    pub fn counters(&self, nr_tasks: usize) -> (Vec<TaskCounters>, BTreeMap<u32, CpuCounters>) {
+        let Some(bss) = self.skel.maps.bss_data.as_ref() else {
+            return (vec![TaskCounters::default(); nr_tasks], BTreeMap::new());
+        };
+        // SAFETY: volatile copies of counters BPF updates concurrently.
+        let tasks = (0..nr_tasks.min(MAX_TASKS))
+            .map(|t| {
+                let s = unsafe { std::ptr::read_volatile(&bss.task_stats[t]) };
+                TaskCounters {
+                    run_ns: s.run_ns,
+                    inside_ns: s.inside_ns,
+                }
+            })
+            .collect();
+        let cpus = self
+            .managed
+            .iter()
+            .map(|&c| {
+                let s = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
+                let counters = CpuCounters {
+                    ticks: s.ticks,
+                    tick_cost_ns: s.tick_cost_ns,
+                    late_skips: s.late_skips,
+                    rec_drops: s.rec_drops,
+                    lost_ns: s.lost_ns,
+                };
+                (c, counters)
+            })
+            .collect();
+        (tasks, cpus)
+    }
+
+    /// Turn on kernel.bpf_stats run-time accounting for as long as this scheduler lives
+    /// (BPF_ENABLE_STATS: the kernel turns it off when the fd closes, even on SIGKILL).
+    pub fn enable_bpf_stats(&mut self) -> std::io::Result<()> {
+        // SAFETY: plain syscall wrapper; a non-negative result is a new fd we own.
+        let fd = unsafe {
+            libbpf_rs::libbpf_sys::bpf_enable_stats(libbpf_rs::libbpf_sys::BPF_STATS_RUN_TIME)
+        };
+        if fd < 0 {
+            return Err(std::io::Error::from_raw_os_error(-fd));
+        }
+        // SAFETY: fd is a fresh descriptor returned by the kernel.
+        self.stats_fd = Some(unsafe { OwnedFd::from_raw_fd(fd) });
+        Ok(())
+    }
+
+    /// run_cnt / run_time_ns of the scheduler's struct_ops programs (zero without bpf_stats).
+    pub fn prog_stats(&self) -> Vec<ProgStats> {
+        let p = &self.skel.progs;
+        [
+            ("select_cpu", p.tt_select_cpu.as_fd()),
+            ("enqueue", p.tt_enqueue.as_fd()),
+            ("dispatch", p.tt_dispatch.as_fd()),
+            ("running", p.tt_running.as_fd()),
+            ("stopping", p.tt_stopping.as_fd()),
+        ]
+        .into_iter()
+        .filter_map(|(name, fd)| {
+            // SAFETY: bpf_prog_info is plain data; the kernel fills at most `len` bytes.
+            let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+            let mut len = size_of_val(&info) as u32;
+            let rc = unsafe {
+                libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(fd.as_raw_fd(), &mut info, &mut len)
+            };
+            (rc == 0).then(|| ProgStats {
+                name: name.to_string(),
+                run_cnt: info.run_cnt,
+                run_time_ns: info.run_time_ns,
+                ns_per_run: info.run_time_ns.checked_div(info.run_cnt).unwrap_or(0),
+            })
+        })
+        .collect()
+    }
+
+    /// Disarm the timers, detach, and wait (up to `timeout`) for sched_ext to read `disabled`.
+    /// Returns the final state and the scheduler's own exit message, if it exited by itself.
+    pub fn shutdown(&mut self, sysfs: &SysFs, timeout: Duration) -> String {
+        for cpu in std::mem::take(&mut self.armed) {
+            let rc = self.run_timer_prog(cpu, false);
+            if rc < 0 {
+                eprintln!("scx_tt: warning: disarming the timer of CPU {cpu}: {rc}");
+            }
+        }
+        if self.link.take().is_none() {
+            return sysfs.sched_ext_state().unwrap_or_default();
+        }
+        let state = sysfs.wait_disabled(timeout);
+        if let Err(e) = uei_report!(&self.skel, uei) {
+            eprintln!("scx_tt: BPF scheduler exit: {e:#}");
+        }
+        state
+    }
+}
+
+impl Drop for Scheduler<'_> {
+    fn drop(&mut self) {
+        if self.link.is_some() || !self.armed.is_empty() {
+            let state = self.shutdown(&SysFs::default(), Duration::from_secs(2));
+            if state != "disabled" {
+                eprintln!("scx_tt: warning: sched_ext state is {state} after detaching");
+            }
+        }
+    }
+}
+
+fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
+    let task = |t: u32| (t != NO_TASK).then_some(t as usize);
+    SlotSample {
+        slot: r.slot,
+        cpu: r.cpu,
+        owner: task(r.owner),
+        owner_ns: r.owner_ns,
+        be_ns: r.be_ns,
+        other_tt_ns: r.other_tt_ns,
+        kthread_ns: r.kthread_ns,
+        foreign_ns: r.foreign_ns,
+        be_ready_ns: r.be_ready_ns,
+        be_kick_ns: r.be_kick_ns,
+        late_ns: r.late_ns,
+        be_top: task(r.be_top),
+    }
+}

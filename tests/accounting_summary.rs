@@ -1,0 +1,287 @@
+//! Aggregation of per-slot records into the run summary (src/accounting): hand-worked
+//! scenarios with the arithmetic in comments.
+
+use scx_tt::accounting::{
+    render_summary, Accounting, Cell, CpuCounters, ExitReason, RunFacts, SlotSample, TaskCounters,
+    TaskInfo, TaskState,
+};
+use scx_tt::plan::Class;
+use std::collections::BTreeMap;
+
+const SLOT: u64 = 10_000_000; // 10 ms
+
+fn tasks() -> Vec<TaskInfo> {
+    vec![
+        TaskInfo {
+            name: "spin-a".into(),
+            class: Class::Tt,
+            cpu: Some(1),
+        },
+        TaskInfo {
+            name: "spin-b".into(),
+            class: Class::Tt,
+            cpu: Some(1),
+        },
+        TaskInfo {
+            name: "background".into(),
+            class: Class::Be,
+            cpu: None,
+        },
+    ]
+}
+
+fn sample(slot: u64, owner: Option<usize>, owner_ns: u64, late_ns: i64) -> SlotSample {
+    SlotSample {
+        slot,
+        cpu: 1,
+        owner,
+        owner_ns,
+        late_ns,
+        ..Default::default()
+    }
+}
+
+fn facts(task_counters: Vec<TaskCounters>) -> RunFacts {
+    RunFacts {
+        duration_ns: 4 * SLOT,
+        exit: ExitReason::Duration,
+        tids: vec![vec![10], vec![11], vec![12]],
+        states: vec![TaskState::Running, TaskState::Exited, TaskState::Running],
+        task_counters,
+        cpu_counters: BTreeMap::from([(
+            1,
+            CpuCounters {
+                ticks: 4,
+                tick_cost_ns: 4_000,
+                ..Default::default()
+            },
+        )]),
+        prog_stats: Vec::new(),
+    }
+}
+
+#[test]
+fn planned_is_slot_length_times_owned_slots_and_delivered_sums_owner_ns() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    // spin-a owns slots 0 and 1 (ran 9.5 + 10 ms), spin-b slot 2 (ran 4 ms), slot 3 free.
+    acc.add(&sample(0, Some(0), 9_500_000, 100_000));
+    acc.add(&sample(1, Some(0), SLOT, 200_000));
+    acc.add(&sample(2, Some(1), 4_000_000, 300_000));
+    acc.add(&sample(3, None, 0, 400_000));
+    let counters = vec![
+        TaskCounters {
+            run_ns: 20_000_000,
+            inside_ns: 19_500_000,
+        },
+        TaskCounters {
+            run_ns: 4_000_000,
+            inside_ns: 4_000_000,
+        },
+        TaskCounters {
+            run_ns: 7_000_000,
+            inside_ns: 6_000_000,
+        },
+    ];
+    let s = acc.summary(&facts(counters));
+    // planned: 2 slots x 10 ms = 20 ms; delivered 9.5 + 10 = 19.5 ms; outside 20 - 19.5 = 0.5 ms.
+    assert_eq!(s.tasks[0].planned_ns, 20_000_000);
+    assert_eq!(s.tasks[0].delivered_ns, 19_500_000);
+    assert_eq!(s.tasks[0].outside_ns, 500_000);
+    assert_eq!(
+        s.tasks[0].delivered_pct().map(|p| (p * 10.0).round()),
+        Some(975.0)
+    );
+    assert_eq!(s.tasks[1].planned_ns, SLOT);
+    assert_eq!(s.tasks[1].state, TaskState::Exited);
+    // be: no planned time; delivered = time on managed CPUs (6 ms), outside = 7 - 6 = 1 ms.
+    assert_eq!(s.tasks[2].planned_ns, 0);
+    assert_eq!(s.tasks[2].delivered_ns, 6_000_000);
+    assert_eq!(s.tasks[2].outside_ns, 1_000_000);
+    assert_eq!(s.cpus[0].ticks, 4);
+    assert_eq!(s.cpus[0].bpf_tick_ns_avg, 1_000);
+}
+
+#[test]
+fn stolen_counts_be_only_in_owned_slots() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    // owned slot: be 1 ms + kthread 0.5 ms + foreign 0.25 ms + other tt 0.25 ms = 2 ms stolen
+    acc.add(&SlotSample {
+        slot: 0,
+        cpu: 1,
+        owner: Some(0),
+        owner_ns: 8_000_000,
+        be_ns: 1_000_000,
+        kthread_ns: 500_000,
+        foreign_ns: 250_000,
+        other_tt_ns: 250_000,
+        be_ready_ns: 300_000,
+        be_kick_ns: 40_000,
+        be_top: Some(2),
+        late_ns: 0,
+    });
+    // free slot: be 10 ms is the plan's intent (not stolen), kthread 0.1 ms is stolen
+    acc.add(&SlotSample {
+        slot: 1,
+        cpu: 1,
+        be_ns: 9_900_000,
+        kthread_ns: 100_000,
+        be_top: Some(2),
+        ..Default::default()
+    });
+    let s = acc.summary(&facts(vec![TaskCounters::default(); 3]));
+    assert_eq!(s.cpus[0].stolen_ns, 2_000_000 + 100_000);
+    assert_eq!(s.cpus[0].kthread_ns, 600_000);
+    assert_eq!(s.cpus[0].foreign_ns, 250_000);
+    assert_eq!(s.cpus[0].be_while_tt_ready_ns, 300_000);
+    assert_eq!(s.cpus[0].be_kick_latency_ns, 40_000);
+}
+
+#[test]
+fn lateness_quantiles_are_ordered_and_histogram_counts_every_tick() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    // lateness 1..=100 us: p50 = 50 us, p99 = 99 us (nearest rank)
+    for i in 1..=100u64 {
+        acc.add(&sample(i, Some(0), SLOT, (i * 1_000) as i64));
+    }
+    let s = acc.summary(&facts(vec![TaskCounters::default(); 3]));
+    let q = s.cpus[0].late_ns;
+    assert_eq!(
+        (q.min, q.p50, q.p99, q.max),
+        (1_000, 50_000, 99_000, 100_000)
+    );
+    let total: u64 = s.cpus[0].late_hist.iter().map(|b| b.count).sum();
+    assert_eq!(total, 100);
+    // buckets <= 1 us: 1 tick; <= 2 us: 1; <= 5 us: 3; <= 10 us: 5; <= 20 us: 10; <= 50: 30; <= 100: 50
+    let counts: Vec<u64> = s.cpus[0]
+        .late_hist
+        .iter()
+        .take(7)
+        .map(|b| b.count)
+        .collect();
+    assert_eq!(counts, vec![1, 1, 3, 5, 10, 30, 50]);
+}
+
+#[test]
+fn timeline_cell_is_what_mostly_ran() {
+    let acc = Accounting::new(SLOT, tasks(), &[1], 4);
+    let owner = sample(0, Some(0), 6_000_000, 0);
+    assert_eq!(acc.cell(&owner), Cell::Task(0));
+    // owner ran 1 ms, be 2 ms, idle 7 ms: idle wins
+    let idle = SlotSample {
+        be_ns: 2_000_000,
+        be_top: Some(2),
+        ..sample(0, Some(0), 1_000_000, 0)
+    };
+    assert_eq!(acc.cell(&idle), Cell::Idle);
+    let be = SlotSample {
+        be_ns: 9_000_000,
+        be_top: Some(2),
+        ..sample(0, None, 0, 0)
+    };
+    assert_eq!(acc.cell(&be), Cell::Task(2));
+    let stolen = SlotSample {
+        kthread_ns: 3_000_000,
+        foreign_ns: 3_000_000,
+        ..sample(0, Some(1), 2_000_000, 0)
+    };
+    assert_eq!(acc.cell(&stolen), Cell::Stolen);
+}
+
+#[test]
+fn timeline_keeps_the_last_n_slots_and_renders_letters() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 3);
+    for (slot, owner) in [(0, Some(0)), (1, Some(0)), (2, Some(1)), (3, None)] {
+        acc.add(&sample(
+            slot,
+            owner,
+            if owner.is_some() { SLOT } else { 0 },
+            0,
+        ));
+    }
+    let cells = acc.timeline(1).expect("cpu 1 has a timeline");
+    assert_eq!(
+        cells,
+        vec![(1, Cell::Task(0)), (2, Cell::Task(1)), (3, Cell::Idle)]
+    );
+    let text = render_summary(&acc, &acc.summary(&facts(vec![TaskCounters::default(); 3])));
+    assert!(text.starts_with("=== scx_tt summary ===\n"), "{text}");
+    // spin-a -> S, spin-b -> next free letter A (S taken), background -> b (be, lowercase)
+    assert!(text.contains("|SA.|"), "{text}");
+    assert!(text.contains("S=spin-a A=spin-b b=background"), "{text}");
+    assert!(text.contains("lateness histogram cpu 1"), "{text}");
+}
+
+#[test]
+fn timeline_leaves_a_gap_for_a_skipped_slot() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 4);
+    // slot 2's tick was more than a slot late: no record for it
+    for slot in [0, 1, 3] {
+        acc.add(&sample(slot, Some(0), SLOT, 0));
+    }
+    let text = render_summary(&acc, &acc.summary(&facts(vec![TaskCounters::default(); 3])));
+    assert!(text.contains("|SS S|"), "{text}");
+}
+
+#[test]
+fn trace_record_names_the_owner_and_carries_kernel_fields() {
+    let acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    let s = SlotSample {
+        kthread_ns: 7,
+        ..sample(5, Some(1), 123, 42)
+    };
+    let r = acc.trace_record(&s);
+    assert_eq!(r.slot, 5);
+    assert_eq!(r.task.as_deref(), Some("spin-b"));
+    assert_eq!(
+        (r.ran_ns, r.stolen_ns, r.late_ns),
+        (Some(123), Some(7), Some(42))
+    );
+    let free = acc.trace_record(&SlotSample {
+        be_ns: 9,
+        be_top: Some(2),
+        ..sample(6, None, 0, 0)
+    });
+    assert_eq!(free.task.as_deref(), Some("background"));
+    assert_eq!(free.kind, scx_tt::trace::SlotKind::Be);
+}
+
+#[test]
+fn summary_json_has_the_agreed_fields() {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    acc.add(&sample(0, Some(0), SLOT, 5));
+    let v =
+        serde_json::to_value(acc.summary(&facts(vec![TaskCounters::default(); 3]))).expect("json");
+    for key in ["slot_us", "duration_ns", "exit", "tasks", "cpus"] {
+        assert!(v.get(key).is_some(), "missing {key}");
+    }
+    assert_eq!(v["exit"], "duration");
+    for key in [
+        "name",
+        "class",
+        "cpu",
+        "tids",
+        "state",
+        "planned_ns",
+        "delivered_ns",
+        "outside_ns",
+        "run_ns",
+    ] {
+        assert!(v["tasks"][0].get(key).is_some(), "missing tasks[].{key}");
+    }
+    for key in [
+        "cpu",
+        "managed",
+        "ticks",
+        "late_ns",
+        "late_hist",
+        "stolen_ns",
+        "kthread_ns",
+        "foreign_ns",
+        "be_while_tt_ready_ns",
+        "bpf_tick_ns_avg",
+    ] {
+        assert!(v["cpus"][0].get(key).is_some(), "missing cpus[].{key}");
+    }
+    assert_eq!(v["tasks"][1]["state"], "exited");
+    assert_eq!(v["cpus"][0]["late_ns"]["p50"], 5);
+}
