@@ -37,6 +37,11 @@ fn guest_kernel_has_sched_ext_and_every_binary_runs() {
             "{bin} does not run in the guest"
         );
     }
+    assert_eq!(
+        out.result("run_mode"),
+        Ok("yes"),
+        "scx_tt has no run mode (--summary-json)"
+    );
     assert_eq!(out.rc, 0);
 }
 
