@@ -233,6 +233,7 @@ impl Accounting {
             kind,
             task,
             freq: 1.0,
+            idle_until: None,
             ran_ns: Some(ran_ns),
             stolen_ns: Some(s.stolen_ns()),
             late_ns: Some(s.late_ns),
