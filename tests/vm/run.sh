@@ -62,7 +62,8 @@ boot() {
   else
     timeout "$TIMEOUT_S" "${cmd[@]}" < /dev/null 2>&1 | tr -d '\r' > "$console" || true
   fi
-  log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL)"
+  # Timing figures depend on what else the host runs: its load goes into the log.
+  log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL; host load average $(cut -d' ' -f1-3 /proc/loadavg))"
   grep -q '^=== tt-vm: done rc=' "$console" && tr -d '\r' < "$serial" | grep -c '^=== tt-files complete' > /dev/null
 }
 
