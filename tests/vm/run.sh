@@ -7,7 +7,7 @@
 #   --live     also copy the guest console to stdout while it runs
 # Environment: SCX_TT_VM_ACCEL (default tcg,thread=multi), SCX_TT_VM_MEM_MB (1024),
 # SCX_TT_VM_BOOT_TIMEOUT_S (90: a guest not in userspace by then is stopped as hung),
-# SCX_TT_VM_NICE (-10, see prioritized below), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh).
+# SCX_TT_VM_NICE (-20, see prioritized below), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh).
 #
 # Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
 # (the last try), files/ (the files the guest sent over its second serial port),
@@ -41,11 +41,12 @@ OUT=${OUT:-$VM_DIR/runs/$SCENARIO}
 ACCEL=${SCX_TT_VM_ACCEL:-tcg,thread=multi}
 MEM_MB=${SCX_TT_VM_MEM_MB:-1024}
 # The guest's timing suffers from every other host task competing for its vCPU threads. As
-# root, QEMU runs in a session of its own whose scheduler autogroup gets nice -10
+# root, QEMU runs in a session of its own whose scheduler autogroup gets nice -20
 # (SCX_TT_VM_NICE; 0 turns this off): with autogroups, a plain `nice` would only count against
-# QEMU's own session, not against other sessions' work (parallel builds).
+# QEMU's own session, not against other sessions' work (parallel builds). Other work slows down
+# while a VM runs; it is not starved (this is not a real-time policy).
 BOOT_TIMEOUT_S=${SCX_TT_VM_BOOT_TIMEOUT_S:-90}
-VM_NICE=${SCX_TT_VM_NICE:--10}
+VM_NICE=${SCX_TT_VM_NICE:--20}
 [ "$(id -u)" = 0 ] && [ -e /proc/self/autogroup ] || VM_NICE=0
 
 # Runs a command in a new session (a new autogroup) at nice $VM_NICE.
