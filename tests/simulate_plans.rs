@@ -29,7 +29,7 @@ fn run(plan: &plan::Plan, arrivals: &[sim::Arrival], policy: Policy, exec: ExecM
 fn demo() -> (plan::Plan, Vec<sim::Arrival>) {
     let root = env!("CARGO_MANIFEST_DIR");
     let plan = plan::from_file(format!("{root}/schedules/demo.json")).expect("demo plan");
-    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals-demo.json"))
+    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals/demo.json"))
         .expect("demo arrivals");
     (plan, sim::parse_arrivals(&text).expect("arrivals parse"))
 }
