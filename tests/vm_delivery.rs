@@ -98,7 +98,7 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
             );
             continue;
         }
-        c.check(
+        c.check_timing(
             t.planned_ns > 0 && t.delivered_pct() >= MIN_DELIVERED_PCT,
             format!(
                 "{name}: {} delivered {:.1} % of its planned slot time (>= {MIN_DELIVERED_PCT} %)",
@@ -106,7 +106,7 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
                 t.delivered_pct()
             ),
         );
-        c.check(
+        c.check_timing(
             t.run_ns > 0 && t.outside_pct() <= MAX_OUTSIDE_PCT,
             format!(
                 "{name}: {} ran {:.2} % of its time outside its slots (<= {MAX_OUTSIDE_PCT} %)",
@@ -142,11 +142,10 @@ fn print_run(out: &harness::VmOutput, run: &str, title: &str, s: &Summary) {
     s.managed().for_each(|cpu| cpu.print_hist());
 }
 
-#[test]
-#[ignore = "boots a VM: make test-vm"]
-fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
+/// One boot of the delivery scenario with the demo's tasks on one CPU, checked.
+fn measure_demo_one_cpu(label: &str) -> Checks {
     let out = Vm::new("delivery")
-        .label("delivery-demo_one_cpu")
+        .label(label)
         .smp(2)
         .timeout_s(300)
         .arg("duration_s", DURATION_S)
@@ -176,7 +175,7 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
             continue;
         };
         let drop = q.delivered_pct() - l.delivered_pct();
-        c.check(
+        c.check_timing(
             drop <= MAX_LOAD_DROP_POINTS,
             format!(
                 "{}: delivery {:.1} % quiet, {:.1} % loaded: drop {drop:.1} points (<= {MAX_LOAD_DROP_POINTS})",
@@ -204,7 +203,24 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
         }
         Err(e) => c.check(false, format!("cyclictest figures: {e}")),
     }
-    c.finish();
+    c
+}
+
+/// When only timing bounds failed (a burst of host load can do that under TCG), the scenario
+/// is measured once more and the second measurement decides; both are printed. Exact checks
+/// are never measured again.
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
+    let first = measure_demo_one_cpu("delivery-demo_one_cpu");
+    if !first.only_timing_failed() {
+        return first.finish();
+    }
+    println!(
+        "--- only timing bounds failed ({}); measuring once more",
+        first.failures().join("; ")
+    );
+    measure_demo_one_cpu("delivery-demo_one_cpu-again").finish();
 }
 
 #[test]
@@ -255,7 +271,7 @@ fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
 fn checks_pass_on_a_good_summary() {
     let mut c = Checks::default();
     check_run(&mut c, "sample", &sample_summary(4_900_000_000, 0), true);
-    assert_eq!(c.failures(), &[] as &[String]);
+    assert_eq!(c.failures(), Vec::<String>::new());
 }
 
 #[test]
@@ -272,4 +288,29 @@ fn checks_catch_short_delivery_and_foreign_time() {
     assert_eq!(f.len(), 2, "{f:?}");
     assert!(f[0].contains("outside the plan for 1000 ns"), "{f:?}");
     assert!(f[1].contains("delivered 88.0 %"), "{f:?}");
+}
+
+#[test]
+fn short_delivery_alone_is_a_timing_failure_foreign_time_is_not() {
+    let mut only_timing = Checks::default();
+    check_run(
+        &mut only_timing,
+        "sample",
+        &sample_summary(4_400_000_000, 0),
+        true,
+    );
+    assert!(
+        only_timing.only_timing_failed(),
+        "{:?}",
+        only_timing.failures()
+    );
+    let mut exact = Checks::default();
+    check_run(
+        &mut exact,
+        "sample",
+        &sample_summary(4_900_000_000, 1),
+        true,
+    );
+    assert!(!exact.only_timing_failed(), "{:?}", exact.failures());
+    assert_eq!(exact.failures().len(), 1);
 }
