@@ -118,6 +118,7 @@ fn stolen_counts_be_only_in_owned_slots() {
         be_kick_ns: 40_000,
         be_top: Some(2),
         late_ns: 0,
+        perf: None,
     });
     // free slot: be 10 ms is the plan's intent (not stolen), kthread 0.1 ms is stolen
     acc.add(&SlotSample {
@@ -243,6 +244,12 @@ fn trace_record_names_the_owner_and_carries_kernel_fields() {
     });
     assert_eq!(free.task.as_deref(), Some("background"));
     assert_eq!(free.kind, scx_tt::trace::SlotKind::Be);
+    assert_eq!(free.freq, 1.0, "no perf table: full speed");
+    let slow = acc.trace_record(&SlotSample {
+        perf: Some(512),
+        ..sample(7, Some(0), 1, 0)
+    });
+    assert_eq!(slow.freq, 0.5, "cpuperf 512 of 1024");
 }
 
 #[test]
@@ -284,4 +291,10 @@ fn summary_json_has_the_agreed_fields() {
     }
     assert_eq!(v["tasks"][1]["state"], "exited");
     assert_eq!(v["cpus"][0]["late_ns"]["p50"], 5);
+    let hist = v["cpus"][0]["late_hist"].as_array().expect("late_hist");
+    assert_eq!(hist[0]["le_ns"], 1000);
+    assert!(
+        hist.last().expect("buckets")["le_ns"].is_null(),
+        "open last bucket is null"
+    );
 }

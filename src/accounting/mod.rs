@@ -53,6 +53,8 @@ pub struct SlotSample {
     pub late_ns: i64,
     /// The be task that ran last in the slot.
     pub be_top: Option<usize>,
+    /// cpuperf target BPF requested at the slot's tick (of 1024), with a perf table.
+    pub perf: Option<u32>,
 }
 
 impl SlotSample {
@@ -232,7 +234,7 @@ impl Accounting {
             cpu: s.cpu,
             kind,
             task,
-            freq: 1.0,
+            freq: s.perf.map_or(1.0, |p| p as f64 / 1024.0),
             idle_until: None,
             ran_ns: Some(ran_ns),
             stolen_ns: Some(s.stolen_ns()),
@@ -399,7 +401,7 @@ pub struct Quantiles {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct HistBucket {
-    /// Upper bound of the bucket (inclusive); the last bucket has `u64::MAX`.
-    pub le_ns: u64,
+    /// Upper bound of the bucket (inclusive); `None` (JSON null) for the last, open bucket.
+    pub le_ns: Option<u64>,
     pub count: u64,
 }

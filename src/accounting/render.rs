@@ -57,15 +57,14 @@ fn render_hist(out: &mut String, cpu: u32, hist: &[HistBucket]) {
     let mut lower = 0u64;
     for b in hist {
         if b.count > 0 {
-            let label = if b.le_ns == u64::MAX {
-                format!("> {:>8.0} us", lower as f64 / 1e3)
-            } else {
-                format!("<= {:>7.0} us", b.le_ns as f64 / 1e3)
+            let label = match b.le_ns {
+                None => format!("> {:>8.0} us", lower as f64 / 1e3),
+                Some(le) => format!("<= {:>7.0} us", le as f64 / 1e3),
             };
             let bar = "#".repeat(((b.count * 40).div_ceil(widest)) as usize);
             let _ = writeln!(out, "  {label} {:>7} {bar}", b.count);
         }
-        lower = b.le_ns;
+        lower = b.le_ns.unwrap_or(lower);
     }
 }
 

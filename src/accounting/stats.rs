@@ -74,8 +74,8 @@ impl LatenessStats {
     pub fn histogram(&self) -> Vec<HistBucket> {
         LATE_BUCKETS_NS
             .iter()
-            .copied()
-            .chain(std::iter::once(u64::MAX))
+            .map(|&le| Some(le))
+            .chain(std::iter::once(None))
             .zip(self.buckets)
             .map(|(le_ns, count)| HistBucket { le_ns, count })
             .collect()

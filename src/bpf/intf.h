@@ -29,12 +29,16 @@ enum tt_limits {
 	TT_LOOKAHEAD_SLOTS = 16,
 	/* Slots one run segment is split over at most (the rest counts as lost_ns). */
 	TT_MAX_PIECES = 256,
+	/* Full performance for scx_bpf_cpuperf_set (SCX_CPUPERF_ONE). */
+	TT_PERF_ONE = 1024,
 	/* Ring buffer of per-slot records, bytes (a power of two, page multiple). */
 	TT_RINGBUF_BYTES = 1 << 20,
 };
 
 /* "no task": a free slot in the table, or no be task in a record. */
 #define TT_NO_TASK 0xffffffffu
+/* task_ctx value of scx_tt's own loader thread while it arms the timers on managed CPUs. */
+#define TT_LOADER_TASK 0xfffffffeu
 /* table_switch_slot when no table switch is pending. */
 #define TT_NO_SWITCH 0xffffffffffffffffULL
 
@@ -92,7 +96,7 @@ struct tt_slot_rec {
 	u64 be_kick_ns; /* be still ran after the owner woke or the slot ticked (kick latency) */
 	s64 late_ns; /* slot tick lateness: timer callback time minus the slot boundary */
 	u32 be_top; /* the be task that ran last in the slot, or TT_NO_TASK */
-	u32 lost; /* 1 when part of the slot's time could not be attributed (very late tick) */
+	u32 perf; /* cpuperf target requested at the slot's tick (1..TT_PERF_ONE), 0: none */
 };
 
 /* Per plan task, summed over all CPUs (bss task_stats[task]). */

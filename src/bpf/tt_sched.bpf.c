@@ -19,9 +19,9 @@
  * B. The slot tick protocol
  *
  *   1. Arming. ops.init runs in a kernel worker on an arbitrary CPU, so it cannot pin a timer.
- *      Instead userspace starts one thread per managed CPU, pins it there with
- *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer on it
- *      (BPF_PROG_TEST_RUN runs on the calling CPU). arm_timer checks it runs on the CPU it was
+ *      Instead the loader pins its thread to each managed CPU in turn with
+ *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer there
+ *      (BPF_PROG_TEST_RUN runs on the calling CPU), then restores its affinity. arm_timer checks it runs on the CPU it was
  *      asked to arm, and starts that CPU's bpf_timer with BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN
  *      at the next grid point t0 + k*slot_ns. Userspace writes t0_ns (bss) before arming, a
  *      little in the future, so every CPU's first tick is the same slot 0 boundary.
@@ -32,7 +32,9 @@
  *      c. look up the new owner; unless the new owner is already running, kick the CPU with
  *         SCX_KICK_PREEMPT: the current task's slice drops to zero and ops.dispatch picks the
  *         new slot's task;
- *      d. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
+ *      d. with a perf table (issue 5, EASS-DVFS on schedutil systems), request the new slot's
+ *         cpuperf target with scx_bpf_cpuperf_set and note it in the record;
+ *      e. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
  *         a tick later than a whole slot skips ahead and counts late_skips).
  *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
  *
@@ -80,6 +82,8 @@
  *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
  *     (a slot number in the future, ideally a frame start). Every lookup for a slot >=
  *     table_switch_slot uses table_next, so all CPUs switch at the same boundary;
+ *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
+ *     the next boundary of that slot;
  *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.
  *
  * G. Known limitations
@@ -87,9 +91,15 @@
  *   - A non-plan task pinned to managed CPUs only runs there (counted foreign); housekeeping
  *     CPUs must cover everything else's affinity for foreign_ns to stay 0.
  *   - Kthreads bound to a managed CPU run when they want and delay the owner (stolen time).
+ *     So does scx_tt's loader thread while it arms a managed CPU's timer (its tid is in
+ *     task_ctx as TT_LOADER_TASK and it is counted as kthread time).
  *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
  *     under TCG); the guard band should exceed it.
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
+ *   - The table switch (F) is exposed by the loader (Scheduler::switch_table) but no CLI
+ *     path uses it yet, and it has not been exercised in the VM.
+ *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
+ *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -110,6 +120,7 @@ const volatile u32 cpu_midx[TT_MAX_CPUS]; /* managed CPU -> index into the table
 const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
 const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
+const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 
 /* Run-time state, written by userspace (see F). */
 volatile u64 t0_ns; /* start of slot 0; 0 until userspace arms the timers */
@@ -130,6 +141,14 @@ struct {
 	__type(key, u32);
 	__type(value, u32);
 } table SEC(".maps");
+
+/* cpuperf target per (managed CPU, frame slot), same layout as one table half; 0: leave it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* nr_managed * frame_slots when perf_enabled, set before load */
+	__type(key, u32);
+	__type(value, u32);
+} perf_target SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -397,6 +416,22 @@ static void close_slot(s32 cpu, u64 slot, s64 late_ns)
 
 /* ---- the slot tick (B) ---- */
 
+/* Request the slot's cpuperf target (schedutil systems) and note it in the slot's record. */
+static void set_slot_perf(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u32 key, *perf;
+
+	key = cpu_midx[cpu & (TT_MAX_CPUS - 1)] * frame_slots + slot % frame_slots;
+	perf = bpf_map_lookup_elem(&perf_target, &key);
+	if (!perf || !*perf)
+		return;
+	if (bpf_ksym_exists(scx_bpf_cpuperf_set))
+		scx_bpf_cpuperf_set(cpu, *perf);
+	if (acc->open && acc->rec.slot == slot)
+		acc->rec.perf = *perf;
+}
+
 static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -441,6 +476,8 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	owner = owner_of(cpu, slot);
 	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	if (perf_enabled)
+		set_slot_perf(a, cpu, slot);
 
 	next = slot + 1;
 	t->slot = next;
@@ -544,7 +581,7 @@ s32 BPF_STRUCT_OPS(tt_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 	struct tt_task_ctx *tctx = lookup_ctx(p);
 	s32 cpu;
 
-	if (tctx) {
+	if (tctx && tctx->task < nr_tasks) {
 		if (tctx->task < TT_MAX_TASKS) {
 			cpu = task_cpu[tctx->task];
 			if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
@@ -720,8 +757,12 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 		a->cur_task = tctx->task;
 		if ((ts = stats_of(tctx->task)))
 			__sync_fetch_and_add(&ts->nr_runs, 1);
+	} else if ((p->flags & PF_KTHREAD) || (tctx && tctx->task == TT_LOADER_TASK)) {
+		/* the loader arming a timer here is forward progress of the scheduler itself */
+		a->cur_kind = TT_RUN_KTHREAD;
+		a->cur_task = TT_NO_TASK;
 	} else {
-		a->cur_kind = (p->flags & PF_KTHREAD) ? TT_RUN_KTHREAD : TT_RUN_FOREIGN;
+		a->cur_kind = TT_RUN_FOREIGN;
 		a->cur_task = TT_NO_TASK;
 	}
 	a->seg_start_ns = now;

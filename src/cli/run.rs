@@ -40,6 +40,11 @@ pub struct RunArgs {
     /// Guard band, us: no task starts with less than this left in its run (default 5 % of the slot).
     #[arg(long, value_name = "N")]
     pub guard_us: Option<u64>,
+    /// Per-slot frequencies to request with scx_bpf_cpuperf_set at each slot tick (schedutil
+    /// systems): JSON object from managed CPU id to one normalised frequency in (0, 1] per
+    /// frame slot, e.g. {"1": [1.0, 0.5, ...]}.
+    #[arg(long, value_name = "FILE.json")]
+    pub perf_table: Option<PathBuf>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,

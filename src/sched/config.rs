@@ -10,7 +10,7 @@ pub const NO_TASK: u32 = u32::MAX;
 pub const MAX_CPUS: u32 = 256;
 pub const MAX_TASKS: usize = 512;
 
-#[derive(Debug, Error, PartialEq, Eq)]
+#[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
     #[error("cpu {0} is not below the scheduler's limit of {MAX_CPUS} CPUs")]
     CpuTooLarge(u32),
@@ -20,6 +20,12 @@ pub enum ConfigError {
     TableTooLarge { cpus: usize, frame: u64 },
     #[error("guard band {guard_us} us must be shorter than the slot ({slot_us} us)")]
     GuardTooLong { guard_us: u64, slot_us: u64 },
+    #[error("perf table: cpu {0} is not a managed CPU of the plan")]
+    PerfCpu(u32),
+    #[error("perf table: cpu {cpu} has {got} entries, the frame has {frame} slots")]
+    PerfLength { cpu: u32, got: usize, frame: u64 },
+    #[error("perf table: cpu {cpu} slot {slot}: {value} is not a normalised frequency in (0, 1]")]
+    PerfValue { cpu: u32, slot: usize, value: f64 },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +40,16 @@ pub struct SchedConfig {
     pub tasks: Vec<(Class, Option<u32>)>,
     /// `managed.len() * frame_slots` entries: the owning task index of each slot, or NO_TASK.
     pub table: Vec<u32>,
+    /// Same layout as `table`: cpuperf target per slot (1..=PERF_ONE), 0 to leave it alone.
+    pub perf: Option<Vec<u32>>,
+}
+
+/// Full performance for `scx_bpf_cpuperf_set` (TT_PERF_ONE in src/bpf/intf.h).
+pub const PERF_ONE: u32 = 1024;
+
+/// A normalised frequency in (0, 1] as a cpuperf target in 1..=PERF_ONE.
+pub fn perf_of_freq(freq: f64) -> u32 {
+    ((freq * PERF_ONE as f64).round() as u32).clamp(1, PERF_ONE)
 }
 
 /// The default guard band: 5 % of the slot.
@@ -95,7 +111,41 @@ impl SchedConfig {
             housekeeping,
             tasks: plan.tasks.iter().map(|t| (t.class, t.cpu)).collect(),
             table,
+            perf: None,
         })
+    }
+
+    /// Add a per-slot frequency table: for some managed CPUs (the others stay at 0, untouched),
+    /// one normalised frequency per frame slot.
+    pub fn with_perf(mut self, freqs: &[(u32, Vec<f64>)]) -> Result<Self, ConfigError> {
+        let frame = self.frame_slots as usize;
+        let mut perf = vec![0; self.table.len()];
+        for (cpu, row) in freqs {
+            let m = self
+                .managed
+                .iter()
+                .position(|c| c == cpu)
+                .ok_or(ConfigError::PerfCpu(*cpu))?;
+            if row.len() != frame {
+                return Err(ConfigError::PerfLength {
+                    cpu: *cpu,
+                    got: row.len(),
+                    frame: self.frame_slots,
+                });
+            }
+            for (slot, &value) in row.iter().enumerate() {
+                if !(value > 0.0 && value <= 1.0) {
+                    return Err(ConfigError::PerfValue {
+                        cpu: *cpu,
+                        slot,
+                        value,
+                    });
+                }
+                perf[m * frame + slot] = perf_of_freq(value);
+            }
+        }
+        self.perf = Some(perf);
+        Ok(self)
     }
 
     /// Owner of `slot` (absolute) on managed CPU index `m`.
@@ -207,6 +257,43 @@ mod tests {
             }
         );
         assert_eq!(default_guard_us(10_000), 500);
+    }
+
+    #[test]
+    fn perf_table_rows_land_in_the_managed_cpus_row() {
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2]).expect("config");
+        let cfg = cfg
+            .with_perf(&[(2, vec![1.0, 0.5, 0.25, 0.001])])
+            .expect("perf");
+        // CPU 2 is managed index 1: entries 4..8; 0.5 * 1024 = 512; 0.001 * 1024 rounds to 1
+        assert_eq!(cfg.perf, Some(vec![0, 0, 0, 0, 1024, 512, 256, 1]));
+    }
+
+    #[test]
+    fn perf_table_errors_name_cpu_and_slot() {
+        let cfg = || SchedConfig::from_plan(&plan(), 50, &[0, 1, 2]).expect("config");
+        assert_eq!(
+            cfg().with_perf(&[(0, vec![1.0; 4])]).unwrap_err(),
+            ConfigError::PerfCpu(0)
+        );
+        assert_eq!(
+            cfg().with_perf(&[(1, vec![1.0; 3])]).unwrap_err(),
+            ConfigError::PerfLength {
+                cpu: 1,
+                got: 3,
+                frame: 4
+            }
+        );
+        assert_eq!(
+            cfg()
+                .with_perf(&[(1, vec![1.0, 1.5, 1.0, 1.0])])
+                .unwrap_err(),
+            ConfigError::PerfValue {
+                cpu: 1,
+                slot: 1,
+                value: 1.5
+            }
+        );
     }
 
     #[test]

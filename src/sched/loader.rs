@@ -3,7 +3,7 @@
 //! buffer and counters; `shutdown` (also run by Drop) disarms, detaches and waits for
 //! `disabled`.
 
-use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK};
+use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK, PERF_ONE};
 use super::system::SysFs;
 use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
 use crate::bpf_intf as abi;
@@ -26,6 +26,7 @@ const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 48);
 const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
 const _: () = assert!(abi::tt_limits_TT_MAX_TASKS as usize == MAX_TASKS);
 const _: () = assert!(abi::TT_NO_TASK == NO_TASK);
+const _: () = assert!(abi::tt_limits_TT_PERF_ONE == PERF_ONE);
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -95,6 +96,7 @@ pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
     managed: Vec<u32>,
+    table_len: usize,
     armed: Vec<u32>,
     stats_fd: Option<OwnedFd>,
 }
@@ -133,6 +135,7 @@ impl<'a> Scheduler<'a> {
             for (i, &cpu) in cfg.housekeeping.iter().enumerate() {
                 ro.housekeeping_cpus[i] = cpu;
             }
+            ro.perf_enabled = cfg.perf.is_some();
             for (t, &(class, cpu)) in cfg.tasks.iter().enumerate() {
                 ro.task_class[t] = match class {
                     Class::Tt => abi::tt_class_TT_CLASS_TT,
@@ -146,6 +149,11 @@ impl<'a> Scheduler<'a> {
             .table
             .set_max_entries(entries)
             .map_err(map_err("table"))?;
+        let perf_entries = cfg.perf.as_ref().map_or(1, |p| p.len().max(1)) as u32;
+        skel.maps
+            .perf_target
+            .set_max_entries(perf_entries)
+            .map_err(map_err("perf_target"))?;
 
         let skel =
             scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
@@ -163,6 +171,16 @@ impl<'a> Scheduler<'a> {
                     .map_err(map_err("table"))?;
             }
         }
+        for (i, &perf) in cfg.perf.iter().flatten().enumerate() {
+            skel.maps
+                .perf_target
+                .update(
+                    &(i as u32).to_ne_bytes(),
+                    &perf.to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(map_err("perf_target"))?;
+        }
         for &(tid, task) in threads {
             let ctx = abi::tt_task_ctx {
                 task: task as u32,
@@ -179,6 +197,7 @@ impl<'a> Scheduler<'a> {
             skel,
             link: None,
             managed: cfg.managed.clone(),
+            table_len: cfg.table.len(),
             armed: Vec::new(),
             stats_fd: None,
         })
@@ -191,6 +210,75 @@ impl<'a> Scheduler<'a> {
         Ok(())
     }
 
+    /// Replace the table from slot `at_slot` on (absolute, in the future; ideally a frame
+    /// start), on all managed CPUs at the same boundary: the inactive half of the double-
+    /// buffered table is filled, then `table_next`, then `table_switch_slot` are written
+    /// (src/bpf/tt_sched.bpf.c, F). `table` has the layout of `SchedConfig::table`. A previous
+    /// switch must have taken effect (its slot passed) before the next one is requested.
+    pub fn switch_table(&mut self, table: &[u32], at_slot: u64) -> Result<(), LoadError> {
+        let half = table.len();
+        if half != self.table_len {
+            return Err(LoadError::Map {
+                map: "table",
+                msg: format!(
+                    "a new table must have {} entries, not {half}",
+                    self.table_len
+                ),
+            });
+        }
+        let data = self
+            .skel
+            .maps
+            .data_data
+            .as_mut()
+            .ok_or(LoadError::Section("data"))?;
+        let pending = data.table_switch_slot != u64::MAX;
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_mut()
+            .ok_or(LoadError::Section("bss"))?;
+        if pending {
+            // fold the previous switch: both lookups now agree on the half in use
+            bss.table_active = bss.table_next;
+        }
+        let next = 1 - bss.table_active;
+        if pending {
+            let data = self
+                .skel
+                .maps
+                .data_data
+                .as_mut()
+                .ok_or(LoadError::Section("data"))?;
+            data.table_switch_slot = u64::MAX;
+        }
+        for (i, owner) in table.iter().enumerate() {
+            let key = (next as usize * half + i) as u32;
+            self.skel
+                .maps
+                .table
+                .update(&key.to_ne_bytes(), &owner.to_ne_bytes(), MapFlags::ANY)
+                .map_err(map_err("table"))?;
+        }
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_mut()
+            .ok_or(LoadError::Section("bss"))?;
+        bss.table_next = next;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        let data = self
+            .skel
+            .maps
+            .data_data
+            .as_mut()
+            .ok_or(LoadError::Section("data"))?;
+        data.table_switch_slot = at_slot;
+        Ok(())
+    }
+
     /// Set slot 0 to start at `t0_ns` and arm one timer per managed CPU, from this thread
     /// pinned to that CPU in turn (its affinity is restored afterwards).
     pub fn arm(&mut self, t0_ns: u64) -> Result<(), LoadError> {
@@ -200,6 +288,20 @@ impl<'a> Scheduler<'a> {
             .as_mut()
             .ok_or(LoadError::Section("bss"))?
             .t0_ns = t0_ns;
+        // While pinned to a managed CPU this thread is counted as kthread time, not foreign.
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        let marker = abi::tt_task_ctx {
+            task: abi::TT_LOADER_TASK,
+            inherited: 0,
+        };
+        // SAFETY: tt_task_ctx is plain old data of the size checked above.
+        let bytes: [u8; 8] = unsafe { std::mem::transmute(marker) };
+        self.skel
+            .maps
+            .task_ctx
+            .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
+            .map_err(map_err("task_ctx"))?;
         let saved = current_affinity();
         let result = self.managed.clone().into_iter().try_for_each(|cpu| {
             set_affinity(&[cpu]).map_err(|e| LoadError::Arm {
@@ -393,5 +495,6 @@ fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
         be_kick_ns: r.be_kick_ns,
         late_ns: r.late_ns,
         be_top: task(r.be_top),
+        perf: (r.perf != 0).then_some(r.perf),
     }
 }

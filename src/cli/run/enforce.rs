@@ -20,6 +20,22 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// `--perf-table`: {"<cpu>": [freq per frame slot], ...}.
+fn read_perf_table(path: &std::path::Path) -> Result<Vec<(u32, Vec<f64>)>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let raw: std::collections::BTreeMap<String, Vec<f64>> =
+        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    raw.into_iter()
+        .map(|(cpu, row)| {
+            let cpu = cpu
+                .parse()
+                .with_context(|| format!("{}: key {cpu:?} is not a CPU id", path.display()))?;
+            Ok((cpu, row))
+        })
+        .collect()
+}
+
 /// Spawned `cmd` tasks, killed (with their process groups) when dropped.
 #[derive(Default)]
 struct Children(Vec<(usize, Spawned)>);
@@ -114,8 +130,13 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
     let guard_us = args
         .guard_us
         .unwrap_or_else(|| default_guard_us(plan.slot_us));
-    let cfg =
+    let mut cfg =
         SchedConfig::from_plan(plan, guard_us, &online).context("configuring the scheduler")?;
+    if let Some(path) = &args.perf_table {
+        cfg = cfg
+            .with_perf(&read_perf_table(path)?)
+            .context("configuring the scheduler")?;
+    }
 
     let mut children = Children::default();
     let tids = resolve_tasks(plan, &procfs, &mut children)?;
