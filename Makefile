@@ -3,6 +3,7 @@
 #                       per-slot timeline and summary: directly on a sched_ext host, else in a VM
 #   make test           unit and integration tests, then the VM tests (what .ci/run calls)
 #   make test-vm        the VM tests only
+#   make bench          the plan and planner benchmarks
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
 # Every target installs what it needs first (Debian packages; the VM kernel is cached).
 export BPF_CLANG ?= clang-19
@@ -10,7 +11,7 @@ CARGO ?= cargo
 RELEASE := --release
 VM := tests/vm
 DEMO_ARGS := --table schedules/demo.json --duration-s 10 --timeline-slots 40
-SMOKE_RESULTS := target/vm/runs/smoke/results.env
+VM_TESTS := --test vm_delivery --test vm_errors --test vm_signals
 
 .PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt
 deps:
@@ -38,19 +39,16 @@ demo: build
 	  bash $(VM)/run.sh --scenario demo --smp 3 --live --timeout-s 180; \
 	fi
 
-# The smoke boot always runs; the scenario tests need scx_tt's run mode (the summary JSON).
+# The smoke tests first (VM, kernel and initramfs work), then every VM test, one VM at a time.
 test-vm: vm-initrd
 	$(CARGO) test $(RELEASE) --test vm_smoke -- --ignored --nocapture
-	@if grep -q '^run_mode=yes' $(SMOKE_RESULTS); then \
-	  $(CARGO) test $(RELEASE) --test 'vm_*' -- --ignored --test-threads=1 --nocapture; \
-	else \
-	  echo "test-vm: SKIPPED the VM scenario tests: this scx_tt has no run mode (--summary-json) yet"; \
-	fi
+	$(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture
 
 test: unit test-vm
 
+# The pure benchmarks (no VM); bench-lateness boots the VM.
 bench: build
-	@echo "see bench/README.md"
+	$(CARGO) bench --bench plan_load --bench planner_step --bench planner_admission
 
 bench-lateness: vm-initrd
 	$(CARGO) bench --bench lateness

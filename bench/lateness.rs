@@ -116,6 +116,7 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(10);
+    let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let out = match Vm::new("lateness")
         .smp(2)
         .timeout_s(300)
@@ -146,10 +147,21 @@ fn main() {
         sh("qemu-system-x86_64", &["--version"]),
         std::env::var("SCX_TT_VM_ACCEL").unwrap_or_else(|_| "tcg,thread=multi".into()),
     );
+    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let _ = writeln!(
         t,
-        "run: make bench-lateness   ({})",
-        sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"])
+        "run: make bench-lateness   ({}); host load average before {}, after {}",
+        sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        load_before
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" "),
+        load_after
+            .split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
     let _ = writeln!(
         t,

@@ -37,6 +37,11 @@ fn guest_kernel_has_sched_ext_and_every_binary_runs() {
             "{bin} does not run in the guest"
         );
     }
+    assert_eq!(
+        out.result("run_mode"),
+        Ok("yes"),
+        "scx_tt has no run mode (--summary-json)"
+    );
     assert_eq!(out.rc, 0);
 }
 
@@ -66,6 +71,25 @@ fn crashed_guest_is_retried_then_fails_loudly() {
             "try {t} did not record the panic"
         );
     }
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn hung_guest_is_stopped_at_the_timeout_and_fails_loudly() {
+    let (code, out) = Vm::new("hang").tries(1).timeout_s(25).run_status();
+    assert_eq!(code, Some(3), "run.sh must exit 3 when the guest hung");
+    assert!(out.is_err(), "a hung run must not look completed");
+    let log =
+        std::fs::read_to_string(harness::repo().join("target/vm/runs/hang/try-1.console.log"))
+            .unwrap_or_default();
+    assert!(
+        log.contains("=== tt-vm: boot"),
+        "the guest booted before hanging"
+    );
+    assert!(
+        !log.contains("=== tt-vm: done"),
+        "a hung guest cannot have completed"
+    );
 }
 
 #[test]

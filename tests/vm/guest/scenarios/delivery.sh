@@ -1,7 +1,8 @@
-# Issue 3 item 6 a), b), e): the demo plan, first on a quiet machine, then with stress-ng and
-# cyclictest loading the housekeeping CPU; a busy loop outside the plan runs throughout.
+# Issue 3 item 6 a), b), e): a plan, first on a quiet machine, then with stress-ng and
+# cyclictest loading the housekeeping CPU 0; a busy loop outside the plan runs throughout.
 # Leaves quiet.json / loaded.json (scx_tt summaries), their stdout (timeline, histograms) and
-# cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan).
+# cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan),
+# tt.loaded=0 to skip the loaded run.
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-10}
 PLAN=$(cmdline_arg tt.plan); PLAN=${PLAN:-/schedules/demo.json}
@@ -10,6 +11,11 @@ HK=0
 foreign=$(start_busy_loop)
 result foreign_pid "$foreign"
 run_scx_tt quiet --table "$PLAN" --duration-s "$D" --summary-json $OUT/quiet.json --timeline-slots 40
+if [ "$(cmdline_arg tt.loaded)" = 0 ]; then
+  [ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
+  kill $foreign
+  exit 0
+fi
 
 stress-ng --cpu 1 --taskset $HK --timeout $((D + 20))s --quiet &
 stress=$!
