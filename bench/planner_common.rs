@@ -50,7 +50,10 @@ pub fn machine() -> String {
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown kernel".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!("{model} ({cores} CPUs), Linux {kernel}")
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into());
+    format!("{model} ({cores} CPUs), Linux {kernel}, load average {load}")
 }
 
 /// (mean, p99, p99.9) of `samples` in ns.

@@ -81,16 +81,17 @@ fn run(cpus: usize, frame: u64, jobs: u64, policy: Policy, frames: u64, baseline
         "goal: linear in CPUs"
     };
     print!(
-        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  per CPU {:>6.0} ns  mem/CPU {:>7} B  [{goal}]",
+        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  median per CPU {:>5.0} ns  mem/CPU {:>7} B  [{goal}]",
         policy.name(),
-        mean / cpus as f64,
+        median as f64 / cpus as f64,
         mem
     );
     if baseline {
         let (bmean, _, bp999) = common::stats(&mut base);
+        let bmedian = common::median(&base);
         print!(
-            "  baseline(recompute sc) mean {bmean:.0} ns p99.9 {bp999} ns ({:.1}x)",
-            bmean / mean
+            "  baseline(recompute sc) mean {bmean:.0} median {bmedian} ns p99.9 {bp999} ns (medians {:.1}x)",
+            bmedian as f64 / median.max(1) as f64
         );
     }
     println!();

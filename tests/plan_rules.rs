@@ -103,6 +103,13 @@ fn syntax_error_names_line_and_column() {
 }
 
 #[test]
+fn trailing_text_after_the_plan_is_a_syntax_error() {
+    let text = format!("{}\n]", base());
+    let e = plan::from_str(&text).unwrap_err();
+    assert!(matches!(e.0[0].rule, Rule::Syntax { line: 2, .. }), "{e}");
+}
+
+#[test]
 fn unknown_field_is_rejected_with_its_path() {
     let mut v = base();
     set(&mut v, "/tasks/0/wcett", json!(3));
@@ -186,6 +193,7 @@ fn cpu_not_on_this_machine_is_an_error_when_running() {
     let e = p.check_cpus_exist(&[0, 1]).unwrap_err();
     assert_eq!(e.0.len(), 1);
     assert_eq!(e.0[0].path, "cpus.managed[1]");
+    assert!(matches!(e.0[0].rule, Rule::CpuOffline { .. }));
     assert!(e.to_string().starts_with("cpus.managed[1] = 2: "), "{e}");
     assert!(e.to_string().contains("0-1"), "{e}");
 }

@@ -68,9 +68,20 @@ fn check_sc(cpu: &CpuState, now: u64) -> Result<(), String> {
         }
         borrow = want.min(0);
     }
+    // Property Cover: sorted, disjoint, contiguous up to the horizon end.
+    for w in ivs.windows(2) {
+        if w[0].end != w[1].start || w[0].start >= w[0].end {
+            return Err(format!("Property Cover: {:?} then {:?}", w[0], w[1]));
+        }
+    }
+    if ivs.last().map(|i| i.end) != Some(cpu.horizon_end()) {
+        return Err("Property Cover: intervals stop before the horizon end".into());
+    }
     let first_live = ivs.iter().find(|i| i.end > now).expect("horizon ahead");
     if first_live.sc < 0 {
-        return Err(format!("current interval {first_live:?} has negative sc"));
+        return Err(format!(
+            "Property SC-nonneg: current interval {first_live:?} has negative sc"
+        ));
     }
     Ok(())
 }
@@ -93,6 +104,8 @@ struct Case {
     jobs: Vec<Job>,
     /// (at_slot, wcet, relative deadline or None for soft)
     arrivals: Vec<(u64, u64, Option<u64>)>,
+    /// Periodic tasks added at run time: (at_slot, index into PERIODS, wcet).
+    periodic: Vec<(u64, usize, u64)>,
     exec: Vec<f64>,
 }
 
@@ -111,8 +124,9 @@ fn case() -> impl Strategy<Value = Case> {
             0..12,
         ),
         prop::collection::vec(0.2f64..=1.0, 16),
+        prop::collection::vec((0u64..2 * FRAME, 0usize..PERIODS.len(), 1u64..6), 0..3),
     )
-        .prop_map(|(n, u, r, pi, arrivals, exec)| {
+        .prop_map(|(n, u, r, pi, arrivals, exec, periodic)| {
             let us = uunifast(n, u, &r);
             let mut jobs = Vec::new();
             for (t, &ut) in us.iter().enumerate() {
@@ -131,6 +145,7 @@ fn case() -> impl Strategy<Value = Case> {
             Case {
                 jobs,
                 arrivals,
+                periodic,
                 exec,
             }
         })
@@ -150,9 +165,10 @@ struct Tally {
     accepted_infeasible: u64,
     rejected: u64,
     rejected_feasible: u64,
+    periodic_mismatch: u64,
 }
 
-/// Runs one case for 4 frames; returns the tally or the first violated property.
+/// Runs one case for 6 frames; returns the tally or the first violated property.
 fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
     let mut p = Planner::new(
         &[CpuInput {
@@ -180,12 +196,19 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
         ran_ns: 0,
         done: false,
     }];
-    for slot in 0..4 * FRAME {
+    // The frame template as the test knows it: plan jobs plus accepted periodic tasks.
+    let mut template: Vec<(u64, u64, u64)> = c
+        .jobs
+        .iter()
+        .map(|j| (j.release, j.deadline, j.wcet))
+        .collect();
+    for slot in 0..6 * FRAME {
         let d = p
             .step(slot, if slot == 0 { &[] } else { &obs })
             .map_err(|e| e.to_string())?[0];
         for &(_, e) in p.events() {
             match e {
+                // Properties Safe-freq and Safe-idle (policy.rs): no guaranteed job misses.
                 JobEvent::Miss { .. } => return Err(format!("{e:?} at slot {slot}")),
                 JobEvent::Completed { task, .. }
                 | JobEvent::Overrun { task, .. }
@@ -224,6 +247,28 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
         };
         let now = slot + 1;
         check_sc(&p.cpus()[0], now).map_err(|e| format!("slot {slot} ({policy}): {e}"))?;
+        for (i, &(at, pi, wcet)) in c.periodic.iter().enumerate() {
+            if at != slot {
+                continue;
+            }
+            let task = 200 + i;
+            let period = PERIODS[pi];
+            let wcet = wcet.min(period);
+            let mut with: Vec<_> = template.clone();
+            with.extend((0..FRAME / period).map(|k| (k * period, (k + 1) * period, wcet)));
+            let feasible = edf_feasible(0, 0, &with);
+            let accepted = matches!(
+                p.admit_periodic(task, wcet, period, None),
+                Admission::Accepted { .. }
+            );
+            if accepted != feasible {
+                tally.periodic_mismatch += 1;
+            }
+            if accepted {
+                extra.insert(task, wcet);
+                template = with;
+            }
+        }
         for (i, &(at, wcet, dl)) in c.arrivals.iter().enumerate() {
             if at != slot {
                 continue;
@@ -267,6 +312,11 @@ fn check_policy(policy: Policy, exact: bool) {
     let result = runner.run(&case(), |c| {
         let t = run(&c, policy).map_err(TestCaseError::fail)?;
         prop_assert_eq!(t.accepted_infeasible, 0, "accepted an infeasible job");
+        prop_assert_eq!(
+            t.periodic_mismatch,
+            0,
+            "periodic admission disagrees with the oracle"
+        );
         if exact {
             prop_assert_eq!(t.rejected_feasible, 0, "rejected a feasible job");
         }

@@ -18,6 +18,13 @@
 //! The PRNG (splitmix64) and every step are written here, so a seed names the same plan across
 //! versions and machines (the utilizations are rounded to integer slots, which absorbs the last
 //! bits of `powf`).
+//!
+//! # Properties
+//! 1. (Deterministic) The same parameters give the same plan and the same seed used.
+//! 2. (Valid) A returned plan passes `Plan::try_from`; rejected seeds are listed with the first
+//!    error of each.
+//! 3. (Ranges) Periods lie in the period range (and divide `frame_slots` when given); wcets lie
+//!    in the WCET range and never exceed the period.
 
 use super::raw::{RawCpus, RawPlan, RawTask};
 use super::Plan;
@@ -134,13 +141,15 @@ fn check(p: &GenParams) -> Result<(), GenError> {
             ));
         }
     }
-    if let Some(f) = p.frame_slots {
-        if !(p.period.0..=p.period.1).any(|d| f % d == 0) {
-            return bad(format!(
-                "--frame-slots {f} has no divisor in --period {}..{}",
-                p.period.0, p.period.1
-            ));
-        }
+    if candidate_periods(p).is_empty() {
+        return bad(format!(
+            "no period in --period {}..{} is at least the smallest wcet {}{}",
+            p.period.0,
+            p.period.1,
+            p.wcet.0,
+            p.frame_slots
+                .map_or(String::new(), |f| format!(" and divides --frame-slots {f}"))
+        ));
     }
     if p.cmd.is_empty() {
         return bad("the task command must not be empty".into());
@@ -148,12 +157,18 @@ fn check(p: &GenParams) -> Result<(), GenError> {
     Ok(())
 }
 
+/// Periods a task may get: in the period range, at least the smallest wcet (so the wcet range
+/// can be met), dividing `frame_slots` when given.
+fn candidate_periods(p: &GenParams) -> Vec<Slot> {
+    (p.period.0.max(p.wcet.0)..=p.period.1)
+        .filter(|d| p.frame_slots.is_none_or(|f| f % d == 0))
+        .collect()
+}
+
 /// One attempt: the raw plan of `seed`.
 pub fn raw_plan(p: &GenParams, seed: u64) -> RawPlan {
     let mut rng = SplitMix64::new(seed);
-    let periods: Vec<Slot> = (p.period.0..=p.period.1)
-        .filter(|d| p.frame_slots.is_none_or(|f| f % d == 0))
-        .collect();
+    let periods = candidate_periods(p);
     let tasks = uunifast(p.tasks, p.util, &mut rng)
         .into_iter()
         .enumerate()
@@ -303,5 +318,11 @@ mod tests {
             ..params()
         };
         assert!(matches!(generate(&p), Err(GenError::Params(_))));
+        // 480 has no divisor in 33..39.
+        let p = GenParams {
+            period: (33, 39),
+            ..params()
+        };
+        assert!(matches!(generate(&p), Err(GenError::Params(m)) if m.contains("divides")));
     }
 }

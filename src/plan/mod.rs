@@ -48,21 +48,28 @@ pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
 /// The raw, unvalidated plan (for tools that rewrite plans).
 pub fn parse_raw(text: &str) -> Result<RawPlan, PlanErrors> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: RawPlan = serde_path_to_error::deserialize(de).map_err(|e| {
+    let raw: RawPlan = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
-        let inner = e.into_inner();
-        let message = strip_position(&inner.to_string());
-        PlanErrors(vec![PlanError::new(
+        syntax(
             if path == "." { String::new() } else { path },
-            None,
-            Rule::Syntax {
-                line: inner.line(),
-                column: inner.column(),
-                message,
-            },
-        )])
+            e.into_inner(),
+        )
     })?;
+    // Nothing but whitespace may follow the plan.
+    de.end().map_err(|e| syntax(String::new(), e))?;
     Ok(raw)
+}
+
+fn syntax(path: String, e: serde_json::Error) -> PlanErrors {
+    PlanErrors(vec![PlanError::new(
+        path,
+        None,
+        Rule::Syntax {
+            line: e.line(),
+            column: e.column(),
+            message: strip_position(&e.to_string()),
+        },
+    )])
 }
 
 /// serde_json appends " at line L column C"; the error carries those as fields already.

@@ -100,7 +100,7 @@ pub fn lcm(periods: impl IntoIterator<Item = Slot>, cap: u64) -> Result<Slot, u1
     let mut acc: u128 = 1;
     for p in periods {
         let p = p as u128;
-        acc = (acc / gcd(acc, p)).checked_mul(p).unwrap_or(u128::MAX);
+        acc = (acc / gcd(acc, p)).saturating_mul(p);
     }
     if acc > cap as u128 {
         Err(acc)

@@ -113,11 +113,20 @@ pub struct Miss {
     pub wcet: u64,
 }
 
-type Key = (Slot, Slot, usize, u32, usize); // deadline, release, task, instance, job index
-
-fn key(jobs: &[Job], j: usize) -> Key {
-    let x = &jobs[j];
-    (x.deadline, x.release, x.task, x.instance, j)
+/// Jobs in release order, ties by `(task, instance, index)`: the position of a job in this
+/// order is its rank among jobs of equal deadline (property 3), so the ready queue can order by
+/// the packed integer `deadline · 2⁶⁴ + position` instead of a 5-field tuple.
+fn release_order(jobs: &[Job]) -> Vec<usize> {
+    let in_task_order = jobs
+        .windows(2)
+        .all(|w| (w[0].task, w[0].instance) <= (w[1].task, w[1].instance));
+    if in_task_order {
+        // Index order already is (task, instance, index) order: the usual case, linear.
+        return sorted_by(jobs, |j| j.release);
+    }
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_unstable_by_key(|&j| (jobs[j].release, jobs[j].task, jobs[j].instance, j));
+    order
 }
 
 /// Job indices sorted by `(slot_of(job), index)` — the hot spot of large plans. When the slots
@@ -154,11 +163,12 @@ fn sorted_by(jobs: &[Job], slot_of: impl Fn(&Job) -> Slot) -> Vec<usize> {
 /// start (adjacent slots of the same job are merged) or the first miss (earliest deadline at which
 /// a job still has work left). Jobs must satisfy `release < deadline ≤ frame`.
 pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
-    // Release order. Jobs released at the same slot all enter `ready` before the next pick, so
-    // their relative order here does not matter.
-    let order = sorted_by(jobs, |j| j.release);
+    let order = release_order(jobs);
+    // Priority key of the job at `order[p]`: earliest deadline first, then the tie-break of
+    // property 3 (release, task, instance, index), which is the order of `p`.
+    let key = |p: usize| (jobs[order[p]].deadline as u128) << 64 | p as u128;
     let mut remaining: Vec<u64> = jobs.iter().map(|j| j.wcet).collect();
-    let mut ready: BinaryHeap<Reverse<Key>> = BinaryHeap::new();
+    let mut ready: BinaryHeap<Reverse<u128>> = BinaryHeap::new();
     // Preemptions happen only at releases, so there are at most 2·jobs ranges.
     let mut table: Vec<Range> = Vec::with_capacity(jobs.len());
     let mut next = 0; // next job in `order` to release
@@ -173,9 +183,8 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
     };
     loop {
         while next < order.len() && jobs[order[next]].release <= now {
-            let j = order[next];
-            if remaining[j] > 0 {
-                ready.push(Reverse(key(jobs, j)));
+            if remaining[order[next]] > 0 {
+                ready.push(Reverse(key(next)));
             }
             next += 1;
         }
@@ -186,7 +195,7 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
             now = jobs[order[next]].release;
             continue;
         };
-        let j = top.4;
+        let j = order[top as u64 as usize];
         if jobs[j].deadline <= now {
             // Earliest-deadline ready job is already late: it is the first miss.
             return Err(miss(j, remaining[j]));
@@ -219,19 +228,13 @@ pub fn edf(jobs: &[Job], frame: Slot) -> Result<Vec<Range>, Miss> {
 
 /// Capacity intervals of `[0, frame)` with spare capacities (see the module doc).
 pub fn intervals(jobs: &[Job], frame: Slot) -> Vec<Interval> {
-    let by_deadline: Vec<(Slot, usize)> = sorted_by(jobs, |j| j.deadline)
-        .into_iter()
-        .map(|j| (jobs[j].deadline, j))
-        .collect();
+    let by_deadline = sorted_by(jobs, |j| j.deadline);
     let mut out: Vec<Interval> = Vec::new();
     let mut prev_end: Slot = 0;
-    let mut i = 0;
-    while i < by_deadline.len() {
-        let d = by_deadline[i].0;
-        let n = by_deadline[i..].iter().take_while(|x| x.0 == d).count();
-        let members: Vec<usize> = by_deadline[i..i + n].iter().map(|x| x.1).collect();
-        let earliest = members.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
-        i += n;
+    for group in by_deadline.chunk_by(|&a, &b| jobs[a].deadline == jobs[b].deadline) {
+        let d = jobs[group[0]].deadline;
+        let earliest = group.iter().map(|&j| jobs[j].release).min().unwrap_or(d);
+        let members = group.to_vec();
         let start = prev_end.max(earliest);
         if start > prev_end {
             out.push(Interval {
