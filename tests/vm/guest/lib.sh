@@ -37,6 +37,14 @@ start_busy_loop() {
   echo $!
 }
 
+# Starts a task outside the plan that spins a few ms, then sleeps 8 ms, over and over: about 100
+# wakeups a second, each one a placement decision of the scheduler; prints its pid.
+start_waking_loop() {
+  sh -c 'while :; do i=0; while [ $i -lt 200 ]; do i=$((i + 1)); done; usleep 8000; done' \
+    > /dev/null 2>&1 &
+  echo $!
+}
+
 # Runs scx_tt with its stdout and stderr in /out/NAME.out and /out/NAME.err (and on the
 # console), its exit code in results.env as NAME_rc, and the state after it as NAME_state.
 run_scx_tt() {

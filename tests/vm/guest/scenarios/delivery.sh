@@ -2,14 +2,20 @@
 # cyclictest loading the housekeeping CPU 0; a busy loop outside the plan runs throughout.
 # Leaves quiet.json / loaded.json (scx_tt summaries), their stdout (timeline, histograms) and
 # cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan),
-# tt.loaded=0 to skip the loaded run.
+# tt.loaded=0 to skip the loaded run, tt.foreign=waking for a task outside the plan that wakes
+# up 100 times a second instead of the busy loop.
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-10}
 PLAN=$(cmdline_arg tt.plan); PLAN=${PLAN:-/schedules/demo.json}
 HK=0
 
-foreign=$(start_busy_loop)
+FOREIGN=$(cmdline_arg tt.foreign)
+if [ "$FOREIGN" = waking ]; then foreign=$(start_waking_loop); else foreign=$(start_busy_loop); fi
 result foreign_pid "$foreign"
+result foreign_kind "${FOREIGN:-busy}"
+# Warm-up, not measured: TCG translates each new guest code path (the scheduler's BPF, the
+# sched_ext paths) on first use, which makes the first seconds after attaching slower.
+run_scx_tt warmup --table "$PLAN" --duration-s 3
 run_scx_tt quiet --table "$PLAN" --duration-s "$D" --summary-json $OUT/quiet.json --timeline-slots 40
 if [ "$(cmdline_arg tt.loaded)" = 0 ]; then
   [ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
