@@ -3,7 +3,7 @@
 #                       per-slot timeline and summary: directly on a sched_ext host, else in a VM
 #   make test           unit and integration tests, then the VM tests (what .ci/run calls)
 #   make test-vm        the VM tests only
-#   make bench          the plan and planner benchmarks
+#   make bench          the plan, planner and energy benchmarks (no VM)
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
 # Every target installs what it needs first (Debian packages; the VM kernel is cached).
 export BPF_CLANG ?= clang-19
@@ -48,7 +48,7 @@ test: unit test-vm
 
 # The pure benchmarks (no VM); bench-lateness boots the VM.
 bench: build
-	$(CARGO) bench --bench plan_load --bench planner_step --bench planner_admission
+	$(CARGO) bench --bench plan_load --bench planner_step --bench planner_admission --bench energy_experiment
 
 bench-lateness: vm-initrd
 	$(CARGO) bench --bench lateness
