@@ -87,3 +87,97 @@ impl LiveEnergy {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scx_tt::accounting::EnergyKind;
+    use scx_tt::energy::model;
+    use scx_tt::trace::SlotKind;
+    use std::path::PathBuf;
+
+    /// A temporary directory standing for `/`, removed on drop.
+    struct FakeRoot(PathBuf);
+
+    impl FakeRoot {
+        fn new(tag: &str) -> Self {
+            let dir = std::env::temp_dir()
+                .join(format!("scx_tt-live-energy-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            FakeRoot(dir)
+        }
+
+        fn put(&self, abs: &str, text: &str) {
+            let p = self.0.join(abs.trim_start_matches('/'));
+            std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            std::fs::write(p, text).expect("write");
+        }
+
+        fn root(&self) -> Root {
+            Root::new(self.0.clone())
+        }
+    }
+
+    impl Drop for FakeRoot {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn xeon() -> PowerModel {
+        model::from_str(super::super::BUNDLED_MODEL).expect("bundled model")
+    }
+
+    fn busy(slot: u64) -> SlotRecord {
+        SlotRecord {
+            slot,
+            cpu: 1,
+            kind: SlotKind::Tt,
+            task: Some("a".into()),
+            freq: 1.0,
+            idle_until: None,
+            ran_ns: Some(10_000_000),
+            stolen_ns: Some(0),
+            late_ns: Some(0),
+        }
+    }
+
+    #[test]
+    fn rapl_under_the_root_is_measured_with_wrap_around() {
+        let fake = FakeRoot::new("rapl");
+        let zone = "/sys/class/powercap/intel-rapl:0";
+        fake.put(&format!("{zone}/name"), "package-0\n");
+        fake.put(&format!("{zone}/max_energy_range_uj"), "1000000\n");
+        fake.put(&format!("{zone}/energy_uj"), "900000\n");
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000);
+        // 900000 → wraps at 1000000 → 400000: 100000 + 400000 µJ = 0.5 J.
+        fake.put(&format!("{zone}/energy_uj"), "400000\n");
+        let r = e.read().expect("reading");
+        assert_eq!(r.label, EnergyKind::Measured);
+        assert_eq!(r.source, "RAPL package-0");
+        assert!((r.joules - 0.5).abs() < 1e-9, "{}", r.joules);
+    }
+
+    #[test]
+    fn no_rapl_is_the_labelled_estimate_of_the_records() {
+        let fake = FakeRoot::new("none");
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000);
+        e.record(&busy(0));
+        e.record(&busy(1));
+        let r = e.read().expect("estimate");
+        assert_eq!(r.label, EnergyKind::Estimated);
+        assert_eq!(r.source, "model xeon-gold-5218");
+        // 20 ms: uncore 25 W × 0.02 s = 0.5 J + CPU 1 busy at 2300 MHz, 6.25 W × 0.02 s =
+        // 0.125 J; no idle, no frequency change.
+        assert!((r.joules - 0.625).abs() < 1e-9, "{}", r.joules);
+    }
+
+    #[test]
+    fn a_model_without_a_managed_cpu_leaves_the_energy_out_instead_of_failing() {
+        let fake = FakeRoot::new("nocpu");
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[99], 10_000);
+        e.record(&busy(0));
+        assert_eq!(e.read(), None);
+    }
+}
