@@ -8,11 +8,14 @@
 //!     whose tick came more than a slot late: those are counted and printed, as are slots with
 //!     no record at all (skipped by a late tick);
 //!   - every table entry arrived at least once.
+//!
 //! Asserted from the summary JSON: the guest has no RAPL, so `energy` is present, > 0 J and
 //! labelled `estimated` from the bundled model; the CPU's `freq_residency` has exactly the
 //! model's P-states of the table's entries, with the shares the trace's records give them. The
 //! guest has no cpufreq either, so this checks the request path, not a frequency change.
-//! Run by `make test-vm` (after `make vm-initrd`).
+//!
+//! Run: `cargo test --release --test vm_cpuperf -- --ignored --nocapture` after
+//! `make vm-initrd` (`make test-vm` runs it once the Makefile's VM_TESTS lists it).
 
 #[path = "vm/harness.rs"]
 mod harness;
