@@ -22,6 +22,12 @@
 //!    ≤ slots × slot length: a record never holds more time than its slot.
 //! 2. (Planned) planned_ns of a task = slot_ns × (records whose owner is the task).
 //! 3. (Lateness) min ≤ p50 ≤ p99 ≤ max, and the histogram counts sum to `ticks`.
+//! 4. (Residency) With a power model, a CPU's frequency residency sums to records × slot
+//!    length: every record counts one slot at the P-state its requested frequency maps to.
+//!
+//! # Energy
+//! Energy itself is read at the edge (`energy::meter::EnergyMeter`, RAPL or the model's
+//! estimate); the summary only carries the reading, as an [`EnergySummary`] with its label.
 
 mod render;
 mod stats;
@@ -29,6 +35,9 @@ mod stats;
 pub use render::{render_stats_line, render_summary};
 pub use stats::LatenessStats;
 
+use crate::energy::meter::{EnergyLabel, EnergyReading};
+use crate::energy::model::PowerModel;
+use crate::energy::residency::FreqResidency;
 use crate::plan::Class;
 use crate::trace::{SlotKind, SlotRecord};
 use serde::Serialize;
@@ -129,6 +138,7 @@ struct CpuAcc {
     be_ready_ns: u64,
     be_kick_ns: u64,
     timeline: VecDeque<(u64, Cell)>,
+    residency: FreqResidency,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -145,6 +155,8 @@ pub struct Accounting {
     cpus: BTreeMap<u32, CpuAcc>,
     per_task: Vec<TaskAcc>,
     timeline_slots: usize,
+    /// Maps a slot's requested frequency to a P-state for the residency (none: no residency).
+    model: Option<PowerModel>,
 }
 
 impl Accounting {
@@ -158,7 +170,16 @@ impl Accounting {
             cpus,
             per_task,
             timeline_slots,
+            model: None,
         }
+    }
+
+    /// Keep a frequency residency per CPU: each record's requested frequency (1.0 without a
+    /// perf table) at the P-state of `model` it maps to (the lowest at or above it). CPUs the
+    /// model does not describe get none.
+    pub fn with_power_model(mut self, model: PowerModel) -> Self {
+        self.model = Some(model);
+        self
     }
 
     pub fn slot_ns(&self) -> u64 {
@@ -177,7 +198,15 @@ impl Accounting {
     pub fn add(&mut self, s: &SlotSample) {
         let timeline_slots = self.timeline_slots;
         let cell = self.cell(s);
+        let mhz = self.model.as_ref().and_then(|m| {
+            let cluster = m.cluster_of(s.cpu)?;
+            Some(cluster.pstate_for(sample_freq(s)).mhz)
+        });
+        let slot_s = self.slot_ns as f64 * 1e-9;
         let acc = self.cpus.entry(s.cpu).or_default();
+        if let Some(mhz) = mhz {
+            acc.residency.add(mhz, slot_s);
+        }
         acc.records += 1;
         acc.late.add(s.late_ns);
         acc.stolen_ns += s.stolen_ns();
@@ -234,7 +263,7 @@ impl Accounting {
             cpu: s.cpu,
             kind,
             task,
-            freq: s.perf.map_or(1.0, |p| p as f64 / 1024.0),
+            freq: sample_freq(s),
             idle_until: None,
             ran_ns: Some(ran_ns),
             stolen_ns: Some(s.stolen_ns()),
@@ -301,6 +330,7 @@ impl Accounting {
                         .unwrap_or(0),
                     late_skips: counters.late_skips,
                     record_drops: counters.rec_drops,
+                    freq_residency: freq_shares(&acc.residency),
                 }
             })
             .collect();
@@ -311,8 +341,27 @@ impl Accounting {
             tasks,
             cpus,
             bpf_prog_stats: run.prog_stats.clone(),
+            energy: None,
         }
     }
+}
+
+/// The normalised frequency a sample's tick requested (1.0 when it requested none).
+fn sample_freq(s: &SlotSample) -> f64 {
+    s.perf.map_or(1.0, |p| {
+        f64::from(p) / f64::from(crate::sched::config::PERF_ONE)
+    })
+}
+
+fn freq_shares(r: &FreqResidency) -> Vec<FreqShare> {
+    r.fractions()
+        .into_iter()
+        .map(|(mhz, fraction)| FreqShare {
+            mhz,
+            seconds: r.seconds_at(mhz),
+            fraction,
+        })
+        .collect()
 }
 
 /// What the loader knows at the end of the run besides the slot records.
@@ -347,6 +396,69 @@ pub struct Summary {
     pub tasks: Vec<TaskSummary>,
     pub cpus: Vec<CpuSummary>,
     pub bpf_prog_stats: Vec<ProgStats>,
+    /// Energy since the start, measured or estimated (null when no reading could be made).
+    pub energy: Option<EnergySummary>,
+}
+
+impl Summary {
+    pub fn with_energy(mut self, energy: Option<EnergySummary>) -> Self {
+        self.energy = energy;
+        self
+    }
+}
+
+/// Where an energy figure comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EnergyKind {
+    /// powercap RAPL counters.
+    Measured,
+    /// The power model applied to the slot records.
+    Estimated,
+}
+
+/// An energy reading in the summary: `12.345 J (estimated: model xeon-gold-5218)`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnergySummary {
+    pub joules: f64,
+    pub label: EnergyKind,
+    /// The RAPL zones (`RAPL package-0+package-1`) or the model (`model xeon-gold-5218`).
+    pub source: String,
+}
+
+impl From<&EnergyReading> for EnergySummary {
+    fn from(r: &EnergyReading) -> Self {
+        let (label, source) = match &r.label {
+            EnergyLabel::Measured { zones } => {
+                (EnergyKind::Measured, format!("RAPL {}", zones.join("+")))
+            }
+            EnergyLabel::Estimated { model } => (EnergyKind::Estimated, format!("model {model}")),
+        };
+        EnergySummary {
+            joules: r.joules,
+            label,
+            source,
+        }
+    }
+}
+
+impl std::fmt::Display for EnergySummary {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let label = match self.label {
+            EnergyKind::Measured => "measured",
+            EnergyKind::Estimated => "estimated",
+        };
+        write!(f, "{:.3} J ({label}: {})", self.joules, self.source)
+    }
+}
+
+/// Time a CPU's records spent at one P-state.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct FreqShare {
+    pub mhz: u32,
+    pub seconds: f64,
+    /// Share of the CPU's recorded time.
+    pub fraction: f64,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -389,6 +501,8 @@ pub struct CpuSummary {
     pub bpf_tick_ns_avg: u64,
     pub late_skips: u64,
     pub record_drops: u64,
+    /// Per P-state of the power model, by ascending MHz (empty without a model).
+    pub freq_residency: Vec<FreqShare>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -404,4 +518,140 @@ pub struct HistBucket {
     /// Upper bound of the bucket (inclusive); `None` (JSON null) for the last, open bucket.
     pub le_ns: Option<u64>,
     pub count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::energy::model;
+
+    const SLOT: u64 = 10_000_000; // 10 ms
+
+    fn xeon() -> PowerModel {
+        model::from_str(include_str!("../../models/xeon-gold-5218.json")).expect("bundled model")
+    }
+
+    fn acc() -> Accounting {
+        let tasks = vec![TaskInfo {
+            name: "spin-a".into(),
+            class: Class::Tt,
+            cpu: Some(1),
+        }];
+        Accounting::new(SLOT, tasks, &[1], 0)
+    }
+
+    fn sample(slot: u64, cpu: u32, perf: Option<u32>) -> SlotSample {
+        SlotSample {
+            slot,
+            cpu,
+            owner: Some(0),
+            owner_ns: SLOT,
+            perf,
+            ..Default::default()
+        }
+    }
+
+    fn facts() -> RunFacts {
+        RunFacts {
+            duration_ns: 4 * SLOT,
+            exit: ExitReason::Duration,
+            tids: vec![vec![10]],
+            states: vec![TaskState::Running],
+            task_counters: Vec::new(),
+            cpu_counters: BTreeMap::new(),
+            prog_stats: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn residency_counts_each_record_at_the_pstate_of_its_requested_frequency() {
+        let mut a = acc().with_power_model(xeon());
+        // Xeon: 1.0-2.3 GHz in 100 MHz steps; the P-state is the lowest at or above f × 2300.
+        // 512/1024 = 0.5 → 1150 → 1200 MHz; 1024 and no request → 2300; 256 → 575 → 1000.
+        a.add(&sample(0, 1, Some(512)));
+        a.add(&sample(1, 1, Some(1024)));
+        a.add(&sample(2, 1, None));
+        a.add(&sample(3, 1, Some(256)));
+        let s = a.summary(&facts());
+        let r = &s.cpus[0].freq_residency;
+        let got: Vec<(u32, f64)> = r.iter().map(|f| (f.mhz, f.fraction)).collect();
+        assert_eq!(got, vec![(1000, 0.25), (1200, 0.25), (2300, 0.5)]);
+        // Property 4: 4 records × 10 ms.
+        let total: f64 = r.iter().map(|f| f.seconds).sum();
+        assert!((total - 0.04).abs() < 1e-12, "{total}");
+    }
+
+    #[test]
+    fn without_a_model_or_outside_it_there_is_no_residency() {
+        let mut a = acc();
+        a.add(&sample(0, 1, Some(512)));
+        assert!(a.summary(&facts()).cpus[0].freq_residency.is_empty());
+        // The Xeon model describes CPUs 0-15.
+        let mut b = Accounting::new(SLOT, Vec::new(), &[99], 0).with_power_model(xeon());
+        b.add(&sample(0, 99, Some(512)));
+        assert!(b.summary(&facts()).cpus[0].freq_residency.is_empty());
+    }
+
+    #[test]
+    fn energy_is_in_the_json_text_and_stats_line_with_its_label() {
+        let mut a = acc().with_power_model(xeon());
+        a.add(&sample(0, 1, None));
+        let reading = EnergyReading {
+            joules: 1.5,
+            label: EnergyLabel::Estimated {
+                model: "xeon-gold-5218".into(),
+            },
+        };
+        let s = a
+            .summary(&facts())
+            .with_energy(Some(EnergySummary::from(&reading)));
+        let json = serde_json::to_value(&s).expect("json");
+        assert_eq!(
+            json["energy"],
+            serde_json::json!({"joules": 1.5, "label": "estimated", "source": "model xeon-gold-5218"})
+        );
+        assert_eq!(
+            json["cpus"][0]["freq_residency"],
+            serde_json::json!([{"mhz": 2300, "seconds": 0.01, "fraction": 1.0}])
+        );
+        let text = render::render_summary(&a, &s);
+        assert!(
+            text.contains("energy 1.500 J (estimated: model xeon-gold-5218)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("freq residency cpu 1: 2300MHz 100.0%\n"),
+            "{text}"
+        );
+        let line = render::render_stats_line(&s);
+        assert!(line.contains("freq=[2300MHz 100.0%]"), "{line}");
+        assert!(
+            line.ends_with("| energy 1.500 J (estimated: model xeon-gold-5218)"),
+            "{line}"
+        );
+    }
+
+    #[test]
+    fn measured_energy_names_its_rapl_zones_and_missing_energy_says_so() {
+        let reading = EnergyReading {
+            joules: 20.0,
+            label: EnergyLabel::Measured {
+                zones: vec!["package-0".into(), "package-1".into()],
+            },
+        };
+        let e = EnergySummary::from(&reading);
+        assert_eq!(e.label, EnergyKind::Measured);
+        assert_eq!(
+            e.to_string(),
+            "20.000 J (measured: RAPL package-0+package-1)"
+        );
+        let a = acc();
+        let s = a.summary(&facts());
+        assert_eq!(
+            serde_json::to_value(&s).expect("json")["energy"],
+            serde_json::Value::Null
+        );
+        assert!(render::render_summary(&a, &s).contains("energy unavailable\n"));
+        assert!(render::render_stats_line(&s).ends_with("| energy unavailable"));
+    }
 }

@@ -1,7 +1,7 @@
 //! Human-readable output: the exit summary, the per-slot timeline, the lateness histogram and
 //! the one-line periodic stats.
 
-use super::{Accounting, Cell, HistBucket, Summary};
+use super::{Accounting, Cell, FreqShare, HistBucket, Summary};
 use crate::plan::Class;
 use std::fmt::Write;
 
@@ -163,6 +163,22 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             p.name, p.run_cnt, p.ns_per_run
         );
     }
+    match &s.energy {
+        Some(e) => {
+            let _ = writeln!(out, "energy {e}");
+        }
+        None => {
+            let _ = writeln!(out, "energy unavailable");
+        }
+    }
+    for c in s.cpus.iter().filter(|c| !c.freq_residency.is_empty()) {
+        let _ = writeln!(
+            out,
+            "freq residency cpu {}: {}",
+            c.cpu,
+            residency_text(&c.freq_residency)
+        );
+    }
     render_timeline(&mut out, acc, s);
     for c in &s.cpus {
         render_hist(&mut out, c.cpu, &c.late_hist);
@@ -211,20 +227,34 @@ fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
     );
 }
 
-/// One line for `--stats SECS`: per CPU ticks and lateness, per tt task delivered share.
+/// `1000MHz 25.0% 2300MHz 75.0%`.
+fn residency_text(shares: &[FreqShare]) -> String {
+    shares
+        .iter()
+        .map(|f| format!("{}MHz {:.1}%", f.mhz, f.fraction * 100.0))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One line for `--stats SECS`: per CPU ticks, lateness and frequency residency, per tt task
+/// delivered share, and the energy so far.
 pub fn render_stats_line(s: &Summary) -> String {
     let cpus: Vec<String> = s
         .cpus
         .iter()
         .map(|c| {
-            format!(
+            let mut line = format!(
                 "cpu{} ticks={} late_p50={:.0}us p99={:.0}us stolen={:.1}ms",
                 c.cpu,
                 c.ticks,
                 us(c.late_ns.p50),
                 us(c.late_ns.p99),
                 ms(c.stolen_ns)
-            )
+            );
+            if !c.freq_residency.is_empty() {
+                let _ = write!(line, " freq=[{}]", residency_text(&c.freq_residency));
+            }
+            line
         })
         .collect();
     let tasks: Vec<String> = s
@@ -240,8 +270,12 @@ pub fn render_stats_line(s: &Summary) -> String {
             )
         })
         .collect();
+    let energy = s
+        .energy
+        .as_ref()
+        .map_or("unavailable".to_string(), |e| e.to_string());
     format!(
-        "[scx_tt] t={:.1}s {} | {}",
+        "[scx_tt] t={:.1}s {} | {} | energy {energy}",
         s.duration_ns as f64 / 1e9,
         cpus.join(" "),
         tasks.join(" ")

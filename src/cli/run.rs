@@ -7,12 +7,18 @@
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
 #[cfg(feature = "bpf")]
+mod energy;
+#[cfg(feature = "bpf")]
 mod enforce;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use scx_tt::energy::model::{self, PowerModel};
 use scx_tt::plan;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+/// The default `--power-model`, built in so the binary works alone (e.g. in the VM initramfs).
+const BUNDLED_MODEL: &str = include_str!("../../models/xeon-gold-5218.json");
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -45,6 +51,13 @@ pub struct RunArgs {
     /// frame slot, e.g. {"1": [1.0, 0.5, ...]}.
     #[arg(long, value_name = "FILE.json")]
     pub perf_table: Option<PathBuf>,
+    /// Root under which /sys is read for energy (powercap RAPL); a fake tree in tests.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub sysfs_root: PathBuf,
+    /// Power model (JSON, docs/energy.md) for the energy estimate when there is no RAPL, and
+    /// for the frequency residency (default: the bundled models/xeon-gold-5218.json).
+    #[arg(long, value_name = "FILE.json")]
+    pub power_model: Option<PathBuf>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,
@@ -62,12 +75,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         Err(e) => return Err(e).context("loading the plan"),
     };
+    let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]
-    return enforce::enforce(&args, &plan);
+    return enforce::enforce(&args, &plan, &model);
     #[cfg(not(feature = "bpf"))]
     bail!(
-        "{} ({} tasks): this scx_tt was built without the `bpf` feature and cannot enforce plans",
+        "{} ({} tasks, power model {}): this scx_tt was built without the `bpf` feature and \
+         cannot enforce plans",
         path.display(),
-        plan.tasks.len()
+        plan.tasks.len(),
+        model.name
     )
+}
+
+/// `--power-model FILE`, or the bundled Xeon model.
+fn load_power_model(path: Option<&Path>) -> Result<PowerModel> {
+    match path {
+        Some(p) => {
+            model::from_path(p).with_context(|| format!("loading power model {}", p.display()))
+        }
+        None => model::from_str(BUNDLED_MODEL).context("loading the bundled power model"),
+    }
 }

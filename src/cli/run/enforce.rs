@@ -1,11 +1,14 @@
 //! The enforcing run (feature `bpf`): see the order in the parent module's doc.
 
+use super::energy::LiveEnergy;
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{
     render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TaskInfo,
     TaskState,
 };
+use scx_tt::energy::model::PowerModel;
+use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::{Plan, Selector};
 use scx_tt::resolve::{ProcFs, ResolveError};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
@@ -114,7 +117,7 @@ fn task_states(tids: &[Vec<u32>], children: &mut Children, procfs: &ProcFs) -> V
         .collect()
 }
 
-pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
+pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     let sysfs = SysFs::default();
     let procfs = ProcFs::default();
     check_root()?;
@@ -190,7 +193,15 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
             cpu: t.cpu,
         })
         .collect();
-    let mut acc = Accounting::new(cfg.slot_ns, infos, &cfg.managed, args.timeline_slots);
+    let mut acc = Accounting::new(cfg.slot_ns, infos, &cfg.managed, args.timeline_slots)
+        .with_power_model(model.clone());
+    let mut energy = LiveEnergy::open(
+        &Root::new(args.sysfs_root.clone()),
+        model,
+        &cfg.managed,
+        plan.slot_us,
+    );
+    verbose(&format!("{} ({})", energy.describe(), model.name));
     let mut trace = match &args.trace {
         Some(p) => Some(BufWriter::new(
             std::fs::File::create(p).with_context(|| format!("creating trace {}", p.display()))?,
@@ -219,12 +230,13 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
             prog_stats: sched.prog_stats(),
         }
     };
-    let mut drain = |acc: &mut Accounting| -> Result<()> {
+    let mut drain = |acc: &mut Accounting, energy: &mut LiveEnergy| -> Result<()> {
         for s in samples.borrow_mut().drain(..) {
             acc.add(&s);
+            let rec = acc.trace_record(&s);
+            energy.record(&rec);
             if let Some(w) = trace.as_mut() {
-                serde_json::to_writer(&mut *w, &acc.trace_record(&s))
-                    .context("writing the trace")?;
+                serde_json::to_writer(&mut *w, &rec).context("writing the trace")?;
                 w.write_all(b"\n").context("writing the trace")?;
             }
         }
@@ -236,7 +248,7 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
         // EINTR from the signal handler is expected; the flag is checked below.
         let _ = ring.poll(Duration::from_millis(100));
         let _ = ring.consume();
-        drain(&mut acc)?;
+        drain(&mut acc, &mut energy)?;
         if stop.load(Ordering::SeqCst) {
             break ExitReason::Signal;
         }
@@ -255,25 +267,26 @@ pub fn enforce(args: &RunArgs, plan: &Plan) -> Result<i32> {
         if let (Some(at), Some(every)) = (next_stats, stats_every) {
             if Instant::now() >= at {
                 let states = task_states(&tids, &mut children, &procfs);
-                println!(
-                    "{}",
-                    render_stats_line(&acc.summary(&facts(&sched, ExitReason::Duration, states)))
-                );
+                let summary = acc
+                    .summary(&facts(&sched, ExitReason::Duration, states))
+                    .with_energy(energy.read());
+                println!("{}", render_stats_line(&summary));
                 next_stats = Some(at + every);
             }
         }
     };
 
     let _ = ring.consume();
-    drain(&mut acc)?;
+    drain(&mut acc, &mut energy)?;
     let states = task_states(&tids, &mut children, &procfs);
     let run = facts(&sched, exit, states);
+    let reading = energy.read();
     let state = sched.shutdown(&sysfs, Duration::from_secs(2));
     drop(ring);
     verbose(&format!("detached, sched_ext state {state}"));
     children.kill_all();
 
-    let summary = acc.summary(&run);
+    let summary = acc.summary(&run).with_energy(reading);
     print!("{}", render_summary(&acc, &summary));
     if let Some(w) = trace.as_mut() {
         w.flush().context("writing the trace")?;
