@@ -44,6 +44,52 @@ pub enum LoadError {
     Section(&'static str),
 }
 
+/// Entries written per `BPF_MAP_UPDATE_BATCH` call.
+const BATCH_ENTRIES: usize = 64 * 1024;
+
+/// Writes `values` into the u32 ARRAY map `map` at keys `first_key..`, in batches (one syscall
+/// per 64 Ki entries instead of one per entry: a 256-CPU × 10,000-slot table has 5 M entries);
+/// falls back to one update per entry when the kernel refuses batch operations on the map.
+fn write_u32_array(
+    map: &impl MapCore,
+    first_key: u32,
+    values: &[u32],
+) -> Result<(), libbpf_rs::Error> {
+    for (c, chunk) in values.chunks(BATCH_ENTRIES).enumerate() {
+        let base = first_key + (c * BATCH_ENTRIES) as u32;
+        let keys: Vec<u8> = (0..chunk.len() as u32)
+            .flat_map(|i| (base + i).to_ne_bytes())
+            .collect();
+        let vals: Vec<u8> = chunk.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let batch = map.update_batch(
+            &keys,
+            &vals,
+            chunk.len() as u32,
+            MapFlags::ANY,
+            MapFlags::ANY,
+        );
+        match batch {
+            Ok(()) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    libbpf_rs::ErrorKind::InvalidInput | libbpf_rs::ErrorKind::Unsupported
+                ) =>
+            {
+                for (i, v) in chunk.iter().enumerate() {
+                    map.update(
+                        &(base + i as u32).to_ne_bytes(),
+                        &v.to_ne_bytes(),
+                        MapFlags::ANY,
+                    )?;
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
 fn map_err(map: &'static str) -> impl Fn(libbpf_rs::Error) -> LoadError {
     move |e| LoadError::Map {
         map,
@@ -159,27 +205,10 @@ impl<'a> Scheduler<'a> {
             scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
 
         let half = cfg.table.len();
-        for (i, &owner) in cfg.table.iter().enumerate() {
-            for key in [i, half + i] {
-                skel.maps
-                    .table
-                    .update(
-                        &(key as u32).to_ne_bytes(),
-                        &owner.to_ne_bytes(),
-                        MapFlags::ANY,
-                    )
-                    .map_err(map_err("table"))?;
-            }
-        }
-        for (i, &perf) in cfg.perf.iter().flatten().enumerate() {
-            skel.maps
-                .perf_target
-                .update(
-                    &(i as u32).to_ne_bytes(),
-                    &perf.to_ne_bytes(),
-                    MapFlags::ANY,
-                )
-                .map_err(map_err("perf_target"))?;
+        write_u32_array(&skel.maps.table, 0, &cfg.table).map_err(map_err("table"))?;
+        write_u32_array(&skel.maps.table, half as u32, &cfg.table).map_err(map_err("table"))?;
+        if let Some(perf) = &cfg.perf {
+            write_u32_array(&skel.maps.perf_target, 0, perf).map_err(map_err("perf_target"))?;
         }
         for &(tid, task) in threads {
             let ctx = abi::tt_task_ctx {
@@ -253,14 +282,8 @@ impl<'a> Scheduler<'a> {
                 .ok_or(LoadError::Section("data"))?;
             data.table_switch_slot = u64::MAX;
         }
-        for (i, owner) in table.iter().enumerate() {
-            let key = (next as usize * half + i) as u32;
-            self.skel
-                .maps
-                .table
-                .update(&key.to_ne_bytes(), &owner.to_ne_bytes(), MapFlags::ANY)
-                .map_err(map_err("table"))?;
-        }
+        write_u32_array(&self.skel.maps.table, (next as usize * half) as u32, table)
+            .map_err(map_err("table"))?;
         let bss = self
             .skel
             .maps
