@@ -182,6 +182,11 @@ pub struct CpuState {
     /// Template jobs in release order.
     pub(crate) template_by_release: Vec<usize>,
     pub(crate) template_ivs: Vec<offline::Interval>,
+    /// `template_ivs` and the jobs of `template_by_release` as they enter the horizon, relative to
+    /// the frame start: the build copies these flat arrays instead of chasing the template's
+    /// per-interval job lists, which are cold after half a frame without a build.
+    pub(crate) build_ivs: Vec<Iv>,
+    pub(crate) build_jobs: Vec<LiveJob>,
     /// Intervals from the current one on: the horizon, then the frame being built.
     pub(crate) ivs: VecDeque<Iv>,
     pub(crate) jobs: VecDeque<LiveJob>,
@@ -213,6 +218,8 @@ impl CpuState {
             template_kind: kinds.to_vec(),
             template_by_release: Vec::new(),
             template_ivs: Vec::new(),
+            build_ivs: Vec::new(),
+            build_jobs: Vec::new(),
             ivs: VecDeque::new(),
             jobs: VecDeque::new(),
             job_base: 0,
@@ -239,6 +246,36 @@ impl CpuState {
             .collect();
         order.sort_by_key(|&j| (self.template[j].release, self.template[j].deadline, j));
         self.template_by_release = order;
+        self.build_ivs = self
+            .template_ivs
+            .iter()
+            .map(|t| Iv {
+                start: t.start,
+                end: t.end,
+                sc: t.sc,
+                pending: t
+                    .jobs
+                    .iter()
+                    .filter(|&&j| self.template[j].wcet > 0)
+                    .count() as u32,
+            })
+            .collect();
+        self.build_jobs = self
+            .template_by_release
+            .iter()
+            .map(|&j| {
+                let t = &self.template[j];
+                LiveJob {
+                    task: t.task,
+                    kind: self.template_kind[j],
+                    release: t.release,
+                    deadline: t.deadline,
+                    rem: t.wcet * UNIT,
+                    res: 0,
+                    done: false,
+                }
+            })
+            .collect();
         self.reserve_horizon();
     }
 
@@ -314,6 +351,8 @@ impl CpuState {
                 .iter()
                 .map(|i| size_of::<offline::Interval>() + i.jobs.capacity() * size_of::<usize>())
                 .sum::<usize>()
+            + self.build_ivs.capacity() * size_of::<Iv>()
+            + self.build_jobs.capacity() * size_of::<LiveJob>()
             + self.ivs.capacity() * size_of::<Iv>()
             + self.jobs.capacity() * size_of::<LiveJob>()
             + self.ready.capacity() * size_of::<Reverse<(Slot, usize)>>()
@@ -329,17 +368,11 @@ impl CpuState {
             .template_ivs
             .len()
             .min(self.build_iv.saturating_add(budget));
-        for t in &self.template_ivs[self.build_iv..iv_end] {
-            let pending = t
-                .jobs
-                .iter()
-                .filter(|&&j| self.template[j].wcet > 0)
-                .count() as u32;
+        for t in &self.build_ivs[self.build_iv..iv_end] {
             self.ivs.push_back(Iv {
                 start: base + t.start,
                 end: base + t.end,
-                sc: t.sc,
-                pending,
+                ..*t
             });
         }
         self.build_iv = iv_end;
@@ -347,17 +380,12 @@ impl CpuState {
             .template_by_release
             .len()
             .min(self.build_job.saturating_add(budget));
-        for &j in &self.template_by_release[self.build_job..job_end] {
-            let t = &self.template[j];
+        for t in &self.build_jobs[self.build_job..job_end] {
             self.unreleased.push_back(self.job_base + self.jobs.len());
             self.jobs.push_back(LiveJob {
-                task: t.task,
-                kind: self.template_kind[j],
                 release: base + t.release,
                 deadline: base + t.deadline,
-                rem: t.wcet * UNIT,
-                res: 0,
-                done: false,
+                ..t.clone()
             });
         }
         self.build_job = job_end;
