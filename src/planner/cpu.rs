@@ -153,6 +153,20 @@ pub(crate) enum Running {
     Other,
 }
 
+/// Grows `d` to hold at least `want` items (if it cannot already) and writes every free slot
+/// once, so that the memory is mapped before the hot path uses it. Contents are unchanged.
+fn reserve_touched<T: Clone>(d: &mut VecDeque<T>, want: usize, filler: T) {
+    if d.capacity() >= want {
+        return;
+    }
+    let len = d.len();
+    d.reserve(want - len);
+    while d.len() < d.capacity() {
+        d.push_back(filler.clone());
+    }
+    d.truncate(len);
+}
+
 /// The online state of one managed CPU.
 ///
 /// Intervals and jobs live in deques: the front interval is the current one (past intervals are
@@ -168,6 +182,11 @@ pub struct CpuState {
     /// Template jobs in release order.
     pub(crate) template_by_release: Vec<usize>,
     pub(crate) template_ivs: Vec<offline::Interval>,
+    /// `template_ivs` and the jobs of `template_by_release` as they enter the horizon, relative to
+    /// the frame start: the build copies these flat arrays instead of chasing the template's
+    /// per-interval job lists, which are cold after half a frame without a build.
+    pub(crate) build_ivs: Vec<Iv>,
+    pub(crate) build_jobs: Vec<LiveJob>,
     /// Intervals from the current one on: the horizon, then the frame being built.
     pub(crate) ivs: VecDeque<Iv>,
     pub(crate) jobs: VecDeque<LiveJob>,
@@ -199,6 +218,8 @@ impl CpuState {
             template_kind: kinds.to_vec(),
             template_by_release: Vec::new(),
             template_ivs: Vec::new(),
+            build_ivs: Vec::new(),
+            build_jobs: Vec::new(),
             ivs: VecDeque::new(),
             jobs: VecDeque::new(),
             job_base: 0,
@@ -225,6 +246,74 @@ impl CpuState {
             .collect();
         order.sort_by_key(|&j| (self.template[j].release, self.template[j].deadline, j));
         self.template_by_release = order;
+        self.build_ivs = self
+            .template_ivs
+            .iter()
+            .map(|t| Iv {
+                start: t.start,
+                end: t.end,
+                sc: t.sc,
+                pending: t
+                    .jobs
+                    .iter()
+                    .filter(|&&j| self.template[j].wcet > 0)
+                    .count() as u32,
+            })
+            .collect();
+        self.build_jobs = self
+            .template_by_release
+            .iter()
+            .map(|&j| {
+                let t = &self.template[j];
+                LiveJob {
+                    task: t.task,
+                    kind: self.template_kind[j],
+                    release: t.release,
+                    deadline: t.deadline,
+                    rem: t.wcet * UNIT,
+                    res: 0,
+                    done: false,
+                }
+            })
+            .collect();
+        self.reserve_horizon();
+    }
+
+    /// Makes room for three frames of the template (the horizon plus the frame being built) and
+    /// some firm jobs, so that the per-slot build never grows a deque. Growing one is a copy into
+    /// fresh memory, page faults included, and happens in the same slot on every CPU with a
+    /// similar template: it was the largest per-slot cost (hundreds of µs for 15 CPUs). The new
+    /// memory is touched here, outside `step`, so its page faults are not paid in a slot either.
+    fn reserve_horizon(&mut self) {
+        let ivs = 3 * self.template_ivs.len() + 64;
+        let jobs = 3 * self.template_by_release.len() + 64;
+        let filler_iv = Iv {
+            start: 0,
+            end: 0,
+            sc: 0,
+            pending: 0,
+        };
+        let filler_job = LiveJob {
+            task: 0,
+            kind: JobKind::Periodic,
+            release: 0,
+            deadline: 0,
+            rem: 0,
+            res: 0,
+            done: true,
+        };
+        reserve_touched(&mut self.ivs, ivs, filler_iv);
+        reserve_touched(&mut self.jobs, jobs, filler_job);
+        reserve_touched(&mut self.unreleased, jobs, 0);
+        if self.ready.capacity() < jobs {
+            // Entries are unique (seq), so the heap pops in the same order after the round trip.
+            let mut v = std::mem::take(&mut self.ready).into_vec();
+            let len = v.len();
+            v.reserve(jobs - len);
+            v.resize(v.capacity(), Reverse((0, 0)));
+            v.truncate(len);
+            self.ready = BinaryHeap::from(v);
+        }
     }
 
     /// End of the horizon (the complete frames).
@@ -262,6 +351,8 @@ impl CpuState {
                 .iter()
                 .map(|i| size_of::<offline::Interval>() + i.jobs.capacity() * size_of::<usize>())
                 .sum::<usize>()
+            + self.build_ivs.capacity() * size_of::<Iv>()
+            + self.build_jobs.capacity() * size_of::<LiveJob>()
             + self.ivs.capacity() * size_of::<Iv>()
             + self.jobs.capacity() * size_of::<LiveJob>()
             + self.ready.capacity() * size_of::<Reverse<(Slot, usize)>>()
@@ -277,17 +368,11 @@ impl CpuState {
             .template_ivs
             .len()
             .min(self.build_iv.saturating_add(budget));
-        for t in &self.template_ivs[self.build_iv..iv_end] {
-            let pending = t
-                .jobs
-                .iter()
-                .filter(|&&j| self.template[j].wcet > 0)
-                .count() as u32;
+        for t in &self.build_ivs[self.build_iv..iv_end] {
             self.ivs.push_back(Iv {
                 start: base + t.start,
                 end: base + t.end,
-                sc: t.sc,
-                pending,
+                ..*t
             });
         }
         self.build_iv = iv_end;
@@ -295,17 +380,12 @@ impl CpuState {
             .template_by_release
             .len()
             .min(self.build_job.saturating_add(budget));
-        for &j in &self.template_by_release[self.build_job..job_end] {
-            let t = &self.template[j];
+        for t in &self.build_jobs[self.build_job..job_end] {
             self.unreleased.push_back(self.job_base + self.jobs.len());
             self.jobs.push_back(LiveJob {
-                task: t.task,
-                kind: self.template_kind[j],
                 release: base + t.release,
                 deadline: base + t.deadline,
-                rem: t.wcet * UNIT,
-                res: 0,
-                done: false,
+                ..t.clone()
             });
         }
         self.build_job = job_end;
