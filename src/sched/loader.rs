@@ -255,62 +255,46 @@ impl<'a> Scheduler<'a> {
                 ),
             });
         }
-        let data = self
-            .skel
-            .maps
-            .data_data
-            .as_mut()
-            .ok_or(LoadError::Section("data"))?;
-        let pending = data.table_switch_slot != u64::MAX;
-        let bss = self
-            .skel
-            .maps
-            .bss_data
-            .as_mut()
-            .ok_or(LoadError::Section("bss"))?;
+        let pending = self.data_mut()?.table_switch_slot != u64::MAX;
+        let bss = self.bss_mut()?;
         if pending {
             // fold the previous switch: both lookups now agree on the half in use
             bss.table_active = bss.table_next;
         }
         let next = 1 - bss.table_active;
         if pending {
-            let data = self
-                .skel
-                .maps
-                .data_data
-                .as_mut()
-                .ok_or(LoadError::Section("data"))?;
-            data.table_switch_slot = u64::MAX;
+            self.data_mut()?.table_switch_slot = u64::MAX;
         }
         write_u32_array(&self.skel.maps.table, (next as usize * half) as u32, table)
             .map_err(map_err("table"))?;
-        let bss = self
-            .skel
+        self.bss_mut()?.table_next = next;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.data_mut()?.table_switch_slot = at_slot;
+        Ok(())
+    }
+
+    /// The skeleton's mmapped `.bss` (run-time state userspace writes while running).
+    fn bss_mut(&mut self) -> Result<&mut crate::bpf_skel::types::bss, LoadError> {
+        self.skel
             .maps
             .bss_data
-            .as_mut()
-            .ok_or(LoadError::Section("bss"))?;
-        bss.table_next = next;
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        let data = self
-            .skel
+            .as_deref_mut()
+            .ok_or(LoadError::Section("bss"))
+    }
+
+    /// The skeleton's mmapped `.data`.
+    fn data_mut(&mut self) -> Result<&mut crate::bpf_skel::types::data, LoadError> {
+        self.skel
             .maps
             .data_data
-            .as_mut()
-            .ok_or(LoadError::Section("data"))?;
-        data.table_switch_slot = at_slot;
-        Ok(())
+            .as_deref_mut()
+            .ok_or(LoadError::Section("data"))
     }
 
     /// Set slot 0 to start at `t0_ns` and arm one timer per managed CPU, from this thread
     /// pinned to that CPU in turn (its affinity is restored afterwards).
     pub fn arm(&mut self, t0_ns: u64) -> Result<(), LoadError> {
-        self.skel
-            .maps
-            .bss_data
-            .as_mut()
-            .ok_or(LoadError::Section("bss"))?
-            .t0_ns = t0_ns;
+        self.bss_mut()?.t0_ns = t0_ns;
         // While pinned to a managed CPU this thread is counted as kthread time, not foreign.
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as u32;
