@@ -9,9 +9,8 @@
 //!   - `-smp 2`, tests/vm/plans/demo_one_cpu.json: the demo plan's tasks on one managed CPU
 //!     (CPU 1; spin-c shortened to fit), housekeeping CPU 0. Timing bounds hold here because
 //!     the guest has no more vCPUs than the 2-core hosts have cores:
-//!       - every tt task gets >= 90 % of its planned slot time (the issue's bound), and at
-//!         most 5 % of its run time falls outside its slots (the issue's 2 % is reported per
-//!         task as met/missed; see MAX_OUTSIDE_PCT for why TCG needs more);
+//!       - every tt task gets >= 90 % of its planned slot time and at most 2 % of its run
+//!         time falls outside its slots (the issue's bounds);
 //!       - the housekeeping load lowers each tt task's delivery by at most 5 points;
 //!   - `-smp 3`, schedules/demo.json itself (managed CPUs 1-2, housekeeping 0), as `make demo`
 //!     runs it. 3 busy vCPUs on 2 host cores make slot ticks milliseconds late (the host
@@ -31,14 +30,13 @@ use std::collections::BTreeMap;
 
 const DURATION_S: u64 = 10;
 const MIN_DELIVERED_PCT: f64 = 90.0;
-/// Bound on the share of run time outside the task's slots in the TCG guest. The issue's target
-/// is 2 % (ISSUE_OUTSIDE_PCT, reported for every task): outside time is essentially the slot
-/// tick's lateness at each change of owner, and in a TCG guest on 2 shared cores that lateness
-/// has a p99 of 2.5-7 ms (the host deschedules vCPU threads), which puts measured figures at
-/// 1.0-3.3 % (docs/vm-harness.md). 5 % still fails a scheduler without boundary kicks (~45 %
-/// in the PoC) or one that lets tasks overrun by a whole tick (4 ms of 10 ms slots).
-const MAX_OUTSIDE_PCT: f64 = 5.0;
-const ISSUE_OUTSIDE_PCT: f64 = 2.0;
+/// Bound on the share of run time outside the task's slots: the issue's 2 %. Outside time is
+/// what an owner runs past the end of its run before it is stopped. The guard-band event
+/// (B.2f in src/bpf/tt_sched.bpf.c) stops it guard_ns (500 us by default) before the boundary,
+/// so only a timer later than the guard band leaks into the next slot; measured 0.01-0.97 % at
+/// `-smp 2` even with a busy host (docs/vm-harness.md). Before the guard-band event, outside
+/// time was the whole boundary-tick lateness, 1.0-3.3 %.
+const MAX_OUTSIDE_PCT: f64 = 2.0;
 const MAX_LOAD_DROP_POINTS: f64 = 5.0;
 
 #[derive(Deserialize)]
@@ -87,6 +85,15 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
                 cpu.cpu, cpu.be_while_tt_ready_ns
             ),
         );
+        // Every plan here changes owners within a frame: the guard-band event must fire at
+        // those run ends (B.2f of src/bpf/tt_sched.bpf.c) and find the busy owner running.
+        c.check(
+            cpu.guard_events > 0 && cpu.guard_stops > 0 && cpu.guard_stops <= cpu.guard_events,
+            format!(
+                "{name}: cpu {} guard band stopped the ending owner {} of {} times",
+                cpu.cpu, cpu.guard_stops, cpu.guard_events
+            ),
+        );
         c.check(
             cpu.foreign_ns == 0,
             format!(
@@ -118,11 +125,9 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
         c.check_timing(
             t.run_ns > 0 && t.outside_pct() <= MAX_OUTSIDE_PCT,
             format!(
-                "{name}: {} ran {:.2} % of its time outside its slots (<= {MAX_OUTSIDE_PCT} % in TCG; \
-                 issue target {ISSUE_OUTSIDE_PCT} %: {})",
+                "{name}: {} ran {:.2} % of its time outside its slots (<= {MAX_OUTSIDE_PCT} %)",
                 t.name,
-                t.outside_pct(),
-                if t.outside_pct() <= ISSUE_OUTSIDE_PCT { "met" } else { "missed" }
+                t.outside_pct()
             ),
         );
     }

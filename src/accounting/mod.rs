@@ -98,6 +98,11 @@ pub struct CpuCounters {
     pub late_skips: u64,
     pub rec_drops: u64,
     pub lost_ns: u64,
+    /// Guard-band events (one before each boundary that ends an owner's run).
+    pub stop_events: u64,
+    /// Guard-band events that found the ending owner running and preempted it.
+    pub stop_kicks: u64,
+    pub stop_cost_ns: u64,
 }
 
 /// Whether a task's threads were found and are still alive.
@@ -329,6 +334,8 @@ impl Accounting {
                         .checked_div(counters.ticks)
                         .unwrap_or(0),
                     late_skips: counters.late_skips,
+                    guard_events: counters.stop_events,
+                    guard_stops: counters.stop_kicks,
                     record_drops: counters.rec_drops,
                     freq_residency: freq_shares(&acc.residency),
                 }
@@ -500,6 +507,10 @@ pub struct CpuSummary {
     pub be_kick_latency_ns: u64,
     pub bpf_tick_ns_avg: u64,
     pub late_skips: u64,
+    /// Guard-band events: one guard_ns before each boundary that ends an owner's run.
+    pub guard_events: u64,
+    /// Of those, how many found the ending owner running and stopped it (docs/run-output.md).
+    pub guard_stops: u64,
     pub record_drops: u64,
     /// Per P-state of the power model, by ascending MHz (empty without a model).
     pub freq_residency: Vec<FreqShare>,

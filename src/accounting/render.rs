@@ -121,7 +121,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8}",
+        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8} {:>13}",
         "cpu",
         "ticks",
         "late_min",
@@ -132,7 +132,8 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         "kthread_ms",
         "foreign_ms",
         "be_ready_ms",
-        "tick_ns"
+        "tick_ns",
+        "guard_stops"
     );
     let _ = writeln!(
         out,
@@ -142,7 +143,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     for c in &s.cpus {
         let _ = writeln!(
             out,
-            "{:>4} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8}",
+            "{:>4} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8} {:>13}",
             c.cpu,
             c.ticks,
             us(c.late_ns.min),
@@ -153,7 +154,8 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             ms(c.kthread_ns),
             ms(c.foreign_ns),
             ms(c.be_while_tt_ready_ns),
-            c.bpf_tick_ns_avg
+            c.bpf_tick_ns_avg,
+            format!("{}/{}", c.guard_stops, c.guard_events)
         );
     }
     for p in &s.bpf_prog_stats {

@@ -35,7 +35,16 @@
  *      d. with a perf table (issue 5, EASS-DVFS on schedutil systems), request the new slot's
  *         cpuperf target with scx_bpf_cpuperf_set and note it in the record;
  *      e. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
- *         a tick later than a whole slot skips ahead and counts late_skips).
+ *         a tick later than a whole slot skips ahead and counts late_skips);
+ *      f. when the new slot's owner does not own the slot after it (its run ends at the next
+ *         boundary), the timer is first armed for the guard-band event at that boundary minus
+ *         guard_ns: if the ending owner is running, it is kicked with SCX_KICK_PREEMPT and,
+ *         since dispatch starts nothing that close to the end of a run (C), the CPU idles
+ *         until the boundary. The timer is then re-armed for the boundary itself. So the
+ *         boundary tick's lateness no longer lets an owner run into the next owner's slot;
+ *         only a guard-band event later than guard_ns does. Its price is up to guard_ns of
+ *         the owner's time at the end of each run. A guard-band event that fires after the
+ *         boundary is handled as the boundary tick.
  *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
  *
  * C. Dispatch on a managed CPU at time now in slot k with owner o = table[k mod frame]:
@@ -48,7 +57,8 @@
  *   alone is too coarse, HZ=250 is 4 ms).
  *
  *   Guard band: no task is started when less than guard_ns is left before the end of its run;
- *   the CPU idles instead, so a kick latency cannot push a fresh start across the boundary.
+ *   the CPU idles instead, so a kick latency cannot push a fresh start across the boundary,
+ *   and an owner still running then is stopped by the guard-band event (B.2f).
  *
  *   Last runnable task: with SCX_OPS_ENQ_LAST the kernel does not silently keep a task whose
  *   slice expired when nothing else is runnable; it calls ops.enqueue with SCX_ENQ_LAST and
@@ -93,8 +103,9 @@
  *   - Kthreads bound to a managed CPU run when they want and delay the owner (stolen time).
  *     So does scx_tt's loader thread while it arms a managed CPU's timer (its tid is in
  *     task_ctx as TT_LOADER_TASK and it is counted as kthread time).
- *   - Enforcement granularity is the tick + kick latency (tens of us on hardware, up to ms
- *     under TCG); the guard band should exceed it.
+ *   - Enforcement granularity is the timer + kick latency (tens of us on hardware, up to ms
+ *     under TCG); the guard band should exceed it, or an owner overruns its run by the excess.
+ *   - Two timer callbacks instead of one at each boundary that ends a run (B.2f).
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
  *   - The table switch (F) is exposed by the loader (Scheduler::switch_table) but no CLI
  *     path uses it yet, and it has not been exercised in the VM.
@@ -165,8 +176,14 @@ struct {
 /* Prefixed: kernel type names are taken by vmlinux.h. */
 struct tt_timer {
 	struct bpf_timer timer;
-	u64 expires_ns; /* the boundary the timer is armed for */
-	u64 slot; /* the slot that boundary starts */
+	u64 expires_ns; /* when the timer is armed for */
+	u64 slot; /* the slot whose start is the next boundary */
+	u32 phase; /* enum tt_phase: what the armed expiry is */
+};
+
+enum tt_phase {
+	TT_PHASE_BOUNDARY = 0, /* expires_ns = slot_start(slot) */
+	TT_PHASE_STOP, /* expires_ns = slot_start(slot) - guard_ns: the owner's run ends then */
 };
 
 struct {
@@ -432,6 +449,55 @@ static void set_slot_perf(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 		acc->rec.perf = *perf;
 }
 
+/*
+ * Arm @t for the boundary that starts slot @next. When the current slot's owner @owner does
+ * not own @next, its run ends at that boundary: arm the guard-band event first (B.2f), so the
+ * owner is stopped guard_ns before the boundary and a late boundary tick does not let it run
+ * into the next owner's slot.
+ */
+static void arm_next(struct tt_timer *t, struct bpf_timer *timer, u64 next, u32 owner)
+{
+	u64 boundary = slot_start(next);
+
+	t->slot = next;
+	if (owner != TT_NO_TASK && guard_ns && guard_ns < slot_ns &&
+	    owner_of(bpf_get_smp_processor_id(), next) != owner) {
+		t->phase = TT_PHASE_STOP;
+		t->expires_ns = boundary - guard_ns;
+	} else {
+		t->phase = TT_PHASE_BOUNDARY;
+		t->expires_ns = boundary;
+	}
+	bpf_timer_start(timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+}
+
+/*
+ * The guard-band event of the run ending at slot_start(t->slot): preempt the ending owner if it
+ * runs. Dispatch starts nothing within guard_ns of the end of a run (C), so the CPU idles
+ * until the boundary tick starts the next slot. Returns false when the event is so late that
+ * the boundary has passed: the caller then runs the boundary tick at once.
+ */
+static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 now)
+{
+	struct tt_cpu_acct *a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	u64 boundary = slot_start(t->slot);
+	u32 ending;
+
+	if (now >= boundary)
+		return false;
+	__sync_fetch_and_add(&cpu_stats[cpu].stop_events, 1);
+	ending = owner_of(cpu, t->slot - 1);
+	if (a->cur_kind == TT_RUN_PLAN && a->cur_task == ending) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		__sync_fetch_and_add(&cpu_stats[cpu].stop_kicks, 1);
+	}
+	t->phase = TT_PHASE_BOUNDARY;
+	t->expires_ns = boundary;
+	bpf_timer_start(timer, boundary, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+	__sync_fetch_and_add(&cpu_stats[cpu].stop_cost_ns, bpf_ktime_get_ns() - now);
+	return true;
+}
+
 static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -439,7 +505,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	u32 k = *key;
 	struct tt_timer *t;
 	struct tt_cpu_acct *a;
-	u64 slot, next;
+	u64 slot;
 	u32 owner;
 
 	t = bpf_map_lookup_elem(&timers, &k);
@@ -448,6 +514,13 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	if (cpu != k) {
 		__sync_fetch_and_add(&cpu_stats[cpu].pin_mismatch, 1);
 		return 0;
+	}
+	if (t->phase == TT_PHASE_STOP) {
+		if (stop_tick(t, timer, cpu, now))
+			return 0;
+		/* the guard-band event came after the boundary: this is the boundary tick */
+		t->phase = TT_PHASE_BOUNDARY;
+		t->expires_ns = slot_start(t->slot);
 	}
 	slot = t->slot;
 	a = &cpu_acct[cpu];
@@ -479,10 +552,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	if (perf_enabled)
 		set_slot_perf(a, cpu, slot);
 
-	next = slot + 1;
-	t->slot = next;
-	t->expires_ns = slot_start(next);
-	bpf_timer_start(timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+	arm_next(t, timer, slot + 1, owner);
 
 	__sync_fetch_and_add(&cpu_stats[cpu].ticks, 1);
 	__sync_fetch_and_add(&cpu_stats[cpu].tick_cost_ns, bpf_ktime_get_ns() - now);
@@ -520,6 +590,7 @@ int arm_timer(struct tt_arm_arg *arg)
 		acc_open(a, cpu, slot - 1);
 	t->slot = slot;
 	t->expires_ns = slot_start(slot);
+	t->phase = TT_PHASE_BOUNDARY;
 	__sync_fetch_and_add(&nr_arms, 1);
 	return bpf_timer_start(&t->timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
 }

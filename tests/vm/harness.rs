@@ -218,6 +218,11 @@ pub struct CpuSummary {
     pub foreign_ns: u64,
     pub be_while_tt_ready_ns: u64,
     pub bpf_tick_ns_avg: f64,
+    /// Guard-band events and the owners they stopped (absent from older summaries).
+    #[serde(default)]
+    pub guard_events: u64,
+    #[serde(default)]
+    pub guard_stops: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -295,7 +300,8 @@ impl Summary {
         for c in &self.cpus {
             println!(
                 "  cpu {} {:<11} ticks {:>5} late us min {:.1} p50 {:.1} p99 {:.1} max {:.1}; stolen {:.2} ms \
-                 (kthread {:.2}, foreign {:.2}), be while tt ready {:.2} ms, BPF {:.0} ns/tick",
+                 (kthread {:.2}, foreign {:.2}), be while tt ready {:.2} ms, BPF {:.0} ns/tick, \
+                 guard band stopped the owner {} of {} times",
                 c.cpu,
                 if c.managed { "managed" } else { "housekeeping" },
                 c.ticks,
@@ -307,7 +313,9 @@ impl Summary {
                 ms(c.kthread_ns),
                 ms(c.foreign_ns),
                 ms(c.be_while_tt_ready_ns),
-                c.bpf_tick_ns_avg
+                c.bpf_tick_ns_avg,
+                c.guard_stops,
+                c.guard_events
             );
         }
     }
