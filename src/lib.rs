@@ -9,6 +9,7 @@ pub mod accounting;
 mod bpf_intf;
 #[cfg(feature = "bpf")]
 mod bpf_skel;
+pub mod control;
 pub mod energy;
 pub mod plan;
 pub mod planner;

@@ -25,6 +25,8 @@ enum Cmd {
     Plan(cli::plan::PlanCmd),
     /// Run the slot-shifting planner on a virtual slot clock (no root, no sched_ext).
     Simulate(cli::simulate::SimulateArgs),
+    /// Talk to a running `scx_tt --control PATH`: status, switch-table (docs/control.md).
+    Ctl(cli::ctl::CtlArgs),
 }
 
 fn main() {
@@ -32,6 +34,7 @@ fn main() {
     let result = match cli.cmd {
         Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
         Some(Cmd::Simulate(args)) => cli::simulate::run(args),
+        Some(Cmd::Ctl(args)) => cli::ctl::run(args),
         None => cli::run::run(cli.run),
     };
     match result {

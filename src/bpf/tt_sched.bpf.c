@@ -107,8 +107,6 @@
  *     under TCG); the guard band should exceed it, or an owner overruns its run by the excess.
  *   - Two timer callbacks instead of one at each boundary that ends a run (B.2f).
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
- *   - The table switch (F) is exposed by the loader (Scheduler::switch_table) but no CLI
- *     path uses it yet, and it has not been exercised in the VM.
  *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
  *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
  */

@@ -6,6 +6,7 @@
 //! disarm → detach → wait for `disabled` → kill spawned tasks → summary.
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
+mod control_socket;
 #[cfg(feature = "bpf")]
 mod energy;
 #[cfg(feature = "bpf")]
@@ -58,6 +59,10 @@ pub struct RunArgs {
     /// for the frequency residency (default: the bundled models/xeon-gold-5218.json).
     #[arg(long, value_name = "FILE.json")]
     pub power_model: Option<PathBuf>,
+    /// Serve the control protocol on a unix socket at PATH (mode 0600, removed at exit):
+    /// status and table switches at run time (docs/control.md, `scx_tt ctl`).
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,

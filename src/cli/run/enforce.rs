@@ -1,5 +1,6 @@
 //! The enforcing run (feature `bpf`): see the order in the parent module's doc.
 
+use super::control_socket::ControlSocket;
 use super::energy::LiveEnergy;
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
@@ -7,9 +8,10 @@ use scx_tt::accounting::{
     render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TaskInfo,
     TaskState,
 };
+use scx_tt::control::{Control, ControlError, Reply, Step};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
-use scx_tt::plan::{Plan, Selector};
+use scx_tt::plan::{self, Plan, Selector};
 use scx_tt::resolve::{ProcFs, ResolveError};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::sched::loader::{monotonic_ns, Scheduler};
@@ -121,6 +123,12 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     let sysfs = SysFs::default();
     let procfs = ProcFs::default();
     check_root()?;
+    // First: a live socket at the path (another scx_tt) refuses the start whatever else holds.
+    let mut control_socket = args
+        .control
+        .as_deref()
+        .map(ControlSocket::bind)
+        .transpose()?;
     sysfs.check_sched_ext_free()?;
     let online = sysfs.online_cpus();
     let plan_cpus: Vec<u32> = plan
@@ -179,6 +187,14 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         "timers armed on CPUs {:?}, slot 0 at t0={t0_ns} ns",
         cfg.managed
     ));
+    let table_name = args
+        .table
+        .as_ref()
+        .map_or_else(String::new, |p| p.display().to_string());
+    let mut control = Control::new(plan.clone(), table_name, t0_ns);
+    if let Some(sock) = &control_socket {
+        verbose(&format!("control socket at {}", sock.path().display()));
+    }
     for (_, c) in &children.0 {
         c.resume()
             .with_context(|| format!("resuming spawned pid {}", c.pid))?;
@@ -249,6 +265,9 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         let _ = ring.poll(Duration::from_millis(100));
         let _ = ring.consume();
         drain(&mut acc, &mut energy)?;
+        if let Some(sock) = control_socket.as_mut() {
+            sock.serve(|line| answer(line, &mut control, &mut sched, guard_us, &online).to_line());
+        }
         if stop.load(Ordering::SeqCst) {
             break ExitReason::Signal;
         }
@@ -286,8 +305,10 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     verbose(&format!("detached, sched_ext state {state}"));
     children.kill_all();
 
+    drop(control_socket.take());
     let summary = acc.summary(&run).with_energy(reading);
     print!("{}", render_summary(&acc, &summary));
+    print_switches(&control, &acc, &cfg.managed);
     if let Some(w) = trace.as_mut() {
         w.flush().context("writing the trace")?;
     }
@@ -303,4 +324,69 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     } else {
         0
     })
+}
+
+/// Answers one control request; a switch is written to the kernel here (the BPF scheduler's
+/// double-buffered table, section F of src/bpf/tt_sched.bpf.c).
+fn answer(
+    line: &str,
+    control: &mut Control,
+    sched: &mut Scheduler,
+    guard_us: u64,
+    online: &[u32],
+) -> Reply {
+    let switch = match control.handle(line, monotonic_ns(), |p| plan::from_file(p)) {
+        Step::Reply(reply) => return reply,
+        Step::Switch(switch) => switch,
+    };
+    let table = match SchedConfig::from_plan(&switch.plan, guard_us, online) {
+        Ok(cfg) => cfg.table,
+        Err(e) => {
+            return Reply::error(&ControlError::Plan {
+                path: switch.table.into(),
+                reason: format!("configuring the scheduler: {e}"),
+            })
+        }
+    };
+    if let Err(e) = sched.switch_table(&table, switch.at_slot) {
+        return Reply::error(&ControlError::Kernel(e.to_string()));
+    }
+    let now = monotonic_ns();
+    if now >= switch.at_ns {
+        eprintln!(
+            "scx_tt: warning: writing the table took until {:.1} ms after the switch slot {} \
+             started; the frame in progress mixes both tables",
+            (now - switch.at_ns) as f64 / 1e6,
+            switch.at_slot
+        );
+    }
+    println!(
+        "scx_tt: table switch to {} at slot {} (a frame start, in {:.1} ms)",
+        switch.table,
+        switch.at_slot,
+        switch.at_ns.saturating_sub(now) as f64 / 1e6
+    );
+    control.committed(switch)
+}
+
+/// After the summary: the table switches of the run, and where one falls in the timeline.
+fn print_switches(control: &Control, acc: &Accounting, managed: &[u32]) {
+    if control.history().is_empty() {
+        return;
+    }
+    let last = managed
+        .iter()
+        .filter_map(|&cpu| acc.timeline(cpu)?.last().map(|c| c.0))
+        .max();
+    let shown = last.map(|last| ((last + 1).saturating_sub(acc.timeline_slots() as u64), last));
+    println!("table switches (each slot's record carries the owner of the table in force):");
+    for s in control.history() {
+        let column = match shown {
+            Some((first, last)) if (first..=last).contains(&s.at_slot) => {
+                format!(" (timeline column {})", s.at_slot - first + 1)
+            }
+            _ => String::new(),
+        };
+        println!("  from slot {}: {}{column}", s.at_slot, s.table);
+    }
 }

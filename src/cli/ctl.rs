@@ -1,0 +1,96 @@
+//! `scx_tt ctl --socket PATH status | switch-table PLAN.json`: one request to a running
+//! `scx_tt --table plan.json --control PATH` (docs/control.md). Prints the reply line.
+//! Exit codes: 0 the reply says ok, 1 an error reply, 2 the socket cannot be reached (or
+//! gives no reply).
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use scx_tt::control::Request;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct CtlArgs {
+    /// The control socket of a running `scx_tt --table PLAN.json --control PATH`.
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+    /// How long to wait for the reply, seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub timeout_s: f64,
+    #[command(subcommand)]
+    pub cmd: CtlCmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CtlCmd {
+    /// The current slot, the frame length, the plan in force and a pending switch's slot.
+    Status,
+    /// Switch to PLAN.json's table at the next frame start (same slot length, CPUs, frame
+    /// and tasks; only the timing may differ).
+    SwitchTable {
+        /// The new plan; sent as an absolute path.
+        #[arg(value_name = "PLAN.json")]
+        plan: PathBuf,
+    },
+}
+
+pub fn run(args: CtlArgs) -> Result<i32> {
+    let request = match args.cmd {
+        CtlCmd::Status => Request::Status,
+        CtlCmd::SwitchTable { plan } => Request::SwitchTable {
+            plan: std::path::absolute(&plan)
+                .with_context(|| format!("making {} absolute", plan.display()))?,
+        },
+    };
+    let unreachable = |what: &str, e: std::io::Error| {
+        eprintln!(
+            "scx_tt ctl: {what} the control socket {}: {e} (is `scx_tt --table PLAN.json \
+             --control {}` running?)",
+            args.socket.display(),
+            args.socket.display()
+        );
+        Ok(2)
+    };
+    let stream = match UnixStream::connect(&args.socket) {
+        Ok(s) => s,
+        Err(e) => return unreachable("cannot reach", e),
+    };
+    let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
+    if let Err(e) = stream
+        .set_read_timeout(Some(timeout))
+        .and_then(|()| stream.set_write_timeout(Some(timeout)))
+    {
+        return unreachable("cannot configure", e);
+    }
+    if let Err(e) = (&stream).write_all(request.to_line().as_bytes()) {
+        return unreachable("cannot write to", e);
+    }
+    let mut line = String::new();
+    match BufReader::new(&stream).read_line(&mut line) {
+        Ok(0) => {
+            return unreachable(
+                "no reply from",
+                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+            )
+        }
+        Ok(_) => {}
+        Err(e) => return unreachable("no reply from", e),
+    }
+    print!("{line}");
+    if !line.ends_with('\n') {
+        println!();
+    }
+    let ok = serde_json::from_str::<serde_json::Value>(&line)
+        .ok()
+        .and_then(|v| v.get("ok").and_then(serde_json::Value::as_bool));
+    Ok(match ok {
+        Some(true) => 0,
+        Some(false) => 1,
+        None => {
+            eprintln!("scx_tt ctl: the reply is not a control protocol reply");
+            1
+        }
+    })
+}

@@ -1,0 +1,350 @@
+//! The socket of `--control PATH` (docs/control.md): a unix stream socket, mode 0600, served
+//! from the run loop without ever blocking it. Non-blocking accept and reads; one JSON request
+//! per line, answered by the caller's handler (the pure protocol in `scx_tt::control`); a line
+//! over `MAX_REQUEST_BYTES` or a connection idle for `IDLE_TIMEOUT` is answered or closed. The
+//! socket file is removed when this is dropped (every exit path of the run, error or not).
+#![cfg_attr(not(feature = "bpf"), allow(dead_code))]
+
+use anyhow::{bail, Context, Result};
+use scx_tt::control::{Reply, RequestError, MAX_REQUEST_BYTES};
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Connections served at once; more are told so and closed.
+const MAX_CONNECTIONS: usize = 16;
+/// A connection that sends no complete request for this long is closed.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Read at most this much per connection per call, so one client cannot hold the loop.
+const READ_BUDGET: usize = MAX_REQUEST_BYTES + 4096;
+
+pub struct ControlSocket {
+    path: PathBuf,
+    listener: UnixListener,
+    /// (dev, ino) of the socket file we created: only that file is removed at the end.
+    file_id: (u64, u64),
+    conns: Vec<Conn>,
+}
+
+struct Conn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+    last_request: Instant,
+}
+
+impl ControlSocket {
+    /// Creates the socket at `path`. Refuses when a live socket (one that accepts a connection)
+    /// or anything that is not a socket is there; removes a stale socket (nobody listening).
+    pub fn bind(path: &Path) -> Result<Self> {
+        match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
+                Ok(_) => bail!(
+                    "--control {}: another process is listening on this socket",
+                    path.display()
+                ),
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    std::fs::remove_file(path).with_context(|| {
+                        format!("--control {}: removing the stale socket", path.display())
+                    })?;
+                }
+                Err(e) => bail!(
+                    "--control {}: probing the existing socket: {e}",
+                    path.display()
+                ),
+            },
+            Ok(_) => bail!(
+                "--control {}: exists and is not a socket; not replacing it",
+                path.display()
+            ),
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => bail!("--control {}: {e}", path.display()),
+        }
+        // Mode 0600 from the start: no window in which others could connect.
+        // SAFETY: umask only swaps the process file mode mask.
+        let old_mask = unsafe { libc::umask(0o177) };
+        let bound = UnixListener::bind(path);
+        // SAFETY: as above, restoring the previous mask.
+        unsafe { libc::umask(old_mask) };
+        let listener = bound.with_context(|| format!("--control {}: binding", path.display()))?;
+        let meta = std::fs::metadata(path)
+            .with_context(|| format!("--control {}: reading back", path.display()))?;
+        let socket = ControlSocket {
+            path: path.to_path_buf(),
+            listener,
+            file_id: (meta.dev(), meta.ino()),
+            conns: Vec::new(),
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
+            .with_context(|| format!("--control {}: chmod 0600", path.display()))?;
+        socket
+            .listener
+            .set_nonblocking(true)
+            .with_context(|| format!("--control {}: non-blocking accept", path.display()))?;
+        Ok(socket)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Accepts new connections and answers every complete request line with `handle`'s reply
+    /// (a JSON line). Never blocks.
+    pub fn serve(&mut self, mut handle: impl FnMut(&str) -> String) {
+        let now = Instant::now();
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    if self.conns.len() >= MAX_CONNECTIONS {
+                        let busy = Reply::Error {
+                            ok: false,
+                            error: format!("too many connections (at most {MAX_CONNECTIONS})"),
+                        };
+                        let _ = (&stream).write_all(busy.to_line().as_bytes());
+                        continue;
+                    }
+                    self.conns.push(Conn {
+                        stream,
+                        buf: Vec::new(),
+                        last_request: now,
+                    });
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    eprintln!("scx_tt: warning: control socket accept: {e}");
+                    break;
+                }
+            }
+        }
+        self.conns
+            .retain_mut(|c| c.serve(now, &mut handle) == Keep::Open);
+    }
+}
+
+#[derive(PartialEq)]
+enum Keep {
+    Open,
+    Close,
+}
+
+impl Conn {
+    fn serve(&mut self, now: Instant, handle: &mut impl FnMut(&str) -> String) -> Keep {
+        let (mut eof, mut chunk) = (false, [0u8; 4096]);
+        let mut budget = READ_BUDGET;
+        while budget > 0 {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => {
+                    self.buf.extend_from_slice(&chunk[..n]);
+                    budget = budget.saturating_sub(n);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => return Keep::Close,
+            }
+        }
+        while let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = self.buf.drain(..=end).collect();
+            self.last_request = now;
+            if self.answer(&line[..end], handle) == Keep::Close {
+                return Keep::Close;
+            }
+        }
+        if self.buf.len() > MAX_REQUEST_BYTES {
+            let too_long = Reply::Error {
+                ok: false,
+                error: RequestError::TooLong.to_string(),
+            };
+            let _ = self.stream.write_all(too_long.to_line().as_bytes());
+            return Keep::Close;
+        }
+        if eof {
+            // a last request without its newline still gets an answer
+            let rest = std::mem::take(&mut self.buf);
+            let _ = self.answer(&rest, handle);
+            return Keep::Close;
+        }
+        if now.duration_since(self.last_request) >= IDLE_TIMEOUT {
+            return Keep::Close;
+        }
+        Keep::Open
+    }
+
+    fn answer(&mut self, line: &[u8], handle: &mut impl FnMut(&str) -> String) -> Keep {
+        let reply = match std::str::from_utf8(line) {
+            Ok(text) if text.trim().is_empty() => return Keep::Open,
+            Ok(text) => handle(text.trim()),
+            Err(e) => Reply::Error {
+                ok: false,
+                error: format!("request is not UTF-8: {e}"),
+            }
+            .to_line(),
+        };
+        // Replies are small: a full socket buffer means a client that does not read.
+        match self.stream.write_all(reply.as_bytes()) {
+            Ok(()) => Keep::Open,
+            Err(_) => Keep::Close,
+        }
+    }
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        let ours =
+            std::fs::symlink_metadata(&self.path).is_ok_and(|m| (m.dev(), m.ino()) == self.file_id);
+        if ours {
+            if let Err(e) = std::fs::remove_file(&self.path) {
+                eprintln!(
+                    "scx_tt: warning: removing the control socket {}: {e}",
+                    self.path.display()
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader};
+
+    fn temp_path(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("scx_tt-ctl-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir.join("ctl.sock")
+    }
+
+    /// Serves until `done` says so or 2 s pass; the handler echoes the request's length.
+    fn serve_until(sock: &mut ControlSocket, done: impl Fn(&ControlSocket) -> bool) -> usize {
+        let mut answered = 0;
+        let start = Instant::now();
+        while !done(sock) && start.elapsed() < Duration::from_secs(2) {
+            sock.serve(|line| {
+                answered += 1;
+                format!("{{\"ok\":true,\"len\":{}}}\n", line.len())
+            });
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        answered
+    }
+
+    fn read_line(stream: &UnixStream) -> String {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(2)))
+            .expect("timeout");
+        let mut line = String::new();
+        let _ = BufReader::new(stream).read_line(&mut line);
+        line
+    }
+
+    #[test]
+    fn socket_is_0600_and_removed_on_drop() {
+        let path = temp_path("mode");
+        let sock = ControlSocket::bind(&path).expect("bind");
+        let mode = std::fs::metadata(&path)
+            .expect("exists")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        drop(sock);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_live_socket_is_refused_a_stale_one_replaced_a_file_kept() {
+        let path = temp_path("live");
+        let live = ControlSocket::bind(&path).expect("bind");
+        let err = ControlSocket::bind(&path).err().expect("refused");
+        assert!(
+            err.to_string().contains("another process is listening"),
+            "{err}"
+        );
+        assert!(path.exists(), "the live socket must stay");
+        drop(live);
+
+        // stale: a socket file nobody listens on
+        drop(UnixListener::bind(&path).expect("bind a stale one"));
+        assert!(path.exists());
+        let replaced = ControlSocket::bind(&path).expect("stale socket replaced");
+        drop(replaced);
+
+        std::fs::write(&path, "not a socket").expect("write");
+        let err = ControlSocket::bind(&path).err().expect("refused");
+        assert!(err.to_string().contains("not a socket"), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(&path).ok().as_deref(),
+            Some("not a socket")
+        );
+    }
+
+    #[test]
+    fn requests_are_answered_line_by_line_and_a_silent_client_blocks_nobody() {
+        let path = temp_path("lines");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let silent = UnixStream::connect(&path).expect("connect");
+        let talker = UnixStream::connect(&path).expect("connect");
+        (&talker).write_all(b"abc\n\n12345\n").expect("write");
+        let t0 = Instant::now();
+        let n = serve_until(&mut sock, |_| false);
+        assert_eq!(n, 2, "two non-empty lines");
+        assert!(t0.elapsed() < Duration::from_secs(3));
+        let mut r = BufReader::new(&talker);
+        let mut a = String::new();
+        let mut b = String::new();
+        talker
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+        r.read_line(&mut a).expect("reply 1");
+        r.read_line(&mut b).expect("reply 2");
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("{\"ok\":true,\"len\":3}\n", "{\"ok\":true,\"len\":5}\n")
+        );
+        drop(silent);
+    }
+
+    #[test]
+    fn an_oversized_request_gets_an_error_and_is_closed() {
+        let path = temp_path("big");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let client = UnixStream::connect(&path).expect("connect");
+        let writer = {
+            let c = client.try_clone().expect("clone");
+            std::thread::spawn(move || {
+                // more than the cap, no newline; the server closes, so a write may fail
+                let _ = (&c).write_all(&vec![b'x'; 3 * MAX_REQUEST_BYTES]);
+            })
+        };
+        let (mut answered, mut accepted) = (0, false);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(2) {
+            sock.serve(|_| {
+                answered += 1;
+                String::new()
+            });
+            accepted |= !sock.conns.is_empty();
+            if accepted && sock.conns.is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(accepted && sock.conns.is_empty(), "closed within 2 s");
+        assert_eq!(answered, 0, "the handler never sees an oversized request");
+        assert_eq!(
+            read_line(&client),
+            format!(
+                "{{\"ok\":false,\"error\":\"request is longer than {MAX_REQUEST_BYTES} bytes\"}}\n"
+            )
+        );
+        let _ = writer.join();
+    }
+}

@@ -1,0 +1,278 @@
+//! The control protocol of `scx_tt --table plan.json --control PATH` (docs/control.md): status
+//! queries and table switches at run time. Pure: requests come in as text with the time as a
+//! value, plans come in through a loader the caller passes, decisions go out as values. The
+//! socket lives in the binary (src/cli/run/control_socket.rs), the kernel write in
+//! `Scheduler::switch_table`.
+//!
+//! # Terminology
+//! - *slot k*: `[t0 + k·slot_ns, t0 + (k+1)·slot_ns)`, the BPF scheduler's grid;
+//! - *frame start*: a slot k with `k mod frame_slots = 0`;
+//! - *switch slot*: the first slot the new table owns, on every managed CPU at once;
+//! - *pending*: a switch was written to the kernel and its slot has not ended yet.
+//!
+//! # Switch
+//! ```text
+//! switch_table(path) at time now:
+//!     refuse if a switch is pending (one at a time: the table is only double buffered)
+//!     new  = load + validate path          (the plan validation, every error)
+//!     refuse unless compat::mismatches(running, new) is empty
+//!     k    = first frame start >= slot(now) + lead, lead = max(MIN_LEAD_SLOTS, MIN_LEAD_NS)
+//!     the caller writes new's table to the inactive half with switch slot k; on success:
+//!     running = new, pending = k              (the reply: switch_slot k, at_ns = t0 + k·slot_ns)
+//! ```
+//!
+//! # Properties
+//! 1. The switch slot is a frame start at least `MIN_LEAD_SLOTS` slots after the current one,
+//!    so the frame in progress finishes under the old table on every CPU.
+//! 2. A refused request changes nothing (the running plan, the pending switch).
+//! 3. Only a plan compatible with the running one is ever handed to the kernel.
+
+pub mod compat;
+pub mod request;
+
+pub use compat::{mismatches, Mismatch};
+pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
+
+use crate::plan::{LoadError, Plan};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The switch slot is at least this many slots after the current slot.
+pub const MIN_LEAD_SLOTS: u64 = 2;
+/// ... and at least this far in the future, so that writing a large table (up to millions of
+/// entries for short slots) finishes before the switch slot starts.
+pub const MIN_LEAD_NS: u64 = 20_000_000;
+
+/// A refused request; the reply is `{"ok":false,"error":"<Display>"}`.
+#[derive(Debug, Error)]
+pub enum ControlError {
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error("{path}: {reason}", path = path.display())]
+    Plan { path: PathBuf, reason: String },
+    #[error("plan {path} is incompatible with the running plan: {list}", path = path.display(), list = join(mismatches))]
+    Incompatible {
+        path: PathBuf,
+        mismatches: Vec<Mismatch>,
+    },
+    #[error("a switch to {table} at slot {slot} is pending: one switch at a time, retry after slot {slot}")]
+    SwitchPending { table: String, slot: u64 },
+    #[error("writing the table to the kernel: {0}")]
+    Kernel(String),
+}
+
+fn join(items: &[Mismatch]) -> String {
+    items
+        .iter()
+        .map(|m| m.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// One reply line.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Reply {
+    Status {
+        ok: bool,
+        slot: u64,
+        frame_slots: u64,
+        table: String,
+        pending_switch_slot: Option<u64>,
+    },
+    Switched {
+        ok: bool,
+        switch_slot: u64,
+        at_ns: u64,
+    },
+    Error {
+        ok: bool,
+        error: String,
+    },
+}
+
+impl Reply {
+    pub fn error(e: &ControlError) -> Reply {
+        Reply::Error {
+            ok: false,
+            // one line: plan validation errors come one per line
+            error: e.to_string().replace('\n', "; "),
+        }
+    }
+
+    pub fn ok(&self) -> bool {
+        match self {
+            Reply::Status { ok, .. } | Reply::Switched { ok, .. } | Reply::Error { ok, .. } => *ok,
+        }
+    }
+
+    /// The reply as one JSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let text = serde_json::to_string(self)
+            .unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"encoding the reply: {e}"}}"#));
+        text + "\n"
+    }
+}
+
+/// A validated, compatible switch for the caller to write to the kernel; `Control::committed`
+/// records it once written.
+#[derive(Clone, Debug)]
+pub struct Switch {
+    pub plan: Plan,
+    /// The plan's name in status replies: the path it was loaded from.
+    pub table: String,
+    pub at_slot: u64,
+    pub at_ns: u64,
+}
+
+/// What to do with a request.
+#[derive(Debug)]
+pub enum Step {
+    /// Send this reply; nothing changed.
+    Reply(Reply),
+    /// Write this switch to the kernel, then call `committed` (or reply with the error).
+    Switch(Switch),
+}
+
+/// A table switch that was written to the kernel, for the exit report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SwitchRecord {
+    pub at_slot: u64,
+    pub table: String,
+}
+
+/// The control state of one run.
+#[derive(Debug)]
+pub struct Control {
+    slot_ns: u64,
+    t0_ns: u64,
+    /// The plan in force, or about to be when a switch is pending.
+    plan: Plan,
+    /// The name of the plan in force.
+    table: String,
+    pending: Option<SwitchRecord>,
+    history: Vec<SwitchRecord>,
+}
+
+impl Control {
+    /// `plan` (named `table`) runs with slot 0 starting at `t0_ns`.
+    pub fn new(plan: Plan, table: String, t0_ns: u64) -> Self {
+        Control {
+            slot_ns: plan.slot_us * 1000,
+            t0_ns,
+            plan,
+            table,
+            pending: None,
+            history: Vec::new(),
+        }
+    }
+
+    /// The slot `now_ns` lies in (0 before slot 0 starts).
+    pub fn slot_at(&self, now_ns: u64) -> u64 {
+        now_ns.saturating_sub(self.t0_ns) / self.slot_ns.max(1)
+    }
+
+    /// The switch slot for a request at `now_ns` (property 1).
+    pub fn switch_slot(&self, now_ns: u64) -> u64 {
+        let frame = self.plan.frame_slots.max(1);
+        let lead = MIN_LEAD_SLOTS.max(MIN_LEAD_NS.div_ceil(self.slot_ns.max(1)));
+        (self.slot_at(now_ns) + lead).div_ceil(frame) * frame
+    }
+
+    /// A pending switch is over once its slot has ended (every CPU has ticked past it).
+    fn settle(&mut self, now_ns: u64) {
+        let slot = self.slot_at(now_ns);
+        if let Some(p) = self.pending.take_if(|p| slot > p.at_slot) {
+            self.table = p.table;
+        }
+    }
+
+    /// The switches written so far, in order.
+    pub fn history(&self) -> &[SwitchRecord] {
+        &self.history
+    }
+
+    /// Handles one request line received at `now_ns`. `load` reads and validates a plan file
+    /// (`plan::from_file` at the edge).
+    pub fn handle(
+        &mut self,
+        line: &str,
+        now_ns: u64,
+        load: impl FnOnce(&Path) -> Result<Plan, LoadError>,
+    ) -> Step {
+        self.settle(now_ns);
+        let result = match Request::parse(line) {
+            Ok(Request::Status) => Ok(Step::Reply(self.status(now_ns))),
+            Ok(Request::SwitchTable { plan }) => {
+                self.prepare(&plan, now_ns, load).map(Step::Switch)
+            }
+            Err(e) => Err(e.into()),
+        };
+        result.unwrap_or_else(|e| Step::Reply(Reply::error(&e)))
+    }
+
+    fn status(&self, now_ns: u64) -> Reply {
+        Reply::Status {
+            ok: true,
+            slot: self.slot_at(now_ns),
+            frame_slots: self.plan.frame_slots,
+            table: self.table.clone(),
+            pending_switch_slot: self.pending.as_ref().map(|p| p.at_slot),
+        }
+    }
+
+    fn prepare(
+        &self,
+        path: &Path,
+        now_ns: u64,
+        load: impl FnOnce(&Path) -> Result<Plan, LoadError>,
+    ) -> Result<Switch, ControlError> {
+        if let Some(p) = &self.pending {
+            return Err(ControlError::SwitchPending {
+                table: p.table.clone(),
+                slot: p.at_slot,
+            });
+        }
+        let plan = load(path).map_err(|e| ControlError::Plan {
+            path: path.to_path_buf(),
+            reason: match e {
+                LoadError::Io { source, .. } => format!("cannot read the plan: {source}"),
+                LoadError::Invalid { errors, .. } => format!("invalid plan: {errors}"),
+            },
+        })?;
+        let found = mismatches(&self.plan, &plan);
+        if !found.is_empty() {
+            return Err(ControlError::Incompatible {
+                path: path.to_path_buf(),
+                mismatches: found,
+            });
+        }
+        let at_slot = self.switch_slot(now_ns);
+        Ok(Switch {
+            plan,
+            table: path.display().to_string(),
+            at_slot,
+            at_ns: self.t0_ns + at_slot * self.slot_ns,
+        })
+    }
+
+    /// Records a switch the caller wrote to the kernel; returns the reply.
+    pub fn committed(&mut self, switch: Switch) -> Reply {
+        let record = SwitchRecord {
+            at_slot: switch.at_slot,
+            table: switch.table,
+        };
+        self.plan = switch.plan;
+        self.pending = Some(record.clone());
+        self.history.push(record);
+        Reply::Switched {
+            ok: true,
+            switch_slot: switch.at_slot,
+            at_ns: switch.at_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,237 @@
+//! Requests of the control protocol (docs/control.md): one JSON object per line, parsed by hand
+//! from a `serde_json::Value` so that each error names the field, the value and the rule.
+
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// The longest request line accepted, newline excluded.
+pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
+
+const OPS: &str = "status, switch_table";
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Request {
+    /// `{"op":"status"}`
+    Status,
+    /// `{"op":"switch_table","plan":"/abs/path.json"}`
+    SwitchTable { plan: PathBuf },
+}
+
+#[derive(Debug, Error, PartialEq, Eq)]
+pub enum RequestError {
+    #[error("request is not JSON: {0}")]
+    Json(String),
+    #[error("request = {0}: must be a JSON object such as {{\"op\":\"status\"}}")]
+    NotObject(String),
+    #[error("op: is required (one of {OPS})")]
+    MissingOp,
+    #[error("op = {0}: unknown operation (one of {OPS})")]
+    UnknownOp(String),
+    #[error("{field}: unknown field for op {op} (its fields: {allowed})")]
+    UnknownField {
+        op: &'static str,
+        field: String,
+        allowed: &'static str,
+    },
+    #[error("{field}: is required for op {op}")]
+    MissingField {
+        op: &'static str,
+        field: &'static str,
+    },
+    #[error("{field} = {value}: must be {expected}")]
+    FieldType {
+        field: &'static str,
+        value: String,
+        expected: &'static str,
+    },
+    #[error(
+        "plan = {0:?}: must be an absolute path (scx_tt's working directory is not the client's)"
+    )]
+    RelativePlan(String),
+    #[error("request is longer than {MAX_REQUEST_BYTES} bytes")]
+    TooLong,
+}
+
+impl Request {
+    /// Parses one request line (without its newline).
+    pub fn parse(line: &str) -> Result<Request, RequestError> {
+        if line.len() > MAX_REQUEST_BYTES {
+            return Err(RequestError::TooLong);
+        }
+        let value: Value =
+            serde_json::from_str(line).map_err(|e| RequestError::Json(e.to_string()))?;
+        let Value::Object(obj) = value else {
+            return Err(RequestError::NotObject(value.to_string()));
+        };
+        let op = match obj.get("op") {
+            None => return Err(RequestError::MissingOp),
+            Some(Value::String(op)) => op.as_str(),
+            Some(other) => return Err(RequestError::UnknownOp(other.to_string())),
+        };
+        match op {
+            "status" => {
+                only_fields(&obj, "status", &["op"], "op")?;
+                Ok(Request::Status)
+            }
+            "switch_table" => {
+                only_fields(&obj, "switch_table", &["op", "plan"], "op, plan")?;
+                let plan = match obj.get("plan") {
+                    None => {
+                        return Err(RequestError::MissingField {
+                            op: "switch_table",
+                            field: "plan",
+                        })
+                    }
+                    Some(Value::String(p)) => p,
+                    Some(other) => {
+                        return Err(RequestError::FieldType {
+                            field: "plan",
+                            value: other.to_string(),
+                            expected: "a string (the plan file's absolute path)",
+                        })
+                    }
+                };
+                if !Path::new(plan).is_absolute() {
+                    return Err(RequestError::RelativePlan(plan.clone()));
+                }
+                Ok(Request::SwitchTable {
+                    plan: PathBuf::from(plan),
+                })
+            }
+            other => Err(RequestError::UnknownOp(Value::from(other).to_string())),
+        }
+    }
+
+    /// The request as one JSON line, newline included (what `scx_tt ctl` sends).
+    pub fn to_line(&self) -> String {
+        let value = match self {
+            Request::Status => serde_json::json!({ "op": "status" }),
+            Request::SwitchTable { plan } => {
+                serde_json::json!({ "op": "switch_table", "plan": plan.to_string_lossy() })
+            }
+        };
+        format!("{value}\n")
+    }
+}
+
+fn only_fields(
+    obj: &Map<String, Value>,
+    op: &'static str,
+    known: &[&str],
+    allowed: &'static str,
+) -> Result<(), RequestError> {
+    match obj.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(field) => Err(RequestError::UnknownField {
+            op,
+            field: field.clone(),
+            allowed,
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_and_switch_table_parse() {
+        assert_eq!(Request::parse(r#"{"op":"status"}"#), Ok(Request::Status));
+        assert_eq!(
+            Request::parse(r#" {"plan":"/p/b.json", "op":"switch_table"} "#),
+            Ok(Request::SwitchTable {
+                plan: PathBuf::from("/p/b.json")
+            })
+        );
+    }
+
+    #[test]
+    fn to_line_round_trips_through_parse() {
+        for r in [
+            Request::Status,
+            Request::SwitchTable {
+                plan: PathBuf::from("/a b/\"q\".json"),
+            },
+        ] {
+            let line = r.to_line();
+            assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+            assert_eq!(Request::parse(line.trim_end()), Ok(r));
+        }
+    }
+
+    #[test]
+    fn bad_json_names_the_position() {
+        let err = Request::parse(r#"{"op":"status""#).unwrap_err();
+        assert!(
+            matches!(&err, RequestError::Json(m) if m.contains("line 1")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_non_object_is_rejected_with_its_value() {
+        let err = Request::parse("[1,2]").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "request = [1,2]: must be a JSON object such as {\"op\":\"status\"}"
+        );
+    }
+
+    #[test]
+    fn missing_and_unknown_ops_are_named() {
+        assert_eq!(Request::parse("{}"), Err(RequestError::MissingOp));
+        let err = Request::parse(r#"{"op":"reboot"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "op = \"reboot\": unknown operation (one of status, switch_table)"
+        );
+        assert_eq!(
+            Request::parse(r#"{"op":7}"#),
+            Err(RequestError::UnknownOp("7".into()))
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_rejected_per_op() {
+        let err = Request::parse(r#"{"op":"status","plan":"/x.json"}"#).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "plan: unknown field for op status (its fields: op)"
+        );
+        let err = Request::parse(r#"{"op":"switch_table","plan":"/x","at_slot":3}"#).unwrap_err();
+        assert!(
+            err.to_string().starts_with("at_slot: unknown field"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn switch_table_needs_an_absolute_plan_string() {
+        assert_eq!(
+            Request::parse(r#"{"op":"switch_table"}"#)
+                .unwrap_err()
+                .to_string(),
+            "plan: is required for op switch_table"
+        );
+        assert_eq!(
+            Request::parse(r#"{"op":"switch_table","plan":5}"#)
+                .unwrap_err()
+                .to_string(),
+            "plan = 5: must be a string (the plan file's absolute path)"
+        );
+        assert_eq!(
+            Request::parse(r#"{"op":"switch_table","plan":"b.json"}"#),
+            Err(RequestError::RelativePlan("b.json".into()))
+        );
+    }
+
+    #[test]
+    fn an_oversized_line_is_refused_before_parsing() {
+        let line = format!(
+            r#"{{"op":"status","pad":"{}"}}"#,
+            "x".repeat(MAX_REQUEST_BYTES)
+        );
+        assert_eq!(Request::parse(&line), Err(RequestError::TooLong));
+    }
+}

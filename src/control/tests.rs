@@ -1,0 +1,271 @@
+//! Scenarios of the control state machine: the happy path and every refusal.
+
+use super::*;
+use crate::plan;
+
+const SLOT_NS: u64 = 10_000_000;
+const T0_NS: u64 = 1_000_000_000;
+
+/// One managed CPU, tasks a, b (tt) and c (be), 10 ms slots, frame 8; `a_wcet` varies the table.
+fn text(slot_us: u64, a_wcet: u64) -> String {
+    format!(
+        r#"{{ "version": 1, "slot_us": {slot_us},
+  "cpus": {{ "managed": [1], "housekeeping": [0] }},
+  "tasks": [
+    {{ "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 8, "wcet": {a_wcet} }},
+    {{ "name": "b", "pid": 11, "class": "tt", "cpu": 1, "period": 8, "wcet": 2 }},
+    {{ "name": "c", "pid": 12, "class": "be" }}
+  ] }}"#
+    )
+}
+
+fn plan_of(text: &str) -> Plan {
+    plan::from_str(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// A loader serving plan texts by path, like `plan::from_file` over a fake directory.
+fn files<'a>(entries: &'a [(&'a str, String)]) -> impl Fn(&Path) -> Result<Plan, LoadError> + 'a {
+    move |path: &Path| {
+        let Some((_, text)) = entries.iter().find(|(p, _)| Path::new(p) == path) else {
+            return Err(LoadError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        };
+        plan::from_str(text).map_err(|errors| LoadError::Invalid {
+            path: path.to_path_buf(),
+            errors,
+        })
+    }
+}
+
+fn control() -> Control {
+    Control::new(plan_of(&text(10_000, 3)), "/p/a.json".into(), T0_NS)
+}
+
+/// The time in the middle of slot k.
+fn at(k: u64) -> u64 {
+    T0_NS + k * SLOT_NS + SLOT_NS / 2
+}
+
+fn reply(step: Step) -> Reply {
+    match step {
+        Step::Reply(r) => r,
+        Step::Switch(s) => panic!("expected a reply, got a switch to {}", s.table),
+    }
+}
+
+fn error_of(step: Step) -> String {
+    match reply(step) {
+        Reply::Error { ok: false, error } => error,
+        other => panic!("expected an error reply, got {other:?}"),
+    }
+}
+
+fn switch_line(path: &str) -> String {
+    Request::SwitchTable { plan: path.into() }.to_line()
+}
+
+#[test]
+fn status_reports_the_slot_the_frame_and_the_table() {
+    let mut c = control();
+    let r = reply(c.handle(r#"{"op":"status"}"#, at(13), files(&[])));
+    assert_eq!(
+        r.to_line(),
+        "{\"ok\":true,\"slot\":13,\"frame_slots\":8,\"table\":\"/p/a.json\",\"pending_switch_slot\":null}\n"
+    );
+}
+
+#[test]
+fn happy_path_switches_at_the_next_frame_start_two_slots_ahead_then_settles() {
+    let plans = [("/p/b.json", text(10_000, 5))];
+    let mut c = control();
+    // slot 13: 13 + 2 = 15 -> next frame start 16
+    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), at(13), files(&plans)) else {
+        panic!("expected a switch");
+    };
+    assert_eq!((sw.at_slot, sw.at_ns), (16, T0_NS + 16 * SLOT_NS));
+    assert_eq!(sw.plan.cpus[0].table, plan_of(&plans[0].1).cpus[0].table);
+    let r = c.committed(sw);
+    assert_eq!(
+        r.to_line(),
+        format!(
+            "{{\"ok\":true,\"switch_slot\":16,\"at_ns\":{}}}\n",
+            T0_NS + 16 * SLOT_NS
+        )
+    );
+    let status = |c: &mut Control, k| reply(c.handle(r#"{"op":"status"}"#, at(k), files(&[])));
+    // pending until slot 16 has ended; the plan in force keeps its name until then
+    for k in [14, 16] {
+        assert_eq!(
+            status(&mut c, k),
+            Reply::Status {
+                ok: true,
+                slot: k,
+                frame_slots: 8,
+                table: "/p/a.json".into(),
+                pending_switch_slot: Some(16),
+            }
+        );
+    }
+    assert_eq!(
+        status(&mut c, 17),
+        Reply::Status {
+            ok: true,
+            slot: 17,
+            frame_slots: 8,
+            table: "/p/b.json".into(),
+            pending_switch_slot: None,
+        }
+    );
+    assert_eq!(
+        c.history(),
+        &[SwitchRecord {
+            at_slot: 16,
+            table: "/p/b.json".into()
+        }]
+    );
+}
+
+#[test]
+fn the_switch_slot_is_a_frame_start_at_least_two_slots_ahead() {
+    let c = control();
+    for k in 0..40 {
+        let s = c.switch_slot(at(k));
+        assert_eq!(s % 8, 0, "slot {k} -> {s}");
+        assert!(s >= k + MIN_LEAD_SLOTS, "slot {k} -> {s}");
+        assert!(s < k + MIN_LEAD_SLOTS + 8, "slot {k} -> {s}: not the first");
+    }
+    // k = 6: 6 + 2 = 8 is itself a frame start; k = 7 must wait for 16
+    assert_eq!((c.switch_slot(at(6)), c.switch_slot(at(7))), (8, 16));
+    // before slot 0 starts (the timers are armed a little in the future)
+    assert_eq!(c.switch_slot(T0_NS - 5), 8);
+}
+
+#[test]
+fn short_slots_get_a_lead_of_at_least_min_lead_ns() {
+    // 100 us slots: 20 ms is 200 slots; frame 8 -> the first frame start >= k + 200
+    let c = Control::new(plan_of(&text(100, 3)), "a".into(), 0);
+    let s = c.switch_slot(50 * 100_000);
+    assert_eq!(s, 256);
+    assert!((s - 50) * 100_000 >= MIN_LEAD_NS);
+}
+
+#[test]
+fn a_second_switch_while_one_is_pending_is_refused_and_changes_nothing() {
+    let plans = [
+        ("/p/b.json", text(10_000, 5)),
+        ("/p/c.json", text(10_000, 4)),
+    ];
+    let mut c = control();
+    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), at(1), files(&plans)) else {
+        panic!("expected a switch");
+    };
+    c.committed(sw);
+    let e = error_of(c.handle(&switch_line("/p/c.json"), at(3), files(&plans)));
+    assert_eq!(
+        e,
+        "a switch to /p/b.json at slot 8 is pending: one switch at a time, retry after slot 8"
+    );
+    assert_eq!(c.history().len(), 1);
+    // once slot 8 has ended a new switch goes through, at the next frame start
+    let Step::Switch(sw) = c.handle(&switch_line("/p/c.json"), at(9), files(&plans)) else {
+        panic!("expected a switch after the pending one settled");
+    };
+    assert_eq!(sw.at_slot, 16);
+}
+
+#[test]
+fn an_incompatible_plan_is_refused_with_field_value_and_rule() {
+    let plans = [("/p/bad.json", text(5_000, 3))];
+    let mut c = control();
+    let e = error_of(c.handle(&switch_line("/p/bad.json"), at(2), files(&plans)));
+    assert_eq!(
+        e,
+        "plan /p/bad.json is incompatible with the running plan: \
+         slot_us = 5000: must equal the running plan's 10000"
+    );
+    let r = reply(c.handle(r#"{"op":"status"}"#, at(2), files(&[])));
+    assert!(
+        matches!(
+            r,
+            Reply::Status {
+                pending_switch_slot: None,
+                ..
+            }
+        ),
+        "{r:?}"
+    );
+    assert!(c.history().is_empty());
+}
+
+#[test]
+fn an_invalid_plan_is_refused_with_every_validation_error_on_one_line() {
+    // wcet 9 > period 8 and slot_us out of range
+    let plans = [("/p/inv.json", text(50, 9))];
+    let mut c = control();
+    let e = error_of(c.handle(&switch_line("/p/inv.json"), at(2), files(&plans)));
+    assert!(e.starts_with("/p/inv.json: invalid plan: "), "{e}");
+    assert!(e.contains("slot_us = 50: must be between"), "{e}");
+    assert!(e.contains("tasks[0].wcet = 9"), "{e}");
+    assert!(!e.contains('\n'), "{e}");
+    assert!(c.history().is_empty());
+}
+
+#[test]
+fn a_missing_plan_file_is_refused() {
+    let mut c = control();
+    let e = error_of(c.handle(&switch_line("/p/none.json"), at(2), files(&[])));
+    assert!(e.starts_with("/p/none.json: cannot read the plan: "), "{e}");
+}
+
+#[test]
+fn malformed_requests_are_refused_with_their_reason() {
+    let mut c = control();
+    let cases = [
+        ("not json", "request is not JSON: "),
+        (r#"{"op":"reboot"}"#, "op = \"reboot\": unknown operation"),
+        (r#"{"op":"status","x":1}"#, "x: unknown field for op status"),
+        (
+            r#"{"op":"switch_table","plan":"b.json"}"#,
+            "plan = \"b.json\": must be an absolute path",
+        ),
+    ];
+    for (line, want) in cases {
+        let e = error_of(c.handle(line, at(2), files(&[])));
+        assert!(e.starts_with(want), "{line}: {e}");
+    }
+    let long = "x".repeat(MAX_REQUEST_BYTES + 1);
+    assert_eq!(
+        error_of(c.handle(&long, at(2), files(&[]))),
+        format!("request is longer than {MAX_REQUEST_BYTES} bytes")
+    );
+}
+
+#[test]
+fn a_kernel_failure_reply_is_an_error_line() {
+    let r = Reply::error(&ControlError::Kernel("writing BPF map table: EPERM".into()));
+    assert!(!r.ok());
+    assert_eq!(
+        r.to_line(),
+        "{\"ok\":false,\"error\":\"writing the table to the kernel: writing BPF map table: EPERM\"}\n"
+    );
+}
+
+#[test]
+fn reply_lines_parse_back_for_the_client() {
+    for r in [
+        Reply::Switched {
+            ok: true,
+            switch_slot: 8,
+            at_ns: 5,
+        },
+        Reply::Error {
+            ok: false,
+            error: "x".into(),
+        },
+    ] {
+        let back: Reply = serde_json::from_str(&r.to_line()).expect("parses");
+        assert_eq!(back, r);
+    }
+}

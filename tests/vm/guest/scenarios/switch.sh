@@ -1,0 +1,46 @@
+# Table switch at run time over the control socket (docs/control.md): scx_tt enforces
+# switch_a.json with --control and --trace; after 3 s `scx_tt ctl` sends a switch to a plan with
+# another slot_us (refused), then to switch_b.json (same tasks, other timing); a second scx_tt
+# on the same socket must refuse to start; scx_tt runs on to tt.duration_s (default 8). Leaves
+# the trace, the summary, every reply, and results (exit codes, socket mode, socket left).
+. /tt/lib.sh
+D=$(cmdline_arg tt.duration_s); D=${D:-8}
+SOCK=/run/tt.sock
+PLANS=/tt/plans
+
+# ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
+ctl() {
+  name=$1; shift
+  scx_tt ctl --socket $SOCK "$@" > $OUT/$name.reply 2> $OUT/$name.err
+  rc=$?
+  echo "tt-vm: ctl $*: rc $rc"
+  cat $OUT/$name.reply $OUT/$name.err
+  result "${name}_rc" $rc
+}
+
+foreign=$(start_busy_loop)
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+run_scx_tt warmup --table $PLANS/switch_a.json --duration-s 3
+
+echo "tt-vm: run scx_tt --table $PLANS/switch_a.json --control $SOCK"
+scx_tt --table $PLANS/switch_a.json --duration-s "$D" --control $SOCK \
+  --trace $OUT/switch.trace.jsonl --summary-json $OUT/switch.json --timeline-slots 48 \
+  > $OUT/switch.out 2> $OUT/switch.err &
+pid=$!
+sleep 3
+result socket_mode "$(stat -c %a $SOCK 2>/dev/null || echo missing)"
+ctl status_before status
+ctl bad switch-table $PLANS/switch_bad_slot_us.json
+ctl good switch-table $PLANS/switch_b.json
+run_scx_tt second --table $PLANS/switch_a.json --duration-s 1 --control $SOCK
+sleep 1
+ctl status_after status
+wait $pid
+result switch_rc $?
+result switch_state "$(scx_state)"
+cat $OUT/switch.out $OUT/switch.err
+[ -e $SOCK ] && result socket_left yes || result socket_left no
+ctl gone status
+[ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
+kill $foreign
+exit 0

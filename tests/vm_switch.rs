@@ -1,0 +1,302 @@
+//! VM test of the table switch at run time (docs/control.md): scx_tt enforces
+//! tests/vm/plans/switch_a.json at `-smp 2` (managed CPU 1, housekeeping CPU 0) with
+//! `--control` and `--trace`; after 3 s `scx_tt ctl` sends a switch to switch_bad_slot_us.json
+//! (refused: another slot length) and then to switch_b.json (the same tasks, other timing:
+//! the tables differ in 6 of 8 slots). The expected tables are computed here from the two plan
+//! files with the library (`plan::from_str`, `SchedConfig::from_plan`), not taken from scx_tt.
+//!
+//! Exact checks: the refused switch names `slot_us = 5000` and the client exits 1; the good one
+//! is accepted (client exit 0) at a frame start; every trace record before the switch slot has
+//! table A's owner for its slot, every record from it on has table B's, and each managed CPU
+//! has records telling the tables apart within one frame on each side of the switch slot (so
+//! all CPUs switched at that slot); summary planned time equals the trace's owned slots; no
+//! time foreign or be-while-tt-ready on managed CPUs; a second scx_tt on the same socket
+//! refuses to start; scx_tt exits 0, sched_ext is disabled, the socket is 0600 while it runs and
+//! gone afterwards, and a client then exits 2. Timing check (measured once more if only it
+//! fails): each tt task gets >= 90 % of its planned time over the whole run.
+
+#[path = "vm/harness.rs"]
+mod harness;
+
+use harness::{Checks, Summary, Vm, VmOutput};
+use scx_tt::plan::{self, Plan};
+use scx_tt::sched::config::{default_guard_us, SchedConfig};
+use scx_tt::trace::{SlotKind, SlotRecord};
+use std::collections::BTreeMap;
+
+const DURATION_S: u64 = 8;
+const MIN_DELIVERED_PCT: f64 = 90.0;
+
+/// Owner task names of one plan, per managed CPU, indexed by frame slot.
+struct Table {
+    managed: Vec<u32>,
+    frame: u64,
+    owners: Vec<Vec<Option<String>>>,
+}
+
+impl Table {
+    fn of(file: &str) -> Table {
+        let path = harness::repo().join("tests/vm/plans").join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let plan: Plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let cfg = SchedConfig::from_plan(&plan, default_guard_us(plan.slot_us), &[0, 1])
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let owners = (0..cfg.managed.len())
+            .map(|m| {
+                (0..cfg.frame_slots)
+                    .map(|s| cfg.owner(m, s).map(|t| plan.tasks[t].name.clone()))
+                    .collect()
+            })
+            .collect();
+        Table {
+            managed: cfg.managed,
+            frame: cfg.frame_slots,
+            owners,
+        }
+    }
+
+    fn owner(&self, cpu: u32, slot: u64) -> Option<&str> {
+        let m = self.managed.iter().position(|&c| c == cpu)?;
+        self.owners[m][(slot % self.frame) as usize].as_deref()
+    }
+}
+
+/// The slot owner a trace record shows (`tt` records name it; be and idle slots have none).
+fn recorded_owner(r: &SlotRecord) -> Option<&str> {
+    (r.kind == SlotKind::Tt)
+        .then_some(r.task.as_deref())
+        .flatten()
+}
+
+fn read_trace(out: &VmOutput) -> Vec<SlotRecord> {
+    let text = out
+        .file("switch.trace.jsonl")
+        .unwrap_or_else(|e| panic!("{e}"));
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
+        .collect()
+}
+
+fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
+    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
+    serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
+}
+
+fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
+    let rc = |k: &str| out.result(&format!("{k}_rc")).unwrap_or("?").to_string();
+    let bad = out.file("bad.reply").unwrap_or_default();
+    println!("--- replies\n  bad:    {}", bad.trim());
+    c.check(
+        rc("bad") == "1" && bad.contains("slot_us = 5000: must equal the running plan's 10000"),
+        format!(
+            "the switch to another slot_us is refused naming it (client exit {})",
+            rc("bad")
+        ),
+    );
+    let good = reply(out, "good");
+    println!("  good:   {good}");
+    let switch_slot = good["switch_slot"].as_u64();
+    c.check(
+        rc("good") == "0" && good["ok"] == true && switch_slot.is_some_and(|s| s % 8 == 0),
+        format!(
+            "the switch to switch_b.json is accepted at a frame start: slot {switch_slot:?} (client exit {})",
+            rc("good")
+        ),
+    );
+    let before = reply(out, "status_before");
+    let after = reply(out, "status_after");
+    println!("  status before: {before}\n  status after:  {after}");
+    c.check(
+        before["table"] == "/tt/plans/switch_a.json" && before["frame_slots"] == 8,
+        "status before the switch names switch_a.json, frame 8".into(),
+    );
+    c.check(
+        after["table"] == "/tt/plans/switch_b.json"
+            && after["pending_switch_slot"].is_null()
+            && after["slot"].as_u64() > switch_slot,
+        "status 1 s after the switch names switch_b.json, nothing pending".into(),
+    );
+    let second_err = out.file("second.err").unwrap_or_default();
+    c.check(
+        rc("second") == "1" && second_err.contains("another process is listening"),
+        format!(
+            "a second scx_tt on the live socket refuses to start (exit {}): {}",
+            rc("second"),
+            second_err.trim()
+        ),
+    );
+    let mode = out.result("socket_mode").unwrap_or("?");
+    c.check(mode == "600", format!("socket mode while running: {mode}"));
+    for (key, want) in [
+        ("switch_rc", "0"),
+        ("switch_state", "disabled"),
+        ("socket_left", "no"),
+        ("gone_rc", "2"),
+        ("foreign_alive", "yes"),
+    ] {
+        let got = out.result(key).unwrap_or("?");
+        c.check(got == want, format!("{key} = {got} (want {want})"));
+    }
+    switch_slot
+}
+
+fn check_trace(c: &mut Checks, trace: &[SlotRecord], switch_slot: u64, s: &Summary) {
+    let (a, b) = (Table::of("switch_a.json"), Table::of("switch_b.json"));
+    let differ = (0..a.frame)
+        .filter(|&k| a.owner(1, k) != b.owner(1, k))
+        .count();
+    println!(
+        "--- tables differ in {differ} of {} slots; switch at slot {switch_slot}",
+        a.frame
+    );
+    let mut wrong = Vec::new();
+    let mut per_cpu: BTreeMap<u32, (u64, u64, Option<u64>, Option<u64>)> = BTreeMap::new();
+    let mut owned: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in trace {
+        let table = if r.slot < switch_slot { &a } else { &b };
+        let want = table.owner(r.cpu, r.slot);
+        let got = recorded_owner(r);
+        if want != got {
+            wrong.push(format!(
+                "cpu {} slot {}: owner {got:?}, want {want:?}",
+                r.cpu, r.slot
+            ));
+        }
+        if let Some(t) = got {
+            *owned.entry(t).or_default() += 1;
+        }
+        let e = per_cpu.entry(r.cpu).or_default();
+        let telling = a.owner(r.cpu, r.slot) != b.owner(r.cpu, r.slot);
+        if r.slot < switch_slot {
+            e.0 += 1;
+            if telling {
+                e.2 = e.2.max(Some(r.slot));
+            }
+        } else {
+            e.1 += 1;
+            if telling && e.3.is_none_or(|s| r.slot < s) {
+                e.3 = Some(r.slot);
+            }
+        }
+    }
+    c.check(
+        wrong.is_empty(),
+        format!(
+            "{} of {} records have the owner of the table in force ({} wrong{}{})",
+            trace.len() - wrong.len(),
+            trace.len(),
+            wrong.len(),
+            if wrong.is_empty() { "" } else { ", first: " },
+            wrong.first().map_or("", String::as_str)
+        ),
+    );
+    for &cpu in &a.managed {
+        let (n_before, n_after, last_a, first_b) = per_cpu.get(&cpu).copied().unwrap_or_default();
+        let near = last_a.is_some_and(|s| s + a.frame >= switch_slot)
+            && first_b.is_some_and(|s| s < switch_slot + a.frame);
+        c.check(
+            near && n_before > 0 && n_after > 0,
+            format!(
+                "cpu {cpu}: {n_before} records under table A, {n_after} under B; last slot telling A \
+                 apart {last_a:?}, first telling B apart {first_b:?} (within a frame of {switch_slot})"
+            ),
+        );
+    }
+    let slot_ns = s.slot_us * 1000;
+    for t in s.tasks.iter().filter(|t| t.class == "tt") {
+        let slots = owned.get(t.name.as_str()).copied().unwrap_or(0);
+        c.check(
+            t.planned_ns == slots * slot_ns,
+            format!(
+                "{}: summary planned {} ns = {slots} owned slots in the trace x {slot_ns} ns",
+                t.name, t.planned_ns
+            ),
+        );
+    }
+}
+
+fn check_summary(c: &mut Checks, s: &Summary) {
+    for cpu in s.managed() {
+        c.check(
+            cpu.foreign_ns == 0 && cpu.be_while_tt_ready_ns == 0,
+            format!(
+                "cpu {}: foreign {} ns, be while tt ready {} ns (want 0, 0)",
+                cpu.cpu, cpu.foreign_ns, cpu.be_while_tt_ready_ns
+            ),
+        );
+    }
+    for t in s.tasks.iter().filter(|t| t.class == "tt") {
+        c.check_timing(
+            t.planned_ns > 0 && t.delivered_pct() >= MIN_DELIVERED_PCT,
+            format!(
+                "{}: delivered {:.1} % of its planned time across the switch (>= {MIN_DELIVERED_PCT} %)",
+                t.name,
+                t.delivered_pct()
+            ),
+        );
+    }
+}
+
+fn measure(label: &str) -> Checks {
+    let out = Vm::new("switch")
+        .label(label)
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S)
+        .run()
+        .unwrap_or_else(|e| panic!("{e}"));
+    print!("{}", out.file("switch.out").unwrap_or_default());
+    let mut c = Checks::default();
+    let switch_slot = check_protocol(&mut c, &out);
+    let summary = out.summary("switch.json");
+    match (&summary, switch_slot) {
+        (Ok(s), Some(slot)) => {
+            s.print("switch_a.json, then switch_b.json over the control socket");
+            check_trace(&mut c, &read_trace(&out), slot, s);
+            check_summary(&mut c, s);
+        }
+        (Err(e), _) => c.check(false, format!("summary: {e}")),
+        (_, None) => c.check(false, "no switch slot: the trace cannot be checked".into()),
+    }
+    c
+}
+
+/// When only the delivery bound failed (host load under TCG), the scenario is measured once
+/// more and the second measurement decides; exact checks are never measured again.
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn table_switch_over_the_control_socket_takes_effect_at_one_slot_on_every_cpu() {
+    let first = measure("switch");
+    if !first.only_timing_failed() {
+        return first.finish();
+    }
+    println!(
+        "--- only timing bounds failed ({}); measuring once more",
+        first.failures().join("; ")
+    );
+    measure("switch-again").finish();
+}
+
+#[test]
+fn the_test_plans_differ_in_most_slots_and_the_bad_one_only_in_slot_us() {
+    let (a, b) = (Table::of("switch_a.json"), Table::of("switch_b.json"));
+    assert_eq!((a.managed.as_slice(), a.frame), (&[1u32][..], 8));
+    let differ = (0..8).filter(|&k| a.owner(1, k) != b.owner(1, k)).count();
+    // A: a a a b b . . .   B: b b b . a a . .
+    assert_eq!(differ, 6);
+    let text =
+        |f: &str| std::fs::read_to_string(harness::repo().join("tests/vm/plans").join(f)).expect(f);
+    let running = plan::from_str(&text("switch_a.json")).expect("a");
+    let bad = plan::from_str(&text("switch_bad_slot_us.json")).expect("bad is a valid plan");
+    let good = plan::from_str(&text("switch_b.json")).expect("b");
+    let m: Vec<String> = scx_tt::control::mismatches(&running, &bad)
+        .iter()
+        .map(|m| m.to_string())
+        .collect();
+    assert_eq!(
+        m,
+        vec!["slot_us = 5000: must equal the running plan's 10000"]
+    );
+    assert!(scx_tt::control::mismatches(&running, &good).is_empty());
+}
