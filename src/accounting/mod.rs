@@ -100,6 +100,8 @@ pub struct CpuCounters {
     pub lost_ns: u64,
     /// Guard-band events (one before each boundary that ends an owner's run).
     pub stop_events: u64,
+    /// Guard-band events that fired after the boundary (too late to stop anything).
+    pub stop_late: u64,
     /// Guard-band events that found the ending owner running and preempted it.
     pub stop_kicks: u64,
     pub stop_cost_ns: u64,
@@ -335,6 +337,7 @@ impl Accounting {
                         .unwrap_or(0),
                     late_skips: counters.late_skips,
                     guard_events: counters.stop_events,
+                    guard_late: counters.stop_late,
                     guard_stops: counters.stop_kicks,
                     record_drops: counters.rec_drops,
                     freq_residency: freq_shares(&acc.residency),
@@ -509,6 +512,8 @@ pub struct CpuSummary {
     pub late_skips: u64,
     /// Guard-band events: one guard_ns before each boundary that ends an owner's run.
     pub guard_events: u64,
+    /// Of those, how many fired after the boundary they guard (too late to stop the owner).
+    pub guard_late: u64,
     /// Of those, how many found the ending owner running and stopped it (docs/run-output.md).
     pub guard_stops: u64,
     pub record_drops: u64,

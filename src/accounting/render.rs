@@ -121,7 +121,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     }
     let _ = writeln!(
         out,
-        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8} {:>13}",
+        "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8} {:>19}",
         "cpu",
         "ticks",
         "late_min",
@@ -133,7 +133,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         "foreign_ms",
         "be_ready_ms",
         "tick_ns",
-        "guard_stops"
+        "guard_stop/late/all"
     );
     let _ = writeln!(
         out,
@@ -143,7 +143,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     for c in &s.cpus {
         let _ = writeln!(
             out,
-            "{:>4} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8} {:>13}",
+            "{:>4} {:>6} {:>9.1} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>10.1} {:>10.1} {:>12.1} {:>8} {:>19}",
             c.cpu,
             c.ticks,
             us(c.late_ns.min),
@@ -155,7 +155,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             ms(c.foreign_ns),
             ms(c.be_while_tt_ready_ns),
             c.bpf_tick_ns_avg,
-            format!("{}/{}", c.guard_stops, c.guard_events)
+            format!("{}/{}/{}", c.guard_stops, c.guard_late, c.guard_events)
         );
     }
     for p in &s.bpf_prog_stats {

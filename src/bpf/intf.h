@@ -115,14 +115,15 @@ struct tt_cpu_stats {
 	u64 rec_drops; /* ring buffer full */
 	u64 lost_ns; /* run time that could not be attributed to a slot record */
 	u64 stop_events; /* guard-band timer callbacks (before the end of an owner's run) */
-	u64 stop_kicks; /* of which found the ending owner running and preempted it */
-	u64 stop_cost_ns; /* time spent inside the guard-band callbacks */
+	u64 stop_late; /* of which fired after the boundary (handled as the boundary tick) */
+	u64 stop_kicks; /* of which (in time) found the ending owner running and preempted it */
+	u64 stop_cost_ns; /* time spent inside the in-time guard-band callbacks */
 };
 
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 72, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 80, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

@@ -481,9 +481,11 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 	u64 boundary = slot_start(t->slot);
 	u32 ending;
 
-	if (now >= boundary)
-		return false;
 	__sync_fetch_and_add(&cpu_stats[cpu].stop_events, 1);
+	if (now >= boundary) {
+		__sync_fetch_and_add(&cpu_stats[cpu].stop_late, 1);
+		return false;
+	}
 	ending = owner_of(cpu, t->slot - 1);
 	if (a->cur_kind == TT_RUN_PLAN && a->cur_task == ending) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);

@@ -22,7 +22,7 @@ const _: () = assert!(size_of::<abi::tt_task_ctx>() == 8);
 const _: () = assert!(size_of::<abi::tt_arm_arg>() == 8);
 const _: () = assert!(size_of::<abi::tt_slot_rec>() == 88);
 const _: () = assert!(size_of::<abi::tt_task_stats>() == 24);
-const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 72);
+const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 80);
 const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
 const _: () = assert!(abi::tt_limits_TT_MAX_TASKS as usize == MAX_TASKS);
 const _: () = assert!(abi::TT_NO_TASK == NO_TASK);
@@ -407,6 +407,7 @@ impl<'a> Scheduler<'a> {
                     rec_drops: s.rec_drops,
                     lost_ns: s.lost_ns,
                     stop_events: s.stop_events,
+                    stop_late: s.stop_late,
                     stop_kicks: s.stop_kicks,
                     stop_cost_ns: s.stop_cost_ns,
                 };

@@ -222,6 +222,8 @@ pub struct CpuSummary {
     #[serde(default)]
     pub guard_events: u64,
     #[serde(default)]
+    pub guard_late: u64,
+    #[serde(default)]
     pub guard_stops: u64,
 }
 
@@ -301,7 +303,7 @@ impl Summary {
             println!(
                 "  cpu {} {:<11} ticks {:>5} late us min {:.1} p50 {:.1} p99 {:.1} max {:.1}; stolen {:.2} ms \
                  (kthread {:.2}, foreign {:.2}), be while tt ready {:.2} ms, BPF {:.0} ns/tick, \
-                 guard band stopped the owner {} of {} times",
+                 guard band: {} events, {} stopped the owner, {} came after the boundary",
                 c.cpu,
                 if c.managed { "managed" } else { "housekeeping" },
                 c.ticks,
@@ -314,8 +316,9 @@ impl Summary {
                 ms(c.foreign_ns),
                 ms(c.be_while_tt_ready_ns),
                 c.bpf_tick_ns_avg,
+                c.guard_events,
                 c.guard_stops,
-                c.guard_events
+                c.guard_late
             );
         }
     }
