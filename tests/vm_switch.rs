@@ -12,7 +12,8 @@
 //! all CPUs switched at that slot); summary planned time equals the trace's owned slots; no
 //! time foreign or be-while-tt-ready on managed CPUs; a second scx_tt on the same socket
 //! refuses to start; scx_tt exits 0, sched_ext is disabled, the socket is 0600 while it runs and
-//! gone afterwards, and a client then exits 2. Timing check (measured once more if only it
+//! gone afterwards, and a client then exits 2; a run that fails after creating its socket (a
+//! guard band longer than the slot) exits 1 and removes it too. Timing check (measured once more if only it
 //! fails): each tt task gets >= 90 % of its planned time over the whole run.
 
 #[path = "vm/harness.rs"]
@@ -134,6 +135,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
         ("socket_left", "no"),
         ("gone_rc", "2"),
         ("foreign_alive", "yes"),
+        ("errpath_rc", "1"),
+        ("errpath_socket_left", "no"),
     ] {
         let got = out.result(key).unwrap_or("?");
         c.check(got == want, format!("{key} = {got} (want {want})"));

@@ -3,6 +3,7 @@
 # another slot_us (refused), then to switch_b.json (same tasks, other timing); a second scx_tt
 # on the same socket must refuse to start; scx_tt runs on to tt.duration_s (default 8). Leaves
 # the trace, the summary, every reply, and results (exit codes, socket mode, socket left).
+# First, a run that fails after creating its socket must remove it.
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-8}
 SOCK=/run/tt.sock
@@ -19,6 +20,9 @@ ctl() {
 }
 
 foreign=$(start_busy_loop)
+# An error after the socket was created (guard band longer than the slot): the socket goes too.
+run_scx_tt errpath --table $PLANS/switch_a.json --guard-us 20000 --control /run/tt-err.sock
+[ -e /run/tt-err.sock ] && result errpath_socket_left yes || result errpath_socket_left no
 # Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
 run_scx_tt warmup --table $PLANS/switch_a.json --duration-s 3
 
