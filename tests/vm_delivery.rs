@@ -14,7 +14,8 @@
 //!       - the housekeeping load lowers each tt task's delivery by at most 5 points;
 //!   - `-smp 3`, schedules/demo.json itself (managed CPUs 1-2, housekeeping 0), as `make demo`
 //!     runs it. 3 busy vCPUs on 2 host cores make slot ticks milliseconds late (the host
-//!     deschedules vCPU threads), so delivery figures are printed, not bounded.
+//!     deschedules vCPU threads), so scx_tt runs with a 2 ms guard band there and the bounds are
+//!     >= 90 % delivered and <= 5 % outside (the issue's 2 % printed as met/missed per task).
 //! Both assert, exactly: be work never ran while the slot's tt task was runnable, and tasks
 //! outside the plan never ran on a managed CPU (0 ns each); each managed CPU's slot timer ticked
 //! 50-110 % of duration/slot times (a tick later than a whole slot skips slots under TCG) and
@@ -53,8 +54,32 @@ struct CyclicThread {
     cpu: i64,
 }
 
+/// Timing bounds of a configuration: delivered share of the planned slot time, share of run
+/// time outside the task's slots.
+#[derive(Clone, Copy)]
+struct Bounds {
+    min_delivered_pct: f64,
+    max_outside_pct: f64,
+}
+
+/// The issue's bounds, asserted at `-smp 2`.
+const ISSUE_BOUNDS: Bounds = Bounds {
+    min_delivered_pct: MIN_DELIVERED_PCT,
+    max_outside_pct: MAX_OUTSIDE_PCT,
+};
+
+/// `-smp 3` (3 busy vCPUs on 2 host cores) with a 2 ms guard band: the host deschedules busy
+/// vCPU threads for milliseconds, and half of the default 500 us guard-band events came after
+/// their boundary. With 2 ms: outside 0.3-3.3 %, delivered 94.3-96.3 % at host load 5-6
+/// (docs/vm-harness.md). 5 % still fails without the guard-band stop (2.8-8.4 % measured).
+const SMP3_BOUNDS: Bounds = Bounds {
+    min_delivered_pct: MIN_DELIVERED_PCT,
+    max_outside_pct: 5.0,
+};
+const SMP3_GUARD_US: u64 = 2000;
+
 /// Checks of one run of a valid plan to its end; `timing` adds the delivered/outside bounds.
-fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
+fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: Option<Bounds>) {
     c.check(
         s.exit == "duration",
         format!("{name}: exit reason {} (want duration)", s.exit),
@@ -107,27 +132,30 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: bool) {
             t.state == "running",
             format!("{name}: {} state {}", t.name, t.state),
         );
-        if !timing {
+        let Some(b) = timing else {
             c.check(
                 t.delivered_ns > 0,
                 format!("{name}: {} ran in its slots", t.name),
             );
             continue;
-        }
+        };
         c.check_timing(
-            t.planned_ns > 0 && t.delivered_pct() >= MIN_DELIVERED_PCT,
+            t.planned_ns > 0 && t.delivered_pct() >= b.min_delivered_pct,
             format!(
-                "{name}: {} delivered {:.1} % of its planned slot time (>= {MIN_DELIVERED_PCT} %)",
+                "{name}: {} delivered {:.1} % of its planned slot time (>= {} %)",
                 t.name,
-                t.delivered_pct()
+                t.delivered_pct(),
+                b.min_delivered_pct
             ),
         );
         c.check_timing(
-            t.run_ns > 0 && t.outside_pct() <= MAX_OUTSIDE_PCT,
+            t.run_ns > 0 && t.outside_pct() <= b.max_outside_pct,
             format!(
-                "{name}: {} ran {:.2} % of its time outside its slots (<= {MAX_OUTSIDE_PCT} %)",
+                "{name}: {} ran {:.2} % of its time outside its slots (<= {} %; the issue's {MAX_OUTSIDE_PCT} %: {})",
                 t.name,
-                t.outside_pct()
+                t.outside_pct(),
+                b.max_outside_pct,
+                if t.outside_pct() <= MAX_OUTSIDE_PCT { "met" } else { "missed" }
             ),
         );
     }
@@ -181,8 +209,8 @@ fn measure_demo_one_cpu(label: &str) -> Checks {
     );
 
     // a) and e)
-    check_run(&mut c, "quiet", &quiet, true);
-    check_run(&mut c, "loaded", &loaded, true);
+    check_run(&mut c, "quiet", &quiet, Some(ISSUE_BOUNDS));
+    check_run(&mut c, "loaded", &loaded, Some(ISSUE_BOUNDS));
 
     // b) housekeeping load costs at most 5 points of tt delivery.
     for q in quiet.tasks.iter().filter(|t| t.class == "tt") {
@@ -239,16 +267,16 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
     measure_demo_one_cpu("delivery-demo_one_cpu-again").finish();
 }
 
-#[test]
-#[ignore = "boots a VM: make test-vm"]
-fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
+/// One boot of the delivery scenario with schedules/demo.json at `-smp 3`, checked.
+fn measure_demo_plan(label: &str) -> Checks {
     let out = Vm::new("delivery")
-        .label("delivery-demo")
+        .label(label)
         .smp(3)
         .timeout_s(300)
         .arg("duration_s", DURATION_S)
         .arg("plan", "/schedules/demo.json")
         .arg("loaded", 0)
+        .arg("guard_us", SMP3_GUARD_US)
         .run()
         .unwrap_or_else(|e| panic!("{e}"));
     let mut c = Checks::default();
@@ -257,16 +285,35 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
     print_run(
         &out,
         "quiet",
-        "schedules/demo.json, -smp 3 (delivery printed, not bounded)",
+        &format!("schedules/demo.json, -smp 3, --guard-us {SMP3_GUARD_US}"),
         &quiet,
     );
-    check_run(&mut c, "demo", &quiet, false);
-    c.finish();
+    check_run(&mut c, "demo", &quiet, Some(SMP3_BOUNDS));
+    c
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
+    let first = measure_demo_plan("delivery-demo");
+    if !first.only_timing_failed() {
+        return first.finish();
+    }
+    println!(
+        "--- only timing bounds failed ({}); measuring once more",
+        first.failures().join("; ")
+    );
+    measure_demo_plan("delivery-demo-again").finish();
 }
 
 /// The summary of the agreed interface (docs/run-output.md), 10 s of 10 ms slots on CPU 1;
 /// `delivered_ns` of task a and `foreign_ns` are parameters.
 fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
+    sample_summary_guard(delivered_ns, foreign_ns, 180)
+}
+
+/// `sample_summary` with `guard_stops` of 200 guard-band events (10 late) as a parameter.
+fn sample_summary_guard(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Summary {
     let json = format!(
         r#"{{ "slot_us": 10000, "duration_ns": 10000000000, "exit": "duration",
   "tasks": [ {{ "name": "a", "class": "tt", "cpu": 1, "tids": [123], "state": "running",
@@ -278,7 +325,8 @@ fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
               "late_ns": {{ "min": 1000, "p50": 50000, "p99": 900000, "max": 3000000 }},
               "late_hist": [ {{ "le_ns": 100000, "count": 700 }}, {{ "le_ns": null, "count": 300 }} ],
               "stolen_ns": 2000000, "kthread_ns": 2000000, "foreign_ns": {foreign_ns},
-              "be_while_tt_ready_ns": 0, "bpf_tick_ns_avg": 850.5 }} ] }}"#
+              "be_while_tt_ready_ns": 0, "bpf_tick_ns_avg": 850.5,
+              "guard_events": 200, "guard_late": 10, "guard_stops": {guard_stops} }} ] }}"#
     );
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -286,7 +334,12 @@ fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
 #[test]
 fn checks_pass_on_a_good_summary() {
     let mut c = Checks::default();
-    check_run(&mut c, "sample", &sample_summary(4_900_000_000, 0), true);
+    check_run(
+        &mut c,
+        "sample",
+        &sample_summary(4_900_000_000, 0),
+        Some(ISSUE_BOUNDS),
+    );
     assert_eq!(c.failures(), Vec::<String>::new());
 }
 
@@ -298,7 +351,7 @@ fn checks_catch_short_delivery_and_foreign_time() {
         &mut c,
         "sample",
         &sample_summary(4_400_000_000, 1_000),
-        true,
+        Some(ISSUE_BOUNDS),
     );
     let f = c.failures();
     assert_eq!(f.len(), 2, "{f:?}");
@@ -313,7 +366,7 @@ fn short_delivery_alone_is_a_timing_failure_foreign_time_is_not() {
         &mut only_timing,
         "sample",
         &sample_summary(4_400_000_000, 0),
-        true,
+        Some(ISSUE_BOUNDS),
     );
     assert!(
         only_timing.only_timing_failed(),
@@ -325,8 +378,23 @@ fn short_delivery_alone_is_a_timing_failure_foreign_time_is_not() {
         &mut exact,
         "sample",
         &sample_summary(4_900_000_000, 1),
-        true,
+        Some(ISSUE_BOUNDS),
     );
     assert!(!exact.only_timing_failed(), "{:?}", exact.failures());
     assert_eq!(exact.failures().len(), 1);
+}
+
+#[test]
+fn a_guard_band_that_never_stopped_an_owner_is_an_exact_failure() {
+    let mut c = Checks::default();
+    check_run(
+        &mut c,
+        "sample",
+        &sample_summary_guard(4_900_000_000, 0, 0),
+        Some(ISSUE_BOUNDS),
+    );
+    let f = c.failures();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert!(f[0].contains("0 stopped the ending owner"), "{f:?}");
+    assert!(!c.only_timing_failed());
 }

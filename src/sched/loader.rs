@@ -44,6 +44,34 @@ pub enum LoadError {
     Section(&'static str),
 }
 
+/// libbpf warnings that say nothing wrong about this scheduler: the sched_ext headers of
+/// scx_utils know struct_ops members newer kernels added (left zero, so libbpf skips them), and
+/// libbpf-cargo's skeleton has no link slot for the struct_ops map, which scx_tt attaches
+/// itself (`attach`). Dropped unless SCX_TT_LIBBPF_VERBOSE=1 (docs/run-output.md).
+const BENIGN_LIBBPF: &[&str] = &[
+    "not found in kernel, skipping it as it's set to zero",
+    "BPF map skeleton link is uninitialized",
+];
+
+/// Whether a libbpf message is one of `BENIGN_LIBBPF`.
+pub fn benign_libbpf_message(msg: &str) -> bool {
+    BENIGN_LIBBPF.iter().any(|b| msg.contains(b))
+}
+
+fn print_libbpf(_level: libbpf_rs::PrintLevel, msg: String) {
+    if !benign_libbpf_message(&msg) {
+        eprint!("{msg}");
+    }
+}
+
+/// Route libbpf's messages (warnings and worse) through `print_libbpf`.
+fn filter_libbpf_messages() {
+    if std::env::var_os("SCX_TT_LIBBPF_VERBOSE").is_some_and(|v| v == "1") {
+        return;
+    }
+    libbpf_rs::set_print(Some((libbpf_rs::PrintLevel::Warn, print_libbpf)));
+}
+
 /// Entries written per `BPF_MAP_UPDATE_BATCH` call.
 const BATCH_ENTRIES: usize = 64 * 1024;
 
@@ -154,6 +182,7 @@ impl<'a> Scheduler<'a> {
         cfg: &SchedConfig,
         threads: &[(u32, usize)],
     ) -> Result<Self, LoadError> {
+        filter_libbpf_messages();
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(
             builder,
@@ -507,5 +536,27 @@ fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
         late_ns: r.late_ns,
         be_top: task(r.be_top),
         perf: (r.perf != 0).then_some(r.perf),
+    }
+}
+
+#[cfg(test)]
+mod libbpf_message_tests {
+    use super::benign_libbpf_message;
+
+    #[test]
+    fn only_the_known_harmless_libbpf_warnings_are_dropped() {
+        assert!(benign_libbpf_message(
+            "libbpf: struct_ops tt_ops: member sub_cid_sched_updated not found in kernel, \
+             skipping it as it's set to zero\n"
+        ));
+        assert!(benign_libbpf_message(
+            "libbpf: map 'tt_ops': BPF map skeleton link is uninitialized\n"
+        ));
+        assert!(!benign_libbpf_message(
+            "libbpf: struct_ops init_kern tt_ops: member dispatch not found in kernel\n"
+        ));
+        assert!(!benign_libbpf_message(
+            "libbpf: prog 'tt_dispatch': BPF program load failed: Permission denied\n"
+        ));
     }
 }
