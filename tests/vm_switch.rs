@@ -1,15 +1,16 @@
 //! VM test of the table switch at run time (docs/control.md): scx_tt enforces
 //! tests/vm/plans/switch_a.json at `-smp 2` (managed CPU 1, housekeeping CPU 0) with
 //! `--control` and `--trace`; after 3 s `scx_tt ctl` sends a switch to switch_bad_slot_us.json
-//! (refused: another slot length) and then to switch_b.json (the same tasks, other timing:
-//! the tables differ in 6 of 8 slots). The expected tables are computed here from the two plan
+//! (refused: another slot length), then to switch_b.json (the same tasks, other timing: the
+//! tables differ in 6 of 8 slots), and 1 s later back to switch_a.json (the loader folds the
+//! first switch, then writes the other half). The expected tables are computed here from the two plan
 //! files with the library (`plan::from_str`, `SchedConfig::from_plan`), not taken from scx_tt.
 //!
 //! Exact checks: the refused switch names `slot_us = 5000` and the client exits 1; the good one
-//! is accepted (client exit 0) at a frame start; every trace record before the switch slot has
-//! table A's owner for its slot, every record from it on has table B's, and each managed CPU
-//! has records telling the tables apart within one frame on each side of the switch slot (so
-//! all CPUs switched at that slot); summary planned time equals the trace's owned slots; no
+//! and the one back are accepted (client exit 0) at frame starts; every trace record has the
+//! owner of the table in force for its slot (A before the first switch slot, B from it, A again
+//! from the second), and each managed CPU has records telling the tables apart within one frame
+//! on each side of each switch slot (so all CPUs switched at that slot); summary planned time equals the trace's owned slots; no
 //! time foreign or be-while-tt-ready on managed CPUs; a second scx_tt on the same socket
 //! refuses to start; scx_tt exits 0, sched_ext is disabled, the socket is 0600 while it runs and
 //! gone afterwards, and a client then exits 2; a run that fails after creating its socket (a
@@ -25,7 +26,7 @@ use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::trace::{SlotKind, SlotRecord};
 use std::collections::BTreeMap;
 
-const DURATION_S: u64 = 8;
+const DURATION_S: u64 = 9;
 const MIN_DELIVERED_PCT: f64 = 90.0;
 
 /// Owner task names of one plan, per managed CPU, indexed by frame slot.
@@ -84,7 +85,7 @@ fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
     serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
 }
 
-fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
+fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
     let rc = |k: &str| out.result(&format!("{k}_rc")).unwrap_or("?").to_string();
     let bad = out.file("bad.reply").unwrap_or_default();
     println!("--- replies\n  bad:    {}", bad.trim());
@@ -103,6 +104,17 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
         format!(
             "the switch to switch_b.json is accepted at a frame start: slot {switch_slot:?} (client exit {})",
             rc("good")
+        ),
+    );
+    let back = reply(out, "back");
+    println!("  back:   {back}");
+    let back_slot = back["switch_slot"].as_u64();
+    c.check(
+        rc("back") == "0" && back["ok"] == true && back_slot.is_some_and(|s| s % 8 == 0),
+        format!(
+            "the switch back to switch_a.json (the previous switch folded) is accepted at a frame \
+             start: slot {back_slot:?} (client exit {})",
+            rc("back")
         ),
     );
     let before = reply(out, "status_before");
@@ -141,24 +153,33 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
         let got = out.result(key).unwrap_or("?");
         c.check(got == want, format!("{key} = {got} (want {want})"));
     }
-    switch_slot
+    match (switch_slot, back_slot) {
+        (Some(b), Some(a)) if a > b => Some(vec![b, a]),
+        _ => None,
+    }
 }
 
-fn check_trace(c: &mut Checks, trace: &[SlotRecord], switch_slot: u64, s: &Summary) {
+/// `switches`: the slots where switch_b.json, then switch_a.json again, took over.
+fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summary) {
     let (a, b) = (Table::of("switch_a.json"), Table::of("switch_b.json"));
+    let tables = [&a, &b, &a];
+    let names = ["switch_a.json", "switch_b.json", "switch_a.json"];
     let differ = (0..a.frame)
         .filter(|&k| a.owner(1, k) != b.owner(1, k))
         .count();
     println!(
-        "--- tables differ in {differ} of {} slots; switch at slot {switch_slot}",
+        "--- tables differ in {differ} of {} slots; switches at slots {switches:?}",
         a.frame
     );
+    let phase = |slot: u64| switches.iter().filter(|&&k| k <= slot).count();
     let mut wrong = Vec::new();
-    let mut per_cpu: BTreeMap<u32, (u64, u64, Option<u64>, Option<u64>)> = BTreeMap::new();
+    let mut records: BTreeMap<(u32, usize), u64> = BTreeMap::new();
+    // per (cpu, phase): the first and last slot whose owner tells table A and B apart
+    let mut telling: BTreeMap<(u32, usize), (u64, u64)> = BTreeMap::new();
     let mut owned: BTreeMap<&str, u64> = BTreeMap::new();
     for r in trace {
-        let table = if r.slot < switch_slot { &a } else { &b };
-        let want = table.owner(r.cpu, r.slot);
+        let p = phase(r.slot);
+        let want = tables[p].owner(r.cpu, r.slot);
         let got = recorded_owner(r);
         if want != got {
             wrong.push(format!(
@@ -169,18 +190,10 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switch_slot: u64, s: &Summa
         if let Some(t) = got {
             *owned.entry(t).or_default() += 1;
         }
-        let e = per_cpu.entry(r.cpu).or_default();
-        let telling = a.owner(r.cpu, r.slot) != b.owner(r.cpu, r.slot);
-        if r.slot < switch_slot {
-            e.0 += 1;
-            if telling {
-                e.2 = e.2.max(Some(r.slot));
-            }
-        } else {
-            e.1 += 1;
-            if telling && e.3.is_none_or(|s| r.slot < s) {
-                e.3 = Some(r.slot);
-            }
+        *records.entry((r.cpu, p)).or_default() += 1;
+        if a.owner(r.cpu, r.slot) != b.owner(r.cpu, r.slot) {
+            let e = telling.entry((r.cpu, p)).or_insert((r.slot, r.slot));
+            *e = (e.0.min(r.slot), e.1.max(r.slot));
         }
     }
     c.check(
@@ -195,16 +208,25 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switch_slot: u64, s: &Summa
         ),
     );
     for &cpu in &a.managed {
-        let (n_before, n_after, last_a, first_b) = per_cpu.get(&cpu).copied().unwrap_or_default();
-        let near = last_a.is_some_and(|s| s + a.frame >= switch_slot)
-            && first_b.is_some_and(|s| s < switch_slot + a.frame);
-        c.check(
-            near && n_before > 0 && n_after > 0,
-            format!(
-                "cpu {cpu}: {n_before} records under table A, {n_after} under B; last slot telling A \
-                 apart {last_a:?}, first telling B apart {first_b:?} (within a frame of {switch_slot})"
-            ),
-        );
+        for (k, &at) in switches.iter().enumerate() {
+            let (old, new) = (telling.get(&(cpu, k)), telling.get(&(cpu, k + 1)));
+            let last_old = old.map(|t| t.1);
+            let first_new = new.map(|t| t.0);
+            let near = last_old.is_some_and(|s| s + a.frame >= at)
+                && first_new.is_some_and(|s| s < at + a.frame);
+            c.check(
+                near,
+                format!(
+                    "cpu {cpu}, switch {names_k} -> {names_n} at slot {at}: {} records before, {} \
+                     after; last slot telling the old table apart {last_old:?}, first telling the \
+                     new one apart {first_new:?} (each within a frame of {at})",
+                    records.get(&(cpu, k)).unwrap_or(&0),
+                    records.get(&(cpu, k + 1)).unwrap_or(&0),
+                    names_k = names[k],
+                    names_n = names[k + 1],
+                ),
+            );
+        }
     }
     let slot_ns = s.slot_us * 1000;
     for t in s.tasks.iter().filter(|t| t.class == "tt") {
@@ -251,16 +273,19 @@ fn measure(label: &str) -> Checks {
         .unwrap_or_else(|e| panic!("{e}"));
     print!("{}", out.file("switch.out").unwrap_or_default());
     let mut c = Checks::default();
-    let switch_slot = check_protocol(&mut c, &out);
+    let switches = check_protocol(&mut c, &out);
     let summary = out.summary("switch.json");
-    match (&summary, switch_slot) {
-        (Ok(s), Some(slot)) => {
-            s.print("switch_a.json, then switch_b.json over the control socket");
-            check_trace(&mut c, &read_trace(&out), slot, s);
+    match (&summary, switches) {
+        (Ok(s), Some(switches)) => {
+            s.print("switch_a.json, switch_b.json, switch_a.json over the control socket");
+            check_trace(&mut c, &read_trace(&out), &switches, s);
             check_summary(&mut c, s);
         }
         (Err(e), _) => c.check(false, format!("summary: {e}")),
-        (_, None) => c.check(false, "no switch slot: the trace cannot be checked".into()),
+        (_, None) => c.check(
+            false,
+            "no two switch slots: the trace cannot be checked".into(),
+        ),
     }
     c
 }

@@ -90,8 +90,10 @@
  *     uses the new entry;
  *   - the table is double buffered: table map = 2 halves of nr_managed * frame_slots entries.
  *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
- *     (a slot number in the future, ideally a frame start). Every lookup for a slot >=
- *     table_switch_slot uses table_next, so all CPUs switch at the same boundary;
+ *     (a slot S, ideally a frame start, written before slot S - 1 starts: that tick already
+ *     opens S's record with owner_of(S) and decides the guard band before S; scx_tt --control,
+ *     docs/control.md). Every lookup for a slot >= table_switch_slot uses table_next, so all
+ *     CPUs switch at the same boundary;
  *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
  *     the next boundary of that slot;
  *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.

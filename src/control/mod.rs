@@ -16,14 +16,22 @@
 //!     refuse if a switch is pending (one at a time: the table is only double buffered)
 //!     new  = load + validate path          (the plan validation, every error)
 //!     refuse unless compat::mismatches(running, new) is empty
-//!     k    = first frame start >= slot(now) + lead, lead = max(MIN_LEAD_SLOTS, MIN_LEAD_NS)
+//!     now  = the clock, read after loading
+//!     k    = the first frame start with start(k − 1) >= now + MIN_LEAD_NS
+//!            and k >= slot(now) + MIN_LEAD_SLOTS
 //!     the caller writes new's table to the inactive half with switch slot k; on success:
 //!     running = new, pending = k              (the reply: switch_slot k, at_ns = t0 + k·slot_ns)
 //! ```
 //!
+//! Why start(k − 1): the BPF scheduler decides slot k's record owner (and whether the guard
+//! band stops the owner before k) at the tick that starts slot k − 1, so the switch must be
+//! written before that tick, with a margin for tick lateness and for writing a large table.
+//!
 //! # Properties
-//! 1. The switch slot is a frame start at least `MIN_LEAD_SLOTS` slots after the current one,
-//!    so the frame in progress finishes under the old table on every CPU.
+//! 1. The switch slot k is a frame start at least `MIN_LEAD_SLOTS` slots after the current one,
+//!    slot k − 1 starts at least `MIN_LEAD_NS` after the clock reading, and k is the first
+//!    frame start with both; so the frame in progress finishes under the old table on every
+//!    CPU.
 //! 2. A refused request changes nothing (the running plan, the pending switch).
 //! 3. Only a plan compatible with the running one is ever handed to the kernel.
 
@@ -40,8 +48,9 @@ use thiserror::Error;
 
 /// The switch slot is at least this many slots after the current slot.
 pub const MIN_LEAD_SLOTS: u64 = 2;
-/// ... and at least this far in the future, so that writing a large table (up to millions of
-/// entries for short slots) finishes before the switch slot starts.
+/// ... and the slot before it starts at least this long after the request: the BPF tick at
+/// that start already looks the switch slot up (its record owner, the guard band), and the
+/// margin covers tick lateness (milliseconds under TCG) and writing a large table.
 pub const MIN_LEAD_NS: u64 = 20_000_000;
 
 /// A refused request; the reply is `{"ok":false,"error":"<Display>"}`.
@@ -173,11 +182,14 @@ impl Control {
         now_ns.saturating_sub(self.t0_ns) / self.slot_ns.max(1)
     }
 
-    /// The switch slot for a request at `now_ns` (property 1).
+    /// The switch slot for a switch written at `now_ns` (property 1).
     pub fn switch_slot(&self, now_ns: u64) -> u64 {
         let frame = self.plan.frame_slots.max(1);
-        let lead = MIN_LEAD_SLOTS.max(MIN_LEAD_NS.div_ceil(self.slot_ns.max(1)));
-        (self.slot_at(now_ns) + lead).div_ceil(frame) * frame
+        // the first e with start(e - 1) = t0 + (e - 1)·slot >= now + MIN_LEAD_NS
+        let before =
+            (now_ns.saturating_sub(self.t0_ns) + MIN_LEAD_NS).div_ceil(self.slot_ns.max(1));
+        let earliest = (before + 1).max(self.slot_at(now_ns) + MIN_LEAD_SLOTS);
+        earliest.div_ceil(frame) * frame
     }
 
     /// A pending switch is over once its slot has ended (every CPU has ticked past it).
@@ -193,20 +205,20 @@ impl Control {
         &self.history
     }
 
-    /// Handles one request line received at `now_ns`. `load` reads and validates a plan file
-    /// (`plan::from_file` at the edge).
+    /// Handles one request line. `clock` reads CLOCK_MONOTONIC (again after loading a plan,
+    /// which may take a while); `load` reads and validates a plan file (`plan::from_file` at
+    /// the edge).
     pub fn handle(
         &mut self,
         line: &str,
-        now_ns: u64,
+        clock: impl Fn() -> u64,
         load: impl FnOnce(&Path) -> Result<Plan, LoadError>,
     ) -> Step {
+        let now_ns = clock();
         self.settle(now_ns);
         let result = match Request::parse(line) {
             Ok(Request::Status) => Ok(Step::Reply(self.status(now_ns))),
-            Ok(Request::SwitchTable { plan }) => {
-                self.prepare(&plan, now_ns, load).map(Step::Switch)
-            }
+            Ok(Request::SwitchTable { plan }) => self.prepare(&plan, clock, load).map(Step::Switch),
             Err(e) => Err(e.into()),
         };
         result.unwrap_or_else(|e| Step::Reply(Reply::error(&e)))
@@ -225,7 +237,7 @@ impl Control {
     fn prepare(
         &self,
         path: &Path,
-        now_ns: u64,
+        clock: impl Fn() -> u64,
         load: impl FnOnce(&Path) -> Result<Plan, LoadError>,
     ) -> Result<Switch, ControlError> {
         if let Some(p) = &self.pending {
@@ -248,7 +260,7 @@ impl Control {
                 mismatches: found,
             });
         }
-        let at_slot = self.switch_slot(now_ns);
+        let at_slot = self.switch_slot(clock());
         Ok(Switch {
             plan,
             table: path.display().to_string(),

@@ -69,7 +69,7 @@ fn switch_line(path: &str) -> String {
 #[test]
 fn status_reports_the_slot_the_frame_and_the_table() {
     let mut c = control();
-    let r = reply(c.handle(r#"{"op":"status"}"#, at(13), files(&[])));
+    let r = reply(c.handle(r#"{"op":"status"}"#, || at(13), files(&[])));
     assert_eq!(
         r.to_line(),
         "{\"ok\":true,\"slot\":13,\"frame_slots\":8,\"table\":\"/p/a.json\",\"pending_switch_slot\":null}\n"
@@ -77,26 +77,26 @@ fn status_reports_the_slot_the_frame_and_the_table() {
 }
 
 #[test]
-fn happy_path_switches_at_the_next_frame_start_two_slots_ahead_then_settles() {
+fn happy_path_switches_at_the_next_frame_start_far_enough_ahead_then_settles() {
     let plans = [("/p/b.json", text(10_000, 5))];
     let mut c = control();
-    // slot 13: 13 + 2 = 15 -> next frame start 16
-    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), at(13), files(&plans)) else {
+    // at 13.5 slots: slot 15 starts 15 ms later (< 20 ms), so 16 is too early -> 24
+    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), || at(13), files(&plans)) else {
         panic!("expected a switch");
     };
-    assert_eq!((sw.at_slot, sw.at_ns), (16, T0_NS + 16 * SLOT_NS));
+    assert_eq!((sw.at_slot, sw.at_ns), (24, T0_NS + 24 * SLOT_NS));
     assert_eq!(sw.plan.cpus[0].table, plan_of(&plans[0].1).cpus[0].table);
     let r = c.committed(sw);
     assert_eq!(
         r.to_line(),
         format!(
-            "{{\"ok\":true,\"switch_slot\":16,\"at_ns\":{}}}\n",
-            T0_NS + 16 * SLOT_NS
+            "{{\"ok\":true,\"switch_slot\":24,\"at_ns\":{}}}\n",
+            T0_NS + 24 * SLOT_NS
         )
     );
-    let status = |c: &mut Control, k| reply(c.handle(r#"{"op":"status"}"#, at(k), files(&[])));
-    // pending until slot 16 has ended; the plan in force keeps its name until then
-    for k in [14, 16] {
+    let status = |c: &mut Control, k| reply(c.handle(r#"{"op":"status"}"#, || at(k), files(&[])));
+    // pending until slot 24 has ended; the plan in force keeps its name until then
+    for k in [14, 24] {
         assert_eq!(
             status(&mut c, k),
             Reply::Status {
@@ -104,15 +104,15 @@ fn happy_path_switches_at_the_next_frame_start_two_slots_ahead_then_settles() {
                 slot: k,
                 frame_slots: 8,
                 table: "/p/a.json".into(),
-                pending_switch_slot: Some(16),
+                pending_switch_slot: Some(24),
             }
         );
     }
     assert_eq!(
-        status(&mut c, 17),
+        status(&mut c, 25),
         Reply::Status {
             ok: true,
-            slot: 17,
+            slot: 25,
             frame_slots: 8,
             table: "/p/b.json".into(),
             pending_switch_slot: None,
@@ -121,25 +121,59 @@ fn happy_path_switches_at_the_next_frame_start_two_slots_ahead_then_settles() {
     assert_eq!(
         c.history(),
         &[SwitchRecord {
-            at_slot: 16,
+            at_slot: 24,
             table: "/p/b.json".into()
         }]
     );
 }
 
+/// Whether slot `s` is far enough ahead of `now` for a switch (property 1 without the frame).
+fn far_enough(s: u64, now: u64) -> bool {
+    let k = now.saturating_sub(T0_NS) / SLOT_NS;
+    s >= k + MIN_LEAD_SLOTS && s >= 1 && T0_NS + (s - 1) * SLOT_NS >= now + MIN_LEAD_NS
+}
+
 #[test]
-fn the_switch_slot_is_a_frame_start_at_least_two_slots_ahead() {
+fn the_switch_slot_is_the_first_frame_start_whose_previous_slot_starts_20_ms_ahead() {
     let c = control();
     for k in 0..40 {
-        let s = c.switch_slot(at(k));
-        assert_eq!(s % 8, 0, "slot {k} -> {s}");
-        assert!(s >= k + MIN_LEAD_SLOTS, "slot {k} -> {s}");
-        assert!(s < k + MIN_LEAD_SLOTS + 8, "slot {k} -> {s}: not the first");
+        for off in [0, 1, SLOT_NS / 2, SLOT_NS - 1] {
+            let now = T0_NS + k * SLOT_NS + off;
+            let s = c.switch_slot(now);
+            assert_eq!(s % 8, 0, "slot {k} + {off} ns -> {s}");
+            assert!(far_enough(s, now), "slot {k} + {off} ns -> {s}");
+            assert!(
+                s < 8 || !far_enough(s - 8, now),
+                "slot {k} + {off} ns -> {s}: not the first"
+            );
+        }
     }
-    // k = 6: 6 + 2 = 8 is itself a frame start; k = 7 must wait for 16
-    assert_eq!((c.switch_slot(at(6)), c.switch_slot(at(7))), (8, 16));
+    // at the start of slot 5: slot 7 starts 20 ms later, so 8 is just far enough; 1 ns later
+    // it is not, and the switch waits for 16
+    assert_eq!(c.switch_slot(T0_NS + 5 * SLOT_NS), 8);
+    assert_eq!(c.switch_slot(T0_NS + 5 * SLOT_NS + 1), 16);
     // before slot 0 starts (the timers are armed a little in the future)
     assert_eq!(c.switch_slot(T0_NS - 5), 8);
+}
+
+#[test]
+fn the_clock_is_read_again_after_loading_the_plan() {
+    let plans = [("/p/b.json", text(10_000, 5))];
+    let mut c = control();
+    // the request arrives at 1.5 slots (switch at 8), loading ends at 5.5 slots (switch at 16)
+    let reads = std::cell::Cell::new(0);
+    let clock = || {
+        reads.set(reads.get() + 1);
+        if reads.get() == 1 {
+            at(1)
+        } else {
+            at(5)
+        }
+    };
+    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), clock, files(&plans)) else {
+        panic!("expected a switch");
+    };
+    assert_eq!((sw.at_slot, reads.get()), (16, 2));
 }
 
 #[test]
@@ -158,18 +192,18 @@ fn a_second_switch_while_one_is_pending_is_refused_and_changes_nothing() {
         ("/p/c.json", text(10_000, 4)),
     ];
     let mut c = control();
-    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), at(1), files(&plans)) else {
+    let Step::Switch(sw) = c.handle(&switch_line("/p/b.json"), || at(1), files(&plans)) else {
         panic!("expected a switch");
     };
     c.committed(sw);
-    let e = error_of(c.handle(&switch_line("/p/c.json"), at(3), files(&plans)));
+    let e = error_of(c.handle(&switch_line("/p/c.json"), || at(3), files(&plans)));
     assert_eq!(
         e,
         "a switch to /p/b.json at slot 8 is pending: one switch at a time, retry after slot 8"
     );
     assert_eq!(c.history().len(), 1);
-    // once slot 8 has ended a new switch goes through, at the next frame start
-    let Step::Switch(sw) = c.handle(&switch_line("/p/c.json"), at(9), files(&plans)) else {
+    // once slot 8 has ended a new switch goes through (at 9.5 slots: 16 is far enough)
+    let Step::Switch(sw) = c.handle(&switch_line("/p/c.json"), || at(9), files(&plans)) else {
         panic!("expected a switch after the pending one settled");
     };
     assert_eq!(sw.at_slot, 16);
@@ -179,13 +213,13 @@ fn a_second_switch_while_one_is_pending_is_refused_and_changes_nothing() {
 fn an_incompatible_plan_is_refused_with_field_value_and_rule() {
     let plans = [("/p/bad.json", text(5_000, 3))];
     let mut c = control();
-    let e = error_of(c.handle(&switch_line("/p/bad.json"), at(2), files(&plans)));
+    let e = error_of(c.handle(&switch_line("/p/bad.json"), || at(2), files(&plans)));
     assert_eq!(
         e,
         "plan /p/bad.json is incompatible with the running plan: \
          slot_us = 5000: must equal the running plan's 10000"
     );
-    let r = reply(c.handle(r#"{"op":"status"}"#, at(2), files(&[])));
+    let r = reply(c.handle(r#"{"op":"status"}"#, || at(2), files(&[])));
     assert!(
         matches!(
             r,
@@ -204,7 +238,7 @@ fn an_invalid_plan_is_refused_with_every_validation_error_on_one_line() {
     // wcet 9 > period 8 and slot_us out of range
     let plans = [("/p/inv.json", text(50, 9))];
     let mut c = control();
-    let e = error_of(c.handle(&switch_line("/p/inv.json"), at(2), files(&plans)));
+    let e = error_of(c.handle(&switch_line("/p/inv.json"), || at(2), files(&plans)));
     assert!(e.starts_with("/p/inv.json: invalid plan: "), "{e}");
     assert!(e.contains("slot_us = 50: must be between"), "{e}");
     assert!(e.contains("tasks[0].wcet = 9"), "{e}");
@@ -215,7 +249,7 @@ fn an_invalid_plan_is_refused_with_every_validation_error_on_one_line() {
 #[test]
 fn a_missing_plan_file_is_refused() {
     let mut c = control();
-    let e = error_of(c.handle(&switch_line("/p/none.json"), at(2), files(&[])));
+    let e = error_of(c.handle(&switch_line("/p/none.json"), || at(2), files(&[])));
     assert!(e.starts_with("/p/none.json: cannot read the plan: "), "{e}");
 }
 
@@ -232,12 +266,12 @@ fn malformed_requests_are_refused_with_their_reason() {
         ),
     ];
     for (line, want) in cases {
-        let e = error_of(c.handle(line, at(2), files(&[])));
+        let e = error_of(c.handle(line, || at(2), files(&[])));
         assert!(e.starts_with(want), "{line}: {e}");
     }
     let long = "x".repeat(MAX_REQUEST_BYTES + 1);
     assert_eq!(
-        error_of(c.handle(&long, at(2), files(&[]))),
+        error_of(c.handle(&long, || at(2), files(&[]))),
         format!("request is longer than {MAX_REQUEST_BYTES} bytes")
     );
 }

@@ -335,7 +335,7 @@ fn answer(
     guard_us: u64,
     online: &[u32],
 ) -> Reply {
-    let switch = match control.handle(line, monotonic_ns(), |p| plan::from_file(p)) {
+    let switch = match control.handle(line, monotonic_ns, |p| plan::from_file(p)) {
         Step::Reply(reply) => return reply,
         Step::Switch(switch) => switch,
     };
@@ -352,12 +352,14 @@ fn answer(
         return Reply::error(&ControlError::Kernel(e.to_string()));
     }
     let now = monotonic_ns();
-    if now >= switch.at_ns {
+    // The tick that starts the slot before the switch slot already looks the switch slot up.
+    let decided_ns = switch.at_ns.saturating_sub(switch.plan.slot_us * 1000);
+    if now >= decided_ns {
         eprintln!(
-            "scx_tt: warning: writing the table took until {:.1} ms after the switch slot {} \
-             started; the frame in progress mixes both tables",
-            (now - switch.at_ns) as f64 / 1e6,
-            switch.at_slot
+            "scx_tt: warning: the table was written {:.1} ms after slot {} started: the slots \
+             around the switch may be enforced or accounted with the old table",
+            (now - decided_ns) as f64 / 1e6,
+            switch.at_slot - 1
         );
     }
     println!(

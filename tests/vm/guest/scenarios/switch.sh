@@ -1,11 +1,12 @@
 # Table switch at run time over the control socket (docs/control.md): scx_tt enforces
 # switch_a.json with --control and --trace; after 3 s `scx_tt ctl` sends a switch to a plan with
 # another slot_us (refused), then to switch_b.json (same tasks, other timing); a second scx_tt
-# on the same socket must refuse to start; scx_tt runs on to tt.duration_s (default 8). Leaves
+# on the same socket must refuse to start; 1 s later a switch back to switch_a.json; scx_tt
+# runs on to tt.duration_s (default 9). Leaves
 # the trace, the summary, every reply, and results (exit codes, socket mode, socket left).
 # First, a run that fails after creating its socket must remove it.
 . /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-8}
+D=$(cmdline_arg tt.duration_s); D=${D:-9}
 SOCK=/run/tt.sock
 PLANS=/tt/plans
 
@@ -39,6 +40,8 @@ ctl good switch-table $PLANS/switch_b.json
 run_scx_tt second --table $PLANS/switch_a.json --duration-s 1 --control $SOCK
 sleep 1
 ctl status_after status
+# Back to A: the previous switch is folded first (Scheduler::switch_table), the other half written.
+ctl back switch-table $PLANS/switch_a.json
 wait $pid
 result switch_rc $?
 result switch_state "$(scx_state)"
