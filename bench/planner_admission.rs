@@ -123,7 +123,7 @@ fn run(cpus: usize, frame: u64, jobs: u64) {
 }
 
 fn main() {
-    println!("planner_admission on {}", common::machine());
+    common::header("planner_admission");
     for (cpus, frame, jobs) in [
         (1, 1000, 100),
         (15, 1000, 100),

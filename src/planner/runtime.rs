@@ -126,9 +126,12 @@ impl Planner {
     pub fn new(cpus: &[CpuInput], frame: Slot, cfg: PlannerConfig) -> Self {
         let states = cpus
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 let kinds = vec![JobKind::Periodic; c.jobs.len()];
-                CpuState::new(&c.jobs, &kinds, frame, c.has_be)
+                let mut s = CpuState::new(&c.jobs, &kinds, frame, c.has_be);
+                s.stagger_build(i, cpus.len());
+                s
             })
             .collect();
         Planner {
