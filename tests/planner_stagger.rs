@@ -61,7 +61,13 @@ fn cpus_with_the_same_template_finish_their_builds_in_different_slots() {
 
 #[test]
 fn every_cpu_keeps_the_current_and_next_frame_complete_and_misses_nothing() {
-    for (cpus, n, frame) in [(1, 2, 2), (2, 1, 3), (7, 5, 10), (15, 10, 60), (64, 20, 100)] {
+    for (cpus, n, frame) in [
+        (1, 2, 2),
+        (2, 1, 3),
+        (7, 5, 10),
+        (15, 10, 60),
+        (64, 20, 100),
+    ] {
         for policy in Policy::ALL {
             let mut p = planner(cpus, n, frame, policy);
             for s in 0..5 * frame {
@@ -78,7 +84,10 @@ fn every_cpu_keeps_the_current_and_next_frame_complete_and_misses_nothing() {
                         assert_eq!(end, (k + 3) * frame, "{ctx}: frame k+2 not built in time");
                     }
                     let ivs: Vec<_> = c.intervals().collect();
-                    assert!(ivs[0].start <= s && s < ivs[0].end, "{ctx}: current interval");
+                    assert!(
+                        ivs[0].start <= s && s < ivs[0].end,
+                        "{ctx}: current interval"
+                    );
                     assert!(
                         ivs.windows(2).all(|w| w[0].end == w[1].start),
                         "{ctx}: intervals not contiguous"
