@@ -101,11 +101,29 @@ pub fn isolate() -> String {
     format!("{pinned}, {fifo}")
 }
 
-/// Header lines every planner benchmark prints: machine, load, isolation.
+/// Median ns of an empty timed region (`Instant::now` then `elapsed`): what every per-operation
+/// sample includes on top of the operation.
+pub fn clock_overhead_ns() -> u64 {
+    let mut samples: Vec<u64> = (0..10_000)
+        .map(|_| {
+            let t0 = std::time::Instant::now();
+            std::hint::black_box(());
+            t0.elapsed().as_nanos() as u64
+        })
+        .collect();
+    samples.sort_unstable();
+    median(&samples)
+}
+
+/// Header lines every planner benchmark prints: machine, load, isolation, clock overhead.
 pub fn header(name: &str) {
     println!("{name} on {}", machine());
     println!("load average at start: {}", load_average());
     println!("benchmark thread: {}", isolate());
+    println!(
+        "clock read overhead per timed sample: {} ns (median, included in every per-operation figure)",
+        clock_overhead_ns()
+    );
 }
 
 /// (mean, p99, p99.9) of `samples` in ns.
