@@ -205,6 +205,8 @@ pub struct CpuState {
     /// Offset in the frame from which this CPU builds the frame after next (see
     /// [`Self::stagger_build`]).
     pub(crate) build_offset: Slot,
+    /// Extra job slots of the job rings beyond three frames plus 64 (see [`Self::stagger_build`]).
+    pub(crate) ring_pad: usize,
     /// First slot not promised to a DPM idle period.
     pub(crate) idle_until: Slot,
     pub(crate) running: Running,
@@ -233,6 +235,7 @@ impl CpuState {
             build_iv: 0,
             build_job: 0,
             build_offset: 0,
+            ring_pad: 0,
             idle_until: 0,
             running: Running::Other,
             has_be,
@@ -249,9 +252,16 @@ impl CpuState {
     /// more (cache and TLB misses); when every CPU started in the same slot, that slot paid for
     /// all of them (2–4 µs for 15 CPUs, the deterministic maximum of `step`). The build of one
     /// frame takes at most half a frame, so it still completes before the next boundary.
+    ///
+    /// The job rings (`jobs`, `unreleased`, the ready heap) are padded the same way, by
+    /// `index · (jobs/2) / cpus` entries, so that CPUs with templates of the same size do not
+    /// wrap their rings in the same slot.
     pub(crate) fn stagger_build(&mut self, index: usize, cpus: usize) {
+        let cpus = cpus.max(1);
         let half = (self.frame / 2) as u128;
-        self.build_offset = (index as u128 * half / cpus.max(1) as u128) as Slot;
+        self.build_offset = (index as u128 * half / cpus as u128) as Slot;
+        self.ring_pad = index * (self.template_by_release.len() / 2) / cpus;
+        self.reserve_horizon();
     }
 
     pub(crate) fn rebuild_template(&mut self) {
@@ -301,7 +311,7 @@ impl CpuState {
     /// memory is touched here, outside `step`, so its page faults are not paid in a slot either.
     fn reserve_horizon(&mut self) {
         let ivs = 3 * self.template_ivs.len() + 64;
-        let jobs = 3 * self.template_by_release.len() + 64;
+        let jobs = 3 * self.template_by_release.len() + 64 + self.ring_pad;
         let filler_iv = Iv {
             start: 0,
             end: 0,
