@@ -160,7 +160,7 @@ fn reserve_touched<T: Clone>(d: &mut VecDeque<T>, want: usize, filler: T) {
         return;
     }
     let len = d.len();
-    d.reserve(want - len);
+    d.reserve_exact(want - len);
     while d.len() < d.capacity() {
         d.push_back(filler.clone());
     }
@@ -334,7 +334,7 @@ impl CpuState {
             // Entries are unique (seq), so the heap pops in the same order after the round trip.
             let mut v = std::mem::take(&mut self.ready).into_vec();
             let len = v.len();
-            v.reserve(jobs - len);
+            v.reserve_exact(jobs - len);
             v.resize(v.capacity(), Reverse((0, 0)));
             v.truncate(len);
             self.ready = BinaryHeap::from(v);
