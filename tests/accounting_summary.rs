@@ -286,6 +286,9 @@ fn summary_json_has_the_agreed_fields() {
         "foreign_ns",
         "be_while_tt_ready_ns",
         "bpf_tick_ns_avg",
+        "guard_events",
+        "guard_late",
+        "guard_stops",
     ] {
         assert!(v["cpus"][0].get(key).is_some(), "missing cpus[].{key}");
     }
@@ -297,4 +300,38 @@ fn summary_json_has_the_agreed_fields() {
         hist.last().expect("buckets")["le_ns"].is_null(),
         "open last bucket is null"
     );
+}
+
+/// 4 ticks of spin-a on CPU 1 with `late` of `events` guard-band events after their boundary.
+fn summary_text_with_guard(events: u64, late: u64) -> String {
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    for slot in 0..4 {
+        acc.add(&sample(slot, Some(0), SLOT, 2_000_000));
+    }
+    let mut f = facts(vec![TaskCounters::default(); 3]);
+    let c = f.cpu_counters.get_mut(&1).expect("cpu 1");
+    c.stop_events = events;
+    c.stop_late = late;
+    c.stop_kicks = events - late;
+    let summary = acc.summary(&f);
+    assert_eq!(
+        (summary.cpus[0].guard_events, summary.cpus[0].guard_late),
+        (events, late)
+    );
+    render_summary(&acc, &summary)
+}
+
+#[test]
+fn late_guard_band_events_above_one_percent_give_a_hint() {
+    // 2 of 100 late: 2 % > 1 %; the hint names the CPU, the counts and the p99 lateness (2 ms).
+    let text = summary_text_with_guard(100, 2);
+    assert!(
+        text.contains("hint: cpu 1: 2 of 100 guard-band events came after their boundary (tick lateness p99 2000 us)"),
+        "{text}"
+    );
+    assert!(text.contains("--guard-us"), "{text}");
+    // 1 of 100 is 1 %, not above it; 0 late never hints.
+    assert!(!summary_text_with_guard(100, 1).contains("hint:"));
+    assert!(!summary_text_with_guard(100, 0).contains("hint:"));
+    assert!(!summary_text_with_guard(0, 0).contains("hint:"));
 }

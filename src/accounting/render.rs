@@ -1,7 +1,7 @@
 //! Human-readable output: the exit summary, the per-slot timeline, the lateness histogram and
 //! the one-line periodic stats.
 
-use super::{Accounting, Cell, FreqShare, HistBucket, Summary};
+use super::{Accounting, Cell, CpuSummary, FreqShare, HistBucket, Summary};
 use crate::plan::Class;
 use std::fmt::Write;
 
@@ -69,6 +69,23 @@ fn render_hist(out: &mut String, cpu: u32, hist: &[HistBucket]) {
 }
 
 /// The exit summary printed on stdout, starting with `=== scx_tt summary ===`.
+/// A hint when more than 1 % of a CPU's guard-band events came after the boundary they guard:
+/// each of those let the ending owner run into the next slot (src/bpf/tt_sched.bpf.c, B.2f).
+pub fn guard_hint(c: &CpuSummary) -> Option<String> {
+    if c.guard_late == 0 || c.guard_late * 100 <= c.guard_events {
+        return None;
+    }
+    Some(format!(
+        "hint: cpu {}: {} of {} guard-band events came after their boundary (tick lateness p99 \
+         {:.0} us); owners ran into the next slot until then. A --guard-us above the platform's \
+         timer lateness keeps them inside their slots.",
+        c.cpu,
+        c.guard_late,
+        c.guard_events,
+        us(c.late_ns.p99)
+    ))
+}
+
 pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     let mut out = String::new();
     let exit = serde_json::to_value(s.exit)
@@ -157,6 +174,11 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             c.bpf_tick_ns_avg,
             format!("{}/{}/{}", c.guard_stops, c.guard_late, c.guard_events)
         );
+    }
+    for c in &s.cpus {
+        if let Some(hint) = guard_hint(c) {
+            let _ = writeln!(out, "{hint}");
+        }
     }
     for p in &s.bpf_prog_stats {
         let _ = writeln!(

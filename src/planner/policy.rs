@@ -156,13 +156,13 @@ impl Freqs {
 
     /// Lowest available frequency `f` with `f·(c + avail) ≥ c·UNIT` (Equation 3, rounded up).
     pub fn for_work(&self, c: u64, avail: u64) -> u32 {
-        let need = c as u128 * UNIT as u128;
-        let span = c as u128 + avail as u128;
-        self.0
-            .iter()
-            .copied()
-            .find(|&f| f as u128 * span >= need)
-            .unwrap_or(UNIT as u32)
+        // f·span ≥ need ⟺ f ≥ ⌈need/span⌉ (integers): one division instead of a product per step.
+        let least = match (c.checked_mul(UNIT), c.checked_add(avail)) {
+            (Some(need), Some(span)) => need.div_ceil(span.max(1)),
+            _ => (c as u128 * UNIT as u128).div_ceil((c as u128 + avail as u128).max(1)) as u64,
+        };
+        let i = self.0.partition_point(|&f| (f as u64) < least);
+        self.0.get(i).copied().unwrap_or(UNIT as u32)
     }
 }
 
@@ -296,6 +296,38 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
                 run: Run::Idle,
                 freq_ppm: sleep_ppm,
                 idle_until: Some(until),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_work_is_the_lowest_step_that_covers_the_work() {
+        let freqs = Freqs::xeon_default();
+        for c in [
+            0,
+            1,
+            7,
+            UNIT / 3,
+            UNIT,
+            5 * UNIT + 1,
+            40 * UNIT,
+            u64::MAX / 2,
+        ] {
+            for avail in [0, 1, 13, UNIT / 2, UNIT, 3 * UNIT, 1_000 * UNIT, u64::MAX] {
+                let got = freqs.for_work(c, avail);
+                // Equation 3 by search: the first step f with f·(c + avail) ≥ c·UNIT.
+                let want = freqs
+                    .ppm()
+                    .iter()
+                    .copied()
+                    .find(|&f| f as u128 * (c as u128 + avail as u128) >= c as u128 * UNIT as u128)
+                    .unwrap_or(UNIT as u32);
+                assert_eq!(got, want, "c {c} avail {avail}");
             }
         }
     }

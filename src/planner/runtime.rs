@@ -126,9 +126,12 @@ impl Planner {
     pub fn new(cpus: &[CpuInput], frame: Slot, cfg: PlannerConfig) -> Self {
         let states = cpus
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(i, c)| {
                 let kinds = vec![JobKind::Periodic; c.jobs.len()];
-                CpuState::new(&c.jobs, &kinds, frame, c.has_be)
+                let mut s = CpuState::new(&c.jobs, &kinds, frame, c.has_be);
+                s.stagger_build(i, cpus.len());
+                s
             })
             .collect();
         Planner {
@@ -220,30 +223,25 @@ impl Planner {
                 };
             }
         }
-        let caps: Vec<Capacity> = self
-            .cpus
-            .iter()
-            .map(|c| c.acceptance(now, wcet, deadline))
-            .collect();
-        let order = negotiation_order(cpu, self.cpus.len(), |i| caps[i].available);
-        for &i in &order {
-            if caps[i].available >= wcet as i64 {
-                self.cpus[i].guarantee(now, task, wcet, deadline);
-                return Admission::Accepted {
-                    cpu: i,
-                    bound: caps[i].deadline,
-                };
+        // The others by decreasing free capacity (ties: lower index): the first that accepts is
+        // the one with the most free capacity, if it has enough (each test is exact), so one pass
+        // finds it, without sorting. The requested CPU, already rejected, cannot be it.
+        let mut best: Option<(usize, Capacity)> = None;
+        for (i, c) in self.cpus.iter().enumerate() {
+            let cap = c.acceptance(now, wcet, deadline);
+            if best.is_none_or(|(_, b)| cap.available > b.available) {
+                best = Some((i, cap));
             }
         }
-        match order
-            .iter()
-            .copied()
-            .max_by_key(|&i| (caps[i].available, usize::MAX - i))
-        {
-            Some(best) => Admission::Rejected(Rejection::Capacity {
-                cpu: best,
-                cap: caps[best],
-            }),
+        match best {
+            Some((i, cap)) if cap.available >= wcet as i64 => {
+                self.cpus[i].guarantee(now, task, wcet, deadline);
+                Admission::Accepted {
+                    cpu: i,
+                    bound: cap.deadline,
+                }
+            }
+            Some((cpu, cap)) => Admission::Rejected(Rejection::Capacity { cpu, cap }),
             None => Admission::Rejected(Rejection::Invalid("no managed CPU".into())),
         }
     }
