@@ -1,6 +1,6 @@
 //! The control protocol of `scx_tt --table plan.json --control PATH` (docs/control.md): status
-//! queries and table switches at run time. Pure: requests come in as text with the time as a
-//! value, plans come in through a loader the caller passes, decisions go out as values. The
+//! queries and table switches at run time. Pure: requests come in as text, the time through a
+//! clock and plans through a loader the caller passes, decisions go out as values. The
 //! socket lives in the binary (src/cli/run/control_socket.rs), the kernel write in
 //! `Scheduler::switch_table`.
 //!
