@@ -90,10 +90,12 @@
  *     uses the new entry;
  *   - the table is double buffered: table map = 2 halves of nr_managed * frame_slots entries.
  *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
- *     (a slot S, ideally a frame start, written before slot S - 1 starts: that tick already
- *     opens S's record with owner_of(S) and decides the guard band before S; scx_tt --control,
- *     docs/control.md). Every lookup for a slot >= table_switch_slot uses table_next, so all
- *     CPUs switch at the same boundary;
+ *     (a slot S, ideally a frame start, written before slot S - 1 starts: that tick decides
+ *     whether a guard-band event precedes S; scx_tt --control, docs/control.md). Every lookup
+ *     for a slot >= table_switch_slot uses table_next, so all CPUs switch at the same
+ *     boundary. A switch written later still gives S's record the owner in force (the owner is
+ *     looked up again at S's tick), and a guard-band event armed for a run that the new table
+ *     continues into S does not stop that owner;
  *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
  *     the next boundary of that slot;
  *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.
@@ -489,7 +491,9 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 		return false;
 	}
 	ending = owner_of(cpu, t->slot - 1);
-	if (a->cur_kind == TT_RUN_PLAN && a->cur_task == ending) {
+	/* a table switch written after this event was armed may continue the run into t->slot */
+	if (a->cur_kind == TT_RUN_PLAN && a->cur_task == ending &&
+	    owner_of(cpu, t->slot) != ending) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		__sync_fetch_and_add(&cpu_stats[cpu].stop_kicks, 1);
 	}
@@ -549,6 +553,9 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	}
 
 	owner = owner_of(cpu, slot);
+	/* the record was opened two slots ago; a table switch since then changes its owner */
+	if (a->acc[slot & 1].open && a->acc[slot & 1].rec.slot == slot)
+		a->acc[slot & 1].rec.owner = owner;
 	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	if (perf_enabled)
