@@ -178,13 +178,5 @@ fn measure(label: &str) -> Checks {
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn blocked_exited_and_missing_tasks_leave_their_slots_to_be_work() {
-    let first = measure("semantics");
-    if !first.only_timing_failed() {
-        return first.finish();
-    }
-    println!(
-        "--- only timing bounds failed ({}); measuring once more",
-        first.failures().join("; ")
-    );
-    measure("semantics-again").finish();
+    harness::measure_until_settled("semantics", measure);
 }

@@ -386,3 +386,28 @@ impl Checks {
         assert!(all.is_empty(), "failed checks:\n  {}", all.join("\n  "));
     }
 }
+
+/// How many times a scenario with timing bounds is measured at most. A TCG guest on this
+/// 2-core, itself virtualised, machine sometimes loses its vCPU threads for 5-40 ms at a time
+/// (host steal); a 10 s measurement then misses a timing bound although the scheduler did
+/// nothing wrong. Seen in about 1 measurement of 4 on a bad stretch, so three measurements
+/// make a false failure rare (docs/vm-harness.md).
+pub const TIMING_TRIES: u32 = 3;
+
+/// Measures with `measure` (given a label per try) until a measurement passes, fails an exact
+/// check (never measured again), or TIMING_TRIES measurements failed only timing bounds; the last
+/// measurement decides and every one is printed.
+pub fn measure_until_settled(label: &str, measure: impl Fn(&str) -> Checks) {
+    let mut c = measure(label);
+    for k in 2..=TIMING_TRIES {
+        if !c.only_timing_failed() {
+            break;
+        }
+        println!(
+            "--- only timing bounds failed ({}); measuring again ({k} of {TIMING_TRIES})",
+            c.failures().join("; ")
+        );
+        c = measure(&format!("{label}-try{k}"));
+    }
+    c.finish();
+}
