@@ -1,7 +1,7 @@
 //! VM test, issue 3 item 3: what becomes of a tt task's slots when it blocks mid-slot, exits,
 //! or cannot be found. `tests/vm/plans/semantics.json` on managed CPU 1 (`-smp 2`):
 //!   - `sleeper` (slots 0-2 of each 10-slot frame) spins ~1-2 ms, sleeps 4 ms, over and over:
-//!     be work must fill what it leaves, and must never be *started* while it waits runnable
+//!     be work must fill most of what it leaves, and must never be *started* while it waits runnable
 //!     (`be_while_tt_ready_ns == 0`, exact);
 //!   - `quitter` (slots 3-5) is a busy loop that `timeout` kills after 3 s: the summary reports
 //!     it `exited`, and from 1 s after that on its slots run no thread of it and go to be work;
@@ -27,8 +27,12 @@ const TAKEN_NS: u64 = SLOT_NS / 2;
 /// Share of an absent task's slots that be work must take (timing bound: a tick later than the
 /// guard band or kthread bursts can eat a slot; measured figures are printed).
 const MIN_TAKEN_PCT: f64 = 90.0;
-/// Share of sleeper's slot time that be work must fill: sleeper sleeps ~70 % of the time.
-const MIN_SLEEPER_GAP_FILLED_PCT: f64 = 20.0;
+/// Share of the time sleeper leaves in its own slots (slot time minus its run time) that be work
+/// must fill. Measured 69-80 %; the rest is the guard band at the end of sleeper's run, the
+/// emulated BPF and context switches of each sleep/wake cycle (~100 us each under TCG), and
+/// stretches where the CPU idled although sleeper slept (not explained yet, docs/vm-harness.md).
+/// A scheduler that kept be work out of a tt slot would fill 0 %.
+const MIN_SLEEPER_GAP_FILLED_PCT: f64 = 50.0;
 
 fn pct(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
@@ -142,21 +146,23 @@ fn measure(label: &str) -> Checks {
     let own: u64 = sleeper.iter().map(|r| r.ran_ns.unwrap_or(0)).sum();
     let others: u64 = sleeper.iter().map(|r| r.stolen_ns.unwrap_or(0)).sum();
     let total = sleeper.len() as u64 * SLOT_NS;
+    let gap = total.saturating_sub(own);
     println!(
-        "--- sleeper's {} slots: sleeper ran {:.1} %, others (be) {:.1} %",
+        "--- sleeper's {} slots: sleeper ran {:.1} %, others (be) {:.1} %, so be filled {:.1} % of what sleeper left",
         sleeper.len(),
         pct(own, total),
-        pct(others, total)
+        pct(others, total),
+        pct(others, gap)
     );
     c.check(
         own > 0,
         format!("sleeper ran {own} ns in its slots (want > 0)"),
     );
     c.check_timing(
-        pct(others, total) >= MIN_SLEEPER_GAP_FILLED_PCT,
+        gap > 0 && pct(others, gap) >= MIN_SLEEPER_GAP_FILLED_PCT,
         format!(
-            "be work filled {:.1} % of sleeper's slot time while it slept (>= {MIN_SLEEPER_GAP_FILLED_PCT} %)",
-            pct(others, total)
+            "be work filled {:.1} % of the time sleeper left in its slots (>= {MIN_SLEEPER_GAP_FILLED_PCT} %)",
+            pct(others, gap)
         ),
     );
 
