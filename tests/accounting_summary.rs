@@ -258,10 +258,18 @@ fn summary_json_has_the_agreed_fields() {
     acc.add(&sample(0, Some(0), SLOT, 5));
     let v =
         serde_json::to_value(acc.summary(&facts(vec![TaskCounters::default(); 3]))).expect("json");
-    for key in ["slot_us", "duration_ns", "exit", "tasks", "cpus"] {
+    for key in [
+        "slot_us",
+        "duration_ns",
+        "exit",
+        "tasks",
+        "cpus",
+        "table_switches",
+    ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
     assert_eq!(v["exit"], "duration");
+    assert_eq!(v["table_switches"], serde_json::json!([]));
     for key in [
         "name",
         "class",

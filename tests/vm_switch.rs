@@ -280,6 +280,20 @@ fn measure(label: &str) -> Checks {
             s.print("switch_a.json, switch_b.json, switch_a.json over the control socket");
             check_trace(&mut c, &read_trace(&out), &switches, s);
             check_summary(&mut c, s);
+            let listed: Vec<(u64, &str)> = s
+                .table_switches
+                .iter()
+                .map(|t| (t.slot, t.table.rsplit('/').next().unwrap_or("")))
+                .collect();
+            let want: Vec<(u64, &str)> = switches
+                .iter()
+                .copied()
+                .zip(["switch_b.json", "switch_a.json"])
+                .collect();
+            c.check(
+                listed == want,
+                format!("summary JSON table_switches {listed:?} (want {want:?})"),
+            );
         }
         (Err(e), _) => c.check(false, format!("summary: {e}")),
         (_, None) => c.check(

@@ -352,6 +352,7 @@ impl Accounting {
             cpus,
             bpf_prog_stats: run.prog_stats.clone(),
             energy: None,
+            table_switches: Vec::new(),
         }
     }
 }
@@ -408,11 +409,25 @@ pub struct Summary {
     pub bpf_prog_stats: Vec<ProgStats>,
     /// Energy since the start, measured or estimated (null when no reading could be made).
     pub energy: Option<EnergySummary>,
+    /// Tables switched to while running (`--control`, docs/control.md), in order.
+    pub table_switches: Vec<TableSwitch>,
+}
+
+/// A table switch: from `slot` on, every managed CPU followed the plan loaded from `table`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TableSwitch {
+    pub slot: u64,
+    pub table: String,
 }
 
 impl Summary {
     pub fn with_energy(mut self, energy: Option<EnergySummary>) -> Self {
         self.energy = energy;
+        self
+    }
+
+    pub fn with_table_switches(mut self, switches: Vec<TableSwitch>) -> Self {
+        self.table_switches = switches;
         self
     }
 }

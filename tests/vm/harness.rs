@@ -191,6 +191,15 @@ pub struct Summary {
     pub exit: String,
     pub tasks: Vec<TaskSummary>,
     pub cpus: Vec<CpuSummary>,
+    /// Tables switched to over the control socket (absent from older summaries).
+    #[serde(default)]
+    pub table_switches: Vec<TableSwitch>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TableSwitch {
+    pub slot: u64,
+    pub table: String,
 }
 
 #[derive(Debug, Deserialize)]

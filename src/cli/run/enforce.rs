@@ -5,8 +5,8 @@ use super::energy::LiveEnergy;
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{
-    render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TaskInfo,
-    TaskState,
+    render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TableSwitch,
+    TaskInfo, TaskState,
 };
 use scx_tt::control::{Control, ControlError, Reply, Step};
 use scx_tt::energy::model::PowerModel;
@@ -306,7 +306,18 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     children.kill_all();
 
     drop(control_socket.take());
-    let summary = acc.summary(&run).with_energy(reading);
+    let switches = control
+        .history()
+        .iter()
+        .map(|s| TableSwitch {
+            slot: s.at_slot,
+            table: s.table.clone(),
+        })
+        .collect();
+    let summary = acc
+        .summary(&run)
+        .with_energy(reading)
+        .with_table_switches(switches);
     print!("{}", render_summary(&acc, &summary));
     print_switches(&control, &acc, &cfg.managed);
     if let Some(w) = trace.as_mut() {
