@@ -14,8 +14,10 @@
 //!       - the housekeeping load lowers each tt task's delivery by at most 5 points;
 //!   - `-smp 3`, schedules/demo.json itself (managed CPUs 1-2, housekeeping 0), as `make demo`
 //!     runs it. 3 busy vCPUs on 2 host cores make slot ticks milliseconds late (the host
-//!     deschedules vCPU threads), so scx_tt runs with a 2 ms guard band there and the bounds are
-//!     >= 90 % delivered and <= 5 % outside (the 2 % printed as met/missed per task).
+//!     deschedules vCPU threads), so scx_tt runs with a 2 ms guard band there and the bounds
+//!     are at least 90 % delivered and at most 5 % outside (the 2 % printed as
+//!     met/missed per task).
+//!
 //! Both assert, exactly: be work never ran while the slot's tt task was runnable, and tasks
 //! outside the plan never ran on a managed CPU (0 ns each); each managed CPU's slot timer ticked
 //! 50-110 % of duration/slot times (a tick later than a whole slot skips slots under TCG) and

@@ -1,12 +1,13 @@
 //! VM test, issue 3 item 3: what becomes of a tt task's slots when it blocks mid-slot, exits,
 //! or cannot be found. `tests/vm/plans/semantics.json` on managed CPU 1 (`-smp 2`):
-//!   - `sleeper` (slots 0-2 of each 10-slot frame) spins ~1-2 ms, sleeps 4 ms, over and over:
-//!     be work must fill most of what it leaves, and must never be *started* while it waits runnable
-//!     (`be_while_tt_ready_ns == 0`, exact);
+//!   - `sleeper` (slots 0-2 of each 10-slot frame) spins a while (several ms under TCG), sleeps
+//!     4 ms, over and over: be work must fill most of what it leaves, and must never be
+//!     *started* while it waits runnable (`be_while_tt_ready_ns == 0`, exact);
 //!   - `quitter` (slots 3-5) is a busy loop that `timeout` kills after 3 s: the summary reports
 //!     it `exited`, and from 1 s after that on its slots run no thread of it and go to be work;
 //!   - `ghost` (slots 6-7) selects a thread name nothing has: scx_tt warns that its slots go to be
 //!     work, reports it `not_found`, and its slots go to be work from the start.
+//!
 //! Asserted on the per-slot trace (`ran_ns`: the owner's time in the slot, `stolen_ns`: everything
 //! else, here the be task `filler` and a little kthread time; docs/trace-format.md) and the
 //! summary. The shares of slots that be work filled are timing bounds (a late tick or a busy

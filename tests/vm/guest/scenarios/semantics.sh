@@ -1,5 +1,5 @@
 # Issue 3 item 3: what happens to a tt task's slots when it blocks, exits or cannot be found.
-# tests/vm/plans/semantics.json on CPU 1: `sleeper` runs ~1-2 ms then sleeps 4 ms, over and
+# tests/vm/plans/semantics.json on CPU 1: `sleeper` spins a while then sleeps 4 ms, over and
 # over (it blocks mid-slot); `quitter` is a busy loop killed after 3 s (it exits); `ghost`
 # selects a thread name nothing has (not found); `filler` is the be task that should take
 # whatever they leave. Leaves summary.json, trace.jsonl and scx_tt's output (semantics.out/.err).
