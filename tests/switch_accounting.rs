@@ -42,15 +42,7 @@ fn sample(cfg: &SchedConfig, slot: u64) -> SlotSample {
 fn run() -> (String, scx_tt::accounting::Summary) {
     let (plan, a) = load("switch_a.json");
     let (_, b) = load("switch_b.json");
-    let infos = plan
-        .tasks
-        .iter()
-        .map(|t| TaskInfo {
-            name: t.name.clone(),
-            class: t.class,
-            cpu: t.cpu,
-        })
-        .collect();
+    let infos = TaskInfo::of_plan(&plan);
     let mut acc = Accounting::new(SLOT, infos, &[1], END_SLOT as usize);
     for slot in 0..END_SLOT {
         let cfg = if slot < SWITCH_SLOT { &a } else { &b };

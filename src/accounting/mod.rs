@@ -82,6 +82,20 @@ pub struct TaskInfo {
     pub cpu: Option<u32>,
 }
 
+impl TaskInfo {
+    /// The plan's tasks, in plan order (task index = position).
+    pub fn of_plan(plan: &crate::plan::Plan) -> Vec<TaskInfo> {
+        plan.tasks
+            .iter()
+            .map(|t| TaskInfo {
+                name: t.name.clone(),
+                class: t.class,
+                cpu: t.cpu,
+            })
+            .collect()
+    }
+}
+
 /// Per-task totals kept by BPF over all CPUs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TaskCounters {

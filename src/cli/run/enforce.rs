@@ -200,15 +200,7 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
             .with_context(|| format!("resuming spawned pid {}", c.pid))?;
     }
 
-    let infos: Vec<TaskInfo> = plan
-        .tasks
-        .iter()
-        .map(|t| TaskInfo {
-            name: t.name.clone(),
-            class: t.class,
-            cpu: t.cpu,
-        })
-        .collect();
+    let infos = TaskInfo::of_plan(plan);
     let mut acc = Accounting::new(cfg.slot_ns, infos, &cfg.managed, args.timeline_slots)
         .with_power_model(model.clone());
     let mut energy = LiveEnergy::open(
