@@ -43,7 +43,7 @@ impl Vm {
             scenario: scenario.to_string(),
             smp: 2,
             timeout_s: 120,
-            tries: 3,
+            tries: 4,
             args: Vec::new(),
             label: scenario.to_string(),
         }

@@ -14,14 +14,14 @@
 # results.env (scalar results, also in files/) and scenario.rc (when the guest completed).
 #
 # A try whose guest crashed (Oops, panic) or hung (no completion marker before the timeout) is
-# retried, up to --tries times (default 3; TCG's multi-threaded mode has a rare text-patching
+# retried, up to --tries times (default 4: 3 retries; TCG's multi-threaded mode has a text-patching
 # race, see docs/vm-harness.md), and every retry is reported.
 # Exit code: the scenario's own exit code when the guest completed, 3 when every try crashed or
 # hung, 1 for a harness error.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
-SCENARIO="" SMP=2 TIMEOUT_S=120 TRIES=3 OUT="" LIVE=0 ARGS=()
+SCENARIO="" SMP=2 TIMEOUT_S=120 TRIES=4 OUT="" LIVE=0 ARGS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --scenario) SCENARIO=$2; shift 2 ;;
@@ -74,7 +74,7 @@ boot() {
   rm -f "$pidfile"
   local cmd=(qemu-system-x86_64 -accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM_MB"
     -kernel "$VMLINUZ" -initrd "$INITRD"
-    -append "console=ttyS0 quiet panic=-1 oops=panic tt.scenario=$SCENARIO ${ARGS[*]}"
+    -append "console=ttyS0 quiet panic=-1 oops=panic maxcpus=1 tt.scenario=$SCENARIO ${ARGS[*]}"
     -display none -monitor none -serial stdio
     -chardev "file,id=ttout,path=$serial" -device isa-serial,chardev=ttout
     -pidfile "$pidfile" -no-reboot)
