@@ -29,10 +29,11 @@ const TAKEN_NS: u64 = SLOT_NS / 2;
 /// guard band or kthread bursts can eat a slot; measured figures are printed).
 const MIN_TAKEN_PCT: f64 = 90.0;
 /// Share of the time sleeper leaves in its own slots (slot time minus its run time) that be work
-/// must fill. Measured 69-80 %; the rest is the guard band at the end of sleeper's run, the
-/// emulated BPF and context switches of each sleep/wake cycle (~100 us each under TCG), and
-/// stretches where the CPU idled although sleeper slept (not explained yet, docs/vm-harness.md).
-/// A scheduler that kept be work out of a tt slot would fill 0 %.
+/// must fill. Measured 65-80 %; the rest is the guard band at the end of sleeper's run and the
+/// time the accounting charges to no one, from ops.stopping to the next ops.running (emulated
+/// scheduler and BPF work; sleeper forks a busybox `usleep` every cycle, so each cycle has
+/// several switches). A sched_switch trace showed CPU 1 practically never idle after a block
+/// (docs/vm-harness.md). A scheduler that kept be work out of a tt slot would fill 0 %.
 const MIN_SLEEPER_GAP_FILLED_PCT: f64 = 50.0;
 
 fn pct(part: u64, whole: u64) -> f64 {
