@@ -36,7 +36,7 @@ demo: build
 	else \
 	  echo "demo: this kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT); running in a VM"; \
 	  $(MAKE) --no-print-directory vm-initrd && \
-	  bash $(VM)/run.sh --scenario demo --smp 3 --tries 6 --live --timeout-s 180; \
+	  bash $(VM)/run.sh --scenario demo --smp 3 --tries 8 --live --timeout-s 180; \
 	fi
 
 # The smoke tests first (VM, kernel and initramfs work), then every VM test, one VM at a time.

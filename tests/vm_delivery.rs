@@ -266,9 +266,6 @@ fn measure_demo_plan(label: &str) -> Checks {
     let out = Vm::new("delivery")
         .label(label)
         .smp(3)
-        // 3 vCPUs running in parallel make QEMU 7.2's code-patching race (an "Oops: int3" when
-        // sched_ext attaches) frequent on a quiet host: more tries (docs/vm-harness.md).
-        .tries(6)
         .timeout_s(300)
         .arg("duration_s", DURATION_S)
         .arg("plan", "/schedules/demo.json")
