@@ -90,6 +90,8 @@ pub struct LiveJob {
     pub rem: u64,
     /// Reserved spare capacity in units (see the module doc).
     pub res: u64,
+    /// WCET in slots (saturated at `u32::MAX`), for the CPU's load figure.
+    pub wcet: u32,
     pub done: bool,
 }
 
@@ -212,6 +214,10 @@ pub struct CpuState {
     pub(crate) running: Running,
     /// Whether best-effort work may run in this CPU's slack.
     pub has_be: bool,
+    /// Slots of work per frame in the template (offline jobs plus admitted periodic tasks).
+    pub(crate) template_slots: u64,
+    /// WCET slots of the firm jobs guaranteed here and not finished.
+    pub(crate) firm_slots: u64,
 }
 
 impl CpuState {
@@ -239,6 +245,8 @@ impl CpuState {
             idle_until: 0,
             running: Running::Other,
             has_be,
+            template_slots: 0,
+            firm_slots: 0,
         };
         s.rebuild_template();
         s.build(usize::MAX);
@@ -266,6 +274,7 @@ impl CpuState {
 
     pub(crate) fn rebuild_template(&mut self) {
         self.template_ivs = offline::intervals(&self.template, self.frame);
+        self.template_slots = self.template.iter().map(|j| j.wcet).sum();
         let mut order: Vec<usize> = (0..self.template.len())
             .filter(|&j| self.template[j].wcet > 0)
             .collect();
@@ -297,6 +306,7 @@ impl CpuState {
                     deadline: t.deadline,
                     rem: t.wcet * UNIT,
                     res: 0,
+                    wcet: t.wcet.min(u32::MAX as u64) as u32,
                     done: false,
                 }
             })
@@ -325,6 +335,7 @@ impl CpuState {
             deadline: 0,
             rem: 0,
             res: 0,
+            wcet: 0,
             done: true,
         };
         reserve_touched(&mut self.ivs, ivs, filler_iv);
@@ -339,6 +350,12 @@ impl CpuState {
             v.truncate(len);
             self.ready = BinaryHeap::from(v);
         }
+    }
+
+    /// Load figure of the multicore negotiation: slots of guaranteed work per frame in the
+    /// template plus the WCET slots of unfinished firm jobs. Lower is less loaded.
+    pub fn load_slots(&self) -> u64 {
+        self.template_slots + self.firm_slots
     }
 
     /// End of the horizon (the complete frames).
@@ -540,6 +557,10 @@ impl CpuState {
         j.rem = 0;
         j.res = 0;
         let deadline = j.deadline;
+        if j.kind == JobKind::Firm {
+            let wcet = j.wcet as u64;
+            self.firm_slots -= wcet;
+        }
         let i = self.iv_of(deadline);
         self.ivs[i].pending -= 1;
         if held > 0 {
@@ -795,8 +816,10 @@ impl CpuState {
             deadline: d,
             rem: wcet * UNIT,
             res: 0,
+            wcet: wcet.min(u32::MAX as u64) as u32,
             done: false,
         });
+        self.firm_slots += wcet.min(u32::MAX as u64);
         self.ivs[i].pending += 1;
         self.add_sc(i, -(wcet as i64));
         self.ready.push(Reverse((d, seq)));

@@ -17,8 +17,10 @@
 //!
 //! # Multicore negotiation (in the spirit of Schorr's global acceptance test)
 //! A firm job is tested on the requested CPU first; if that CPU rejects (or none was requested),
-//! on every CPU in decreasing order of the free capacity before the deadline (ties: lower index),
-//! and guaranteed on the first that accepts. Jobs never migrate once guaranteed, so the test is
+//! on the other CPUs from the least loaded on (load = slots of guaranteed work per frame in the
+//! template plus the WCET of unfinished firm jobs; ties: lower index), and guaranteed on the
+//! first that accepts. Each test stops counting once the job fits, so an acceptance costs one
+//! short test per CPU tried, not a walk over every CPU's intervals. Jobs never migrate once guaranteed, so the test is
 //! exact per CPU; a job that would only fit split across CPUs is rejected (see docs/planner.md).
 //! Periodic tasks are tested the same way with the frame template's EDF feasibility.
 //!
@@ -119,6 +121,9 @@ pub struct Planner {
     decisions: Vec<Decision>,
     events: Vec<(usize, JobEvent)>,
     scratch: Vec<JobEvent>,
+    /// `cpus[i].load_slots()`, refreshed whenever it can change (each step, each admission or
+    /// removal): the negotiation scans this compact copy instead of one cold `CpuState` per CPU.
+    loads: Vec<u64>,
 }
 
 impl Planner {
@@ -133,8 +138,9 @@ impl Planner {
                 s.stagger_build(i, cpus.len());
                 s
             })
-            .collect();
+            .collect::<Vec<CpuState>>();
         Planner {
+            loads: states.iter().map(CpuState::load_slots).collect(),
             cpus: states,
             cfg,
             frame,
@@ -197,6 +203,7 @@ impl Planner {
             self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
             self.decisions
                 .push(policy::decide(cpu, slot, self.cfg.policy, &self.cfg.freqs));
+            self.loads[i] = cpu.load_slots();
         }
         self.next_slot = slot + 1;
         Ok(&self.decisions)
@@ -212,38 +219,71 @@ impl Planner {
         cpu: Option<usize>,
     ) -> Admission {
         let now = self.next_slot;
-        if let Some(c) = cpu.filter(|&c| c < self.cpus.len()) {
-            // The requested CPU first; counting stops as soon as the job fits.
-            let cap = self.cpus[c].acceptance_until(now, wcet, deadline, wcet as i64);
-            if cap.available >= wcet as i64 {
-                self.cpus[c].guarantee(now, task, wcet, deadline);
-                return Admission::Accepted {
-                    cpu: c,
-                    bound: cap.deadline,
-                };
-            }
-        }
-        // The others by decreasing free capacity (ties: lower index): the first that accepts is
-        // the one with the most free capacity, if it has enough (each test is exact), so one pass
-        // finds it, without sorting. The requested CPU, already rejected, cannot be it.
+        let n = self.cpus.len();
+        let requested = cpu.filter(|&c| c < n);
+        // The CPU with the most free capacity among those that rejected, with its numbers.
         let mut best: Option<(usize, Capacity)> = None;
-        for (i, c) in self.cpus.iter().enumerate() {
-            let cap = c.acceptance(now, wcet, deadline);
+        let mut reject = |i: usize, cap: Capacity| {
             if best.is_none_or(|(_, b)| cap.available > b.available) {
                 best = Some((i, cap));
             }
+        };
+        // The requested CPU first, then the least loaded of the others; usually one of them
+        // accepts and the rest is never ordered.
+        if let Some(i) = requested {
+            match self.try_firm(i, now, task, wcet, deadline) {
+                Ok(a) => return a,
+                Err(cap) => reject(i, cap),
+            }
         }
-        match best {
-            Some((i, cap)) if cap.available >= wcet as i64 => {
-                self.cpus[i].guarantee(now, task, wcet, deadline);
-                Admission::Accepted {
-                    cpu: i,
-                    bound: cap.deadline,
+        let least = (0..n)
+            .filter(|&c| Some(c) != requested)
+            .min_by_key(|&c| (self.loads[c], c));
+        if let Some(i) = least {
+            match self.try_firm(i, now, task, wcet, deadline) {
+                Ok(a) => return a,
+                Err(cap) => reject(i, cap),
+            }
+        }
+        if let Some(first) = least {
+            let mut rest: Vec<usize> = (0..n)
+                .filter(|&c| c != first && Some(c) != requested)
+                .collect();
+            rest.sort_unstable_by_key(|&c| (self.loads[c], c));
+            for i in rest {
+                match self.try_firm(i, now, task, wcet, deadline) {
+                    Ok(a) => return a,
+                    Err(cap) => reject(i, cap),
                 }
             }
+        }
+        match best {
             Some((cpu, cap)) => Admission::Rejected(Rejection::Capacity { cpu, cap }),
             None => Admission::Rejected(Rejection::Invalid("no managed CPU".into())),
         }
+    }
+
+    /// Acceptance test of a firm job on CPU `i`, counting only until the job fits, and the
+    /// guarantee routine if it does. A rejection returns the complete count (it never reached
+    /// `wcet`).
+    fn try_firm(
+        &mut self,
+        i: usize,
+        now: Slot,
+        task: usize,
+        wcet: u64,
+        deadline: Slot,
+    ) -> Result<Admission, Capacity> {
+        let cap = self.cpus[i].acceptance_until(now, wcet, deadline, wcet as i64);
+        if cap.available < wcet as i64 {
+            return Err(cap);
+        }
+        self.cpus[i].guarantee(now, task, wcet, deadline);
+        self.loads[i] = self.cpus[i].load_slots();
+        Ok(Admission::Accepted {
+            cpu: i,
+            bound: cap.deadline,
+        })
     }
 
     /// Admits a periodic task (implicit deadlines, released at multiples of `period`) into the
@@ -288,10 +328,11 @@ impl Planner {
         for &i in &order {
             match self.cpus[i].add_periodic(&instances) {
                 Ok(from) => {
+                    self.loads[i] = self.cpus[i].load_slots();
                     return Admission::Accepted {
                         cpu: i,
                         bound: from,
-                    }
+                    };
                 }
                 Err(miss) => {
                     first_miss.get_or_insert((i, miss));
@@ -323,8 +364,9 @@ impl Planner {
     /// Removes a periodic task (or drops a firm job) everywhere; its capacity returns at once.
     pub fn remove_task(&mut self, task: usize) -> bool {
         let mut found = false;
-        for c in &mut self.cpus {
+        for (c, load) in self.cpus.iter_mut().zip(&mut self.loads) {
             found |= c.remove_task(task);
+            *load = c.load_slots();
         }
         found
     }
