@@ -207,6 +207,8 @@ pub struct CpuState {
     /// Offset in the frame from which this CPU builds the frame after next (see
     /// [`Self::stagger_build`]).
     pub(crate) build_offset: Slot,
+    /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`).
+    pub(crate) build_per_slot: usize,
     /// Extra job slots of the job rings beyond three frames plus 64 (see [`Self::stagger_build`]).
     pub(crate) ring_pad: usize,
     /// First slot not promised to a DPM idle period.
@@ -241,6 +243,7 @@ impl CpuState {
             build_iv: 0,
             build_job: 0,
             build_offset: 0,
+            build_per_slot: 1,
             ring_pad: 0,
             idle_until: 0,
             running: Running::Other,
@@ -311,6 +314,8 @@ impl CpuState {
                 }
             })
             .collect();
+        let items = self.template_ivs.len().max(self.template_by_release.len()) as u64;
+        self.build_per_slot = (items.div_ceil((self.frame / 2).max(1)) + 1) as usize;
         self.reserve_horizon();
     }
 
@@ -605,7 +610,12 @@ impl CpuState {
     ) {
         let run = std::mem::replace(&mut self.running, Running::Other);
         let work = |freq_ppm: u32| {
-            (ran_ns.min(slot_ns) as u128 * freq_ppm as u128 / slot_ns.max(1) as u128) as u64
+            if ran_ns >= slot_ns && slot_ns > 0 {
+                // The whole slot ran (the common case): no 128-bit division.
+                freq_ppm as u64
+            } else {
+                (ran_ns as u128 * freq_ppm as u128 / slot_ns.max(1) as u128) as u64
+            }
         };
         match run {
             Running::Job {
@@ -666,7 +676,7 @@ impl CpuState {
 
     /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
     /// next, releases jobs.
-    pub(crate) fn advance(&mut self, slot: Slot, events: &mut Vec<JobEvent>) {
+    pub(crate) fn advance(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
         while let Some(&Reverse((deadline, seq))) = self.ready.peek() {
             if deadline > slot && !self.is_done(seq) {
                 break;
@@ -689,15 +699,14 @@ impl CpuState {
         while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
             self.ivs.pop_front();
         }
-        let k = slot / self.frame;
+        // `slot / frame` and `slot % frame`, the same for every CPU: computed once per step.
+        let (k, offset) = pos;
         while self.next_frame < k + 2 {
             self.build(usize::MAX);
         }
-        if self.next_frame == k + 2 && slot % self.frame >= self.build_offset {
+        if self.next_frame == k + 2 && offset >= self.build_offset {
             // Spread frame k+2 over half of frame k, from this CPU's offset on.
-            let items = self.template_ivs.len().max(self.template_by_release.len()) as u64;
-            let per_slot = items.div_ceil((self.frame / 2).max(1)) + 1;
-            self.build(per_slot as usize);
+            self.build(self.build_per_slot);
         }
         while let Some(&seq) = self.unreleased.front() {
             if !self.is_done(seq) && self.job(seq).release > slot {

@@ -214,18 +214,34 @@ pub fn idle_duration(cpu: &CpuState) -> u64 {
 }
 
 /// Algorithm 3: units of slack job `seq` may spend by running slower.
+///
+/// `res(j) + max(0, sc(I_j))`, plus (with `free_intervals`) the positive sc of the leading
+/// intervals that have no remaining work, up to `I_j`. One pass from the current interval finds
+/// `I_j` (usually among the first few) and sums the free intervals in front of it; a far `I_j`
+/// is found by [`CpuState::iv_of`] once the free run has ended.
 pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
     let j = cpu.job(seq);
-    let ij = cpu.iv_of(j.deadline);
-    let mut a = j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT;
-    if free_intervals {
-        let mut i = 0;
-        while i != ij && cpu.ivs[i].pending == 0 && cpu.ivs[i].sc > 0 {
-            a += cpu.ivs[i].sc as u64 * UNIT;
-            i += 1;
+    let mut free = 0u64;
+    let mut in_free_run = free_intervals;
+    for (i, iv) in cpu.ivs.iter().enumerate() {
+        if iv.end >= j.deadline {
+            debug_assert_eq!(
+                iv.end, j.deadline,
+                "a live job's interval ends at its deadline"
+            );
+            return j.res + iv.sc.max(0) as u64 * UNIT + free;
+        }
+        if in_free_run && iv.pending == 0 && iv.sc > 0 {
+            free += iv.sc as u64 * UNIT;
+        } else {
+            in_free_run = false;
+            if i >= 8 {
+                break;
+            }
         }
     }
-    a
+    let ij = cpu.iv_of(j.deadline);
+    j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT + free
 }
 
 /// Decides slot `slot` for one CPU and charges it to the spare capacity.
@@ -304,6 +320,65 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::planner::cpu::JobKind;
+    use crate::planner::offline::Job;
+
+    /// Algorithm 3's available slack by its definition, walked by index (the code before the
+    /// one-pass version).
+    fn slack_by_definition(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
+        let j = cpu.job(seq);
+        let ij = (0..cpu.ivs.len())
+            .find(|&i| cpu.ivs[i].end == j.deadline)
+            .expect("the job's interval");
+        let mut a = j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT;
+        if free_intervals {
+            let mut i = 0;
+            while i != ij && cpu.ivs[i].pending == 0 && cpu.ivs[i].sc > 0 {
+                a += cpu.ivs[i].sc as u64 * UNIT;
+                i += 1;
+            }
+        }
+        a
+    }
+
+    #[test]
+    fn one_pass_available_slack_equals_its_definition_at_every_slot() {
+        let mut compared = 0;
+        for (n, frame, spread) in [(6u64, 60u64, 7u64), (30, 300, 11), (120, 1200, 13)] {
+            // Deadlines spread unevenly (short jobs early, sparse late ones), WCETs 1..3, so
+            // the job's interval is sometimes the first, sometimes beyond the first 8.
+            let jobs: Vec<Job> = (0..n)
+                .map(|k| Job {
+                    task: k as usize,
+                    instance: 0,
+                    release: (k * spread) % (frame / 2),
+                    deadline: frame / 2 + (k * spread * 3) % (frame / 2) + 1,
+                    wcet: 1 + k % 3,
+                })
+                .collect();
+            let mut cpu = CpuState::new(&jobs, &vec![JobKind::Periodic; jobs.len()], frame, false);
+            let mut events = Vec::new();
+            for slot in 0..3 * frame {
+                if slot > 0 {
+                    // Every third slot's job completes early: intervals free up unevenly.
+                    cpu.reconcile(1_000_000, 1_000_000, slot % 3 == 0, &mut events);
+                }
+                cpu.advance(slot, (slot / frame, slot % frame), &mut events);
+                if let Some(top) = cpu.edf_top() {
+                    for free in [false, true] {
+                        assert_eq!(
+                            available_slack(&cpu, top, free),
+                            slack_by_definition(&cpu, top, free),
+                            "n {n} slot {slot} free_intervals {free}"
+                        );
+                        compared += 1;
+                    }
+                }
+                decide(&mut cpu, slot, Policy::Dvfs, &Freqs::xeon_default());
+            }
+        }
+        assert!(compared > 1000, "only {compared} comparisons");
+    }
 
     #[test]
     fn for_work_is_the_lowest_step_that_covers_the_work() {

@@ -194,13 +194,16 @@ impl Planner {
             ran_ns: self.cfg.slot_ns,
             done: false,
         };
+        let pos = (slot / self.frame, slot % self.frame);
         for (i, cpu) in self.cpus.iter_mut().enumerate() {
             let o = obs.get(i).copied().unwrap_or(full);
             if slot > 0 {
                 cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
             }
-            cpu.advance(slot, &mut self.scratch);
-            self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
+            cpu.advance(slot, pos, &mut self.scratch);
+            if !self.scratch.is_empty() {
+                self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
+            }
             self.decisions
                 .push(policy::decide(cpu, slot, self.cfg.policy, &self.cfg.freqs));
             self.loads[i] = cpu.load_slots();
