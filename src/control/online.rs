@@ -34,8 +34,8 @@ pub const LEAD_SLOTS: std::ops::RangeInclusive<u64> = 1..=8;
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PlannerModeError {
     #[error(
-        "--planner {0}: unsupported policy (supported: bss; dvfs needs per-slot cpuperf targets \
-         from the planner, which the kernel path does not write yet)"
+        "--planner {0}: the kernel path supports bss only (dpm would need deferred slot ticks, \
+         dvfs per-slot cpuperf targets written by the planner; neither is implemented)"
     )]
     Policy(String),
     #[error("--planner-lead-slots {0}: must be in 1..=8")]
@@ -113,18 +113,7 @@ impl OnlinePlanner {
         lead: u64,
         table: Vec<u32>,
     ) -> Result<Self, PlannerModeError> {
-        if policy != Policy::Bss {
-            return Err(PlannerModeError::Policy(policy.name().into()));
-        }
-        if !LEAD_SLOTS.contains(&lead) {
-            return Err(PlannerModeError::LeadRange(lead));
-        }
-        if lead >= plan.frame_slots {
-            return Err(PlannerModeError::LeadFrame {
-                lead,
-                frame: plan.frame_slots,
-            });
-        }
+        check(plan, policy, lead)?;
         let expected = plan.managed.len() * plan.frame_slots as usize;
         if table.len() != expected {
             return Err(PlannerModeError::Table {
@@ -240,6 +229,23 @@ impl OnlinePlanner {
             }
         }
     }
+}
+
+/// Whether `plan` can run in planner mode under `policy`, `lead` slots ahead.
+pub fn check(plan: &Plan, policy: Policy, lead: u64) -> Result<(), PlannerModeError> {
+    if policy != Policy::Bss {
+        return Err(PlannerModeError::Policy(policy.name().into()));
+    }
+    if !LEAD_SLOTS.contains(&lead) {
+        return Err(PlannerModeError::LeadRange(lead));
+    }
+    if lead >= plan.frame_slots {
+        return Err(PlannerModeError::LeadFrame {
+            lead,
+            frame: plan.frame_slots,
+        });
+    }
+    Ok(())
 }
 
 /// Whether `plan` task `task` can take firm jobs: a tt task (it has its own managed CPU).

@@ -296,8 +296,10 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
             .expect("refused")
             .to_string()
     };
-    assert!(err(Policy::Dvfs, 2, static_table(&plan)).starts_with("--planner dvfs: unsupported"));
-    assert!(err(Policy::Dpm, 2, static_table(&plan)).starts_with("--planner dpm: unsupported"));
+    assert!(err(Policy::Dvfs, 2, static_table(&plan))
+        .starts_with("--planner dvfs: the kernel path supports bss only"));
+    assert!(err(Policy::Dpm, 2, static_table(&plan))
+        .starts_with("--planner dpm: the kernel path supports bss only"));
     assert_eq!(
         err(Policy::Bss, 0, static_table(&plan)),
         "--planner-lead-slots 0: must be in 1..=8"
