@@ -72,8 +72,8 @@ pub struct RunArgs {
     /// (docs/planner.md, "Kernel path").
     #[arg(long, value_name = "POLICY")]
     pub planner: Option<Policy>,
-    /// Planner mode: how many slots ahead of the slot clock the planner decides (1..=8, below
-    /// the frame; 2 or more keeps the guard band exact).
+    /// Planner mode: how many slots ahead of the slot clock the planner decides (1..=8, at most
+    /// the frame minus 2; 2 or more keeps the guard band exact).
     #[arg(long, value_name = "L", default_value_t = 2, requires = "planner")]
     pub planner_lead_slots: u64,
     /// Print what is being done.

@@ -41,8 +41,9 @@ pub enum PlannerModeError {
     #[error("--planner-lead-slots {0}: must be in 1..=8")]
     LeadRange(u64),
     #[error(
-        "--planner-lead-slots {lead}: must be below the frame of {frame} slots (a table entry \
-         serves every frame: writing one a frame ahead would change the slot in progress)"
+        "--planner-lead-slots {lead}: must be at most the frame of {frame} slots minus 2 (a \
+         table entry serves every frame: the entry of slot s + L must not be the one of slot s \
+         or s - 1, which may still be running or being accounted)"
     )]
     LeadFrame { lead: u64, frame: u64 },
     #[error("the initial table has {got} entries, expected {expected} (managed CPUs × frame)")]
@@ -239,7 +240,7 @@ pub fn check(plan: &Plan, policy: Policy, lead: u64) -> Result<(), PlannerModeEr
     if !LEAD_SLOTS.contains(&lead) {
         return Err(PlannerModeError::LeadRange(lead));
     }
-    if lead >= plan.frame_slots {
+    if lead + 2 > plan.frame_slots {
         return Err(PlannerModeError::LeadFrame {
             lead,
             frame: plan.frame_slots,

@@ -287,7 +287,7 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         drain(&mut acc, &mut energy)?;
         if let Some(sock) = control_socket.as_mut() {
             sock.serve(|line| {
-                answer(line, &mut control, &mut sched, guard_us, &online, planner).to_line()
+                answer(line, &mut control, &mut sched, guard_us, &online, &planner).to_line()
             });
         }
         if stop.load(Ordering::SeqCst) {

@@ -313,14 +313,15 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
         r#"{ "version": 1, "slot_us": 10000, "cpus": { "managed": [1], "housekeeping": [0] },
           "tasks": [ { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 4, "wcet": 1 } ] }"#,
     );
-    let e = OnlinePlanner::new(&small, Policy::Bss, 4, static_table(&small))
+    let e = OnlinePlanner::new(&small, Policy::Bss, 3, static_table(&small))
         .err()
         .expect("refused");
     assert!(
         e.to_string()
-            .starts_with("--planner-lead-slots 4: must be below the frame of 4 slots"),
+            .starts_with("--planner-lead-slots 3: must be at most the frame of 4 slots minus 2"),
         "{e}"
     );
+    assert!(OnlinePlanner::new(&small, Policy::Bss, 2, static_table(&small)).is_ok());
 }
 
 #[test]
