@@ -165,7 +165,10 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     println!("  bad:    {}", bad.trim());
     c.check(
         rc(out, "bad") == "1" && bad.contains("task = \\\"nope\\\": no task of the plan"),
-        format!("an unknown task is refused naming it (client exit {})", rc(out, "bad")),
+        format!(
+            "an unknown task is refused naming it (client exit {})",
+            rc(out, "bad")
+        ),
     );
     let acc = reply(out, "accept");
     println!("  accept: {acc}");
@@ -189,7 +192,10 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     println!("  switch: {}", sw.trim());
     c.check(
         rc(out, "switch") == "1" && sw.contains("refused in planner mode"),
-        format!("switch_table is refused in planner mode (client exit {})", rc(out, "switch")),
+        format!(
+            "switch_table is refused in planner mode (client exit {})",
+            rc(out, "switch")
+        ),
     );
     for (key, want) in [
         ("planner_rc", "0"),
@@ -205,7 +211,13 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     }
 }
 
-fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (first, dl): (u64, u64), late: u64) {
+fn check_trace(
+    c: &mut Checks,
+    trace: &[SlotRecord],
+    e: &Expect,
+    (first, dl): (u64, u64),
+    late: u64,
+) {
     let cpu1: Vec<&SlotRecord> = trace.iter().filter(|r| r.cpu == 1).collect();
     let frame = e.frame;
     let clean_from = dl.div_ceil(frame) * frame;
@@ -227,7 +239,14 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (first, dl): (u
     let wrong = |from: u64, to: u64| -> Vec<String> {
         cpu1.iter()
             .filter(|r| (from..to).contains(&r.slot) && owner_of(r) != e.owner(r.slot))
-            .map(|r| format!("slot {}: {:?} want {:?}", r.slot, owner_of(r), e.owner(r.slot)))
+            .map(|r| {
+                format!(
+                    "slot {}: {:?} want {:?}",
+                    r.slot,
+                    owner_of(r),
+                    e.owner(r.slot)
+                )
+            })
             .collect()
     };
     let before = wrong(0, first);
@@ -310,7 +329,10 @@ fn check_summary(c: &mut Checks, s: &Summary) -> u64 {
     let late = s.planner_late_slots;
     let pct = harness::pct(late.unwrap_or(0), slots);
     println!("--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %)");
-    c.check(late.is_some(), "the summary JSON has planner_late_slots".into());
+    c.check(
+        late.is_some(),
+        "the summary JSON has planner_late_slots".into(),
+    );
     c.check_timing(
         pct <= LATE_PCT,
         format!("planner_late_slots {late:?} is {pct:.2} % of {slots} slots (<= {LATE_PCT} %)"),
@@ -349,7 +371,10 @@ fn measure(label: &str) -> Checks {
             check_trace(&mut c, &trace, &e, adm, late);
         }
         (Err(err), _) => c.check(false, format!("summary: {err}")),
-        (_, None) => c.check(false, "no accepted admission: the trace cannot be checked".into()),
+        (_, None) => c.check(
+            false,
+            "no accepted admission: the trace cannot be checked".into(),
+        ),
     }
     c
 }
