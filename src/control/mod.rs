@@ -348,6 +348,7 @@ impl Control {
             task,
             cpu,
             wcet,
+            deadline_slots,
             deadline_slot: self.slot_at(now_ns) + deadline_slots,
         })
     }

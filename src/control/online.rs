@@ -51,13 +51,27 @@ pub enum PlannerModeError {
 }
 
 /// A validated firm admission request: `wcet` slots for plan task `task` (a tt task) on
-/// managed CPU index `cpu`, due before absolute slot `deadline_slot`.
+/// managed CPU index `cpu`, due `deadline_slots` after the current slot: before absolute slot
+/// `deadline_slot`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FirmJob {
     pub task: usize,
     pub cpu: usize,
     pub wcet: u64,
+    pub deadline_slots: u64,
     pub deadline_slot: u64,
+}
+
+impl FirmJob {
+    /// The same job with its deadline counted from slot `cur`: the caller reads the clock again
+    /// once it holds the planner, so that the planner thread cannot step between the clock
+    /// reading and the admission.
+    pub fn due_from(&self, cur: u64) -> FirmJob {
+        FirmJob {
+            deadline_slot: cur + self.deadline_slots,
+            ..self.clone()
+        }
+    }
 }
 
 /// The planner's answer to a [`FirmJob`].

@@ -384,6 +384,7 @@ fn admit_firm_names_the_task_cpu_and_the_absolute_deadline_then_counts_the_answe
             task: 1,
             cpu: 0,
             wcet: 20,
+            deadline_slots: 60,
             deadline_slot: 73
         }
     );

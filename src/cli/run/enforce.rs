@@ -389,6 +389,8 @@ fn answer(
             let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
                 return Reply::error(&ControlError::Kernel("the planner is not available".into()));
             };
+            // the deadline from the slot in progress now that the planner thread cannot step
+            let job = job.due_from(control.slot_at(monotonic_ns()));
             let outcome = p.admit_firm(&job);
             drop(p);
             let reply = control.admission(&outcome);

@@ -185,8 +185,10 @@ fn an_accepted_firm_job_gets_its_slots_on_its_cpu_before_its_deadline() {
         task: 0,
         cpu: 0,
         wcet: 20,
-        deadline_slot: cur + 60,
-    };
+        deadline_slots: 60,
+        deadline_slot: 0,
+    }
+    .due_from(cur);
     let FirmOutcome::Accepted {
         cpu,
         deadline_slot,
@@ -227,6 +229,7 @@ fn a_rejection_reports_the_free_slots_before_the_deadline() {
         task: 1,
         cpu: 0,
         wcet: 31,
+        deadline_slots: 30,
         deadline_slot: 130,
     };
     assert_eq!(
@@ -279,6 +282,7 @@ fn a_deadline_already_decided_is_rejected_with_nothing_available() {
         task: 0,
         cpu: 0,
         wcet: 1,
+        deadline_slots: 5,
         deadline_slot: 5,
     });
     assert!(
