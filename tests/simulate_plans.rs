@@ -76,11 +76,25 @@ fn trace_records_round_trip_through_json_lines() {
         let line = serde_json::to_string(rec).unwrap();
         let back: SlotRecord = serde_json::from_str(&line).unwrap();
         assert_eq!(&back, rec);
-        assert!(
-            !line.contains("ran_ns"),
-            "kernel-only fields are omitted: {line}"
+        // Job slots say how much of the slot the job ran (and what best-effort work ran after
+        // it); best-effort and idle slots carry neither; the tick lateness is kernel-only.
+        let job_slot = matches!(rec.kind, SlotKind::Tt | SlotKind::Aperiodic);
+        assert_eq!(
+            rec.ran_ns.is_some(),
+            job_slot || rec.task.is_some() && rec.kind == SlotKind::Be,
+            "{line}"
         );
+        if let (Some(ran), Some(stolen)) = (rec.ran_ns, rec.stolen_ns) {
+            assert!(ran + stolen <= plan.slot_us * 1000, "{line}");
+        }
+        assert!(!line.contains("late_ns"), "kernel-only field: {line}");
     }
+    // Jobs run 0.8 of their WCET: some end inside a slot, which the record shows.
+    let slot_ns = plan.slot_us * 1000;
+    assert!(out
+        .records
+        .iter()
+        .any(|r| r.ran_ns.is_some_and(|ran| ran > 0 && ran < slot_ns)));
     // DPM idle records carry idle_until beyond their slot.
     assert!(out
         .records
@@ -225,5 +239,60 @@ proptest! {
         seed in 0u64..1000,
     ) {
         check_generated(cpus, &raw, &arrivals, seed)?;
+    }
+}
+
+/// A job that ends inside its slot is charged busy only for the part it ran; the rest of the
+/// slot idles (no best-effort work on the CPU) or runs best-effort work (it has some).
+#[test]
+fn a_partly_used_last_slot_is_charged_busy_only_for_the_part_that_ran() {
+    // One CPU, one task: period 4, wcet 2, 1 ms slots; jobs run 0.75 of their WCET = 1.5 slots.
+    // Placeholder power, f = 1: busy 2 + 8 = 10 W, idle 1.5 W. Per frame under bss:
+    //   slot 0: busy 1 ms                  = 10 mJ
+    //   slot 1: busy 0.5 ms + idle 0.5 ms  = 5 + 0.75 = 5.75 mJ
+    //   slots 2-3: idle (no be work)        = 2 × 1.5 = 3 mJ
+    //   total 18.75 mJ per frame (a whole busy slot 1 would give 23 mJ).
+    // With a best-effort task on the CPU, be work fills slot 1 after the job and slots 2-3:
+    //   4 × 10 = 40 mJ per frame.
+    let text = |be: &str| {
+        format!(
+            r#"{{"slot_us": 1000, "cpus": {{"managed": [1], "housekeeping": [0]}},
+               "tasks": [{{"name": "a", "comm": "a", "class": "tt", "cpu": 1, "period": 4, "wcet": 2}}{be}]}}"#
+        )
+    };
+    let cfg = SimConfig {
+        policy: Policy::Bss,
+        freqs: Freqs::max_only(),
+        frames: 5,
+        exec: ExecModel::Factor(0.75),
+        keep_records: true,
+    };
+    let power = PlaceholderPower::default();
+    for (be, per_frame_mj) in [
+        ("", 18.75),
+        (
+            r#", {"name": "b", "comm": "b", "class": "be", "cpu": 1}"#,
+            40.0,
+        ),
+    ] {
+        let plan = plan::from_str(&text(be)).expect("plan");
+        let out = sim::simulate(&plan, &[], &cfg, &power, &mut |_| {}).expect("runs");
+        let want_j = 5.0 * per_frame_mj / 1000.0;
+        assert!(
+            (out.report.energy_j - want_j).abs() < 1e-9,
+            "be {be:?}: {} J, want {want_j} J",
+            out.report.energy_j
+        );
+        let half = out
+            .records
+            .iter()
+            .find(|r| r.slot == 1)
+            .expect("slot 1 record");
+        assert_eq!(half.ran_ns, Some(500_000), "{half:?}");
+        assert_eq!(
+            half.stolen_ns,
+            Some(if be.is_empty() { 0 } else { 500_000 }),
+            "{half:?}"
+        );
     }
 }

@@ -307,12 +307,30 @@ pub fn simulate(
                 SlotKind::Be => st.be_slots += 1,
                 SlotKind::Idle => st.idle_slots += 1,
             }
+            // A job or soft job that completes inside its slot leaves the rest of the slot to
+            // best-effort work if the CPU has any (the kernel path runs it there), else idle.
+            let (ran_ns, stolen_ns) = match d.run {
+                Run::Job { .. } | Run::Soft { .. } => {
+                    let ran = obs[i].ran_ns.min(slot_ns);
+                    let rest = if planner.cpus()[i].has_be {
+                        slot_ns - ran
+                    } else {
+                        0
+                    };
+                    (Some(ran), Some(rest))
+                }
+                Run::Be | Run::Idle => (None, None),
+            };
             if kind == SlotKind::Idle {
                 idle_run[i].0 += 1;
                 idle_run[i].1 |= d.idle_until.is_some();
             } else {
                 close_idle_run(&mut idle_run[i], st, power, slot_s);
-                st.energy_j += power.busy_j(f, slot_s);
+                let busy_s = match (ran_ns, stolen_ns) {
+                    (Some(r), Some(o)) => (r + o).min(slot_ns) as f64 / 1e9,
+                    _ => slot_s,
+                };
+                st.energy_j += power.busy_j(f, busy_s) + power.idle_j(f, slot_s - busy_s);
             }
             let rec = SlotRecord {
                 slot,
@@ -321,8 +339,8 @@ pub fn simulate(
                 task: task.and_then(|t| names.get(t).cloned()),
                 freq: f,
                 idle_until: d.idle_until,
-                ran_ns: None,
-                stolen_ns: None,
+                ran_ns,
+                stolen_ns,
                 late_ns: None,
             };
             sink(&rec);
