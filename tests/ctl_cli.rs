@@ -98,3 +98,44 @@ fn a_silent_server_exits_2_after_the_timeout() {
     assert!(err.contains("no reply from the control socket"), "{err}");
     let _ = server.join();
 }
+
+#[test]
+fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
+    let dir = temp_dir("admit");
+    let cases = [
+        (
+            "{\"ok\":true,\"accepted\":true,\"cpu\":1,\"deadline_slot\":90,\"first_slot\":33}\n",
+            0,
+        ),
+        (
+            "{\"ok\":true,\"accepted\":false,\"needed\":40,\"available\":12,\"deadline_slot\":60}\n",
+            3,
+        ),
+        (
+            "{\"ok\":false,\"error\":\"task = \\\"x\\\": no task of the plan has this name\"}\n",
+            1,
+        ),
+    ];
+    for (i, (reply, code)) in cases.into_iter().enumerate() {
+        let sock = dir.join(format!("s{i}"));
+        let server = serve_once(&sock, Some(reply));
+        let out = ctl(
+            &sock,
+            &[
+                "admit-firm",
+                "--task",
+                "tt-a",
+                "--wcet-slots",
+                "20",
+                "--deadline-slots",
+                "60",
+            ],
+        );
+        assert_eq!(
+            server.join().expect("server"),
+            "{\"deadline_slots\":60,\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20}\n"
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
+        assert_eq!(out.status.code(), Some(code), "{reply}");
+    }
+}

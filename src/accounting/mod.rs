@@ -367,6 +367,7 @@ impl Accounting {
             bpf_prog_stats: run.prog_stats.clone(),
             energy: None,
             table_switches: Vec::new(),
+            planner_late_slots: None,
         }
     }
 }
@@ -425,6 +426,10 @@ pub struct Summary {
     pub energy: Option<EnergySummary>,
     /// Tables switched to while running (`--control`, docs/control.md), in order.
     pub table_switches: Vec<TableSwitch>,
+    /// Planner mode (`--planner`): slots the planner thread decided only after they had
+    /// started (stepped, not written; docs/planner.md). Absent without `--planner`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner_late_slots: Option<u64>,
 }
 
 /// A table switch: from `slot` on, every managed CPU followed the plan loaded from `table`.
@@ -442,6 +447,11 @@ impl Summary {
 
     pub fn with_table_switches(mut self, switches: Vec<TableSwitch>) -> Self {
         self.table_switches = switches;
+        self
+    }
+
+    pub fn with_planner_late_slots(mut self, late: Option<u64>) -> Self {
+        self.planner_late_slots = late;
         self
     }
 }

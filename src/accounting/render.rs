@@ -187,6 +187,12 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             p.name, p.run_cnt, p.ns_per_run
         );
     }
+    if let Some(late) = s.planner_late_slots {
+        let _ = writeln!(
+            out,
+            "planner_late_slots {late} (slots the planner decided after they had started)"
+        );
+    }
     match &s.energy {
         Some(e) => {
             let _ = writeln!(out, "energy {e}");

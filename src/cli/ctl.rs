@@ -1,7 +1,7 @@
-//! `scx_tt ctl --socket PATH status | switch-table PLAN.json`: one request to a running
-//! `scx_tt --table plan.json --control PATH` (docs/control.md). Prints the reply line.
-//! Exit codes: 0 the reply says ok, 1 an error reply, 2 the socket cannot be reached (or
-//! gives no reply).
+//! `scx_tt ctl --socket PATH status | switch-table PLAN.json | admit-firm ...`: one request to
+//! a running `scx_tt --table plan.json --control PATH` (docs/control.md). Prints the reply line.
+//! Exit codes: 0 the reply says ok (admit-firm: accepted), 1 an error reply, 2 the socket cannot
+//! be reached (or gives no reply), 3 admit-firm rejected.
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -34,14 +34,35 @@ pub enum CtlCmd {
         #[arg(value_name = "PLAN.json")]
         plan: PathBuf,
     },
+    /// Planner mode (`--planner bss`): admit a firm job of WCET slots for tt task NAME, due
+    /// DEADLINE slots after the current slot. Exit 0 accepted, 3 rejected.
+    AdmitFirm {
+        /// A tt task of the plan (the job runs in its threads, on its CPU).
+        #[arg(long, value_name = "NAME")]
+        task: String,
+        #[arg(long, value_name = "N")]
+        wcet_slots: u64,
+        #[arg(long, value_name = "D")]
+        deadline_slots: u64,
+    },
 }
 
 pub fn run(args: CtlArgs) -> Result<i32> {
+    let admission = matches!(args.cmd, CtlCmd::AdmitFirm { .. });
     let request = match args.cmd {
         CtlCmd::Status => Request::Status,
         CtlCmd::SwitchTable { plan } => Request::SwitchTable {
             plan: std::path::absolute(&plan)
                 .with_context(|| format!("making {} absolute", plan.display()))?,
+        },
+        CtlCmd::AdmitFirm {
+            task,
+            wcet_slots,
+            deadline_slots,
+        } => Request::AdmitFirm {
+            task,
+            wcet_slots,
+            deadline_slots,
         },
     };
     let unreachable = |what: &str, e: std::io::Error| {
@@ -82,10 +103,15 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     if !line.ends_with('\n') {
         println!();
     }
-    let ok = serde_json::from_str::<serde_json::Value>(&line)
-        .ok()
+    let reply = serde_json::from_str::<serde_json::Value>(&line).ok();
+    let ok = reply
+        .as_ref()
         .and_then(|v| v.get("ok").and_then(serde_json::Value::as_bool));
+    let accepted = reply
+        .as_ref()
+        .and_then(|v| v.get("accepted").and_then(serde_json::Value::as_bool));
     Ok(match ok {
+        Some(true) if admission && accepted == Some(false) => 3,
         Some(true) => 0,
         Some(false) => 1,
         None => {

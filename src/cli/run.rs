@@ -11,11 +11,15 @@ mod control_socket;
 mod energy;
 #[cfg(feature = "bpf")]
 mod enforce;
+#[cfg(feature = "bpf")]
+mod planner_loop;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
+use scx_tt::control::online;
 use scx_tt::energy::model::{self, PowerModel};
 use scx_tt::plan;
+use scx_tt::planner::Policy;
 use std::path::{Path, PathBuf};
 
 /// The default `--power-model`, built in so the binary works alone (e.g. in the VM initramfs).
@@ -63,6 +67,15 @@ pub struct RunArgs {
     /// status and table switches at run time (docs/control.md, `scx_tt ctl`).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// Planner mode: the online slot-shifting planner under POLICY (bss) decides every slot
+    /// a few slots ahead and rewrites the table; firm jobs are admitted over --control
+    /// (docs/planner.md, "Kernel path").
+    #[arg(long, value_name = "POLICY")]
+    pub planner: Option<Policy>,
+    /// Planner mode: how many slots ahead of the slot clock the planner decides (1..=8, at most
+    /// the frame minus 2; 2 or more keeps the guard band exact).
+    #[arg(long, value_name = "L", default_value_t = 2, requires = "planner")]
+    pub planner_lead_slots: u64,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,
@@ -80,6 +93,15 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         Err(e) => return Err(e).context("loading the plan"),
     };
+    if let Some(policy) = args.planner {
+        online::check(&plan, policy, args.planner_lead_slots)?;
+        if args.perf_table.is_some() {
+            bail!(
+                "--perf-table with --planner {policy}: refused (the perf table follows frame \
+                 slots, the planner moves jobs between slots; bss runs at full speed)"
+            );
+        }
+    }
     let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]
     return enforce::enforce(&args, &plan, &model);

@@ -36,9 +36,11 @@
 //! 3. Only a plan compatible with the running one is ever handed to the kernel.
 
 pub mod compat;
+pub mod online;
 pub mod request;
 
 pub use compat::{mismatches, Mismatch};
+pub use online::{FirmJob, FirmOutcome, OnlinePlanner};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
 use crate::plan::{LoadError, Plan};
@@ -69,6 +71,20 @@ pub enum ControlError {
     SwitchPending { table: String, slot: u64 },
     #[error("writing the table to the kernel: {0}")]
     Kernel(String),
+    #[error(
+        "op = \"admit_firm\": only in planner mode (this scx_tt enforces the static table; \
+         start it with --planner bss)"
+    )]
+    NotPlannerMode,
+    #[error(
+        "op = \"switch_table\": refused in planner mode (--planner {policy}): the planner \
+         writes the table slot by slot; restart without --planner to switch tables"
+    )]
+    SwitchInPlannerMode { policy: String },
+    #[error("task = {name:?}: no task of the plan has this name (its tt tasks: {tt})")]
+    UnknownTask { name: String, tt: String },
+    #[error("task = {name:?}: is not a tt task; firm jobs run in a tt task's threads on its CPU (its tt tasks: {tt})")]
+    NotTt { name: String, tt: String },
 }
 
 fn join(items: &[Mismatch]) -> String {
@@ -89,6 +105,26 @@ pub enum Reply {
         frame_slots: u64,
         table: String,
         pending_switch_slot: Option<u64>,
+        /// Planner mode only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        planner: Option<PlannerStatus>,
+    },
+    /// `admit_firm` accepted: guaranteed on CPU `cpu` before `deadline_slot`; the first slot
+    /// the job can run in is `first_slot` (absolute slots of the kernel's slot clock).
+    Admitted {
+        ok: bool,
+        accepted: bool,
+        cpu: u32,
+        deadline_slot: u64,
+        first_slot: u64,
+    },
+    /// `admit_firm` rejected: `needed` slots, `available` free before `deadline_slot`.
+    Rejected {
+        ok: bool,
+        accepted: bool,
+        needed: u64,
+        available: i64,
+        deadline_slot: u64,
     },
     Switched {
         ok: bool,
@@ -112,7 +148,11 @@ impl Reply {
 
     pub fn ok(&self) -> bool {
         match self {
-            Reply::Status { ok, .. } | Reply::Switched { ok, .. } | Reply::Error { ok, .. } => *ok,
+            Reply::Status { ok, .. }
+            | Reply::Switched { ok, .. }
+            | Reply::Admitted { ok, .. }
+            | Reply::Rejected { ok, .. }
+            | Reply::Error { ok, .. } => *ok,
         }
     }
 
@@ -122,6 +162,15 @@ impl Reply {
             .unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"encoding the reply: {e}"}}"#));
         text + "\n"
     }
+}
+
+/// The planner part of a status reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannerStatus {
+    pub policy: String,
+    pub lead_slots: u64,
+    pub admissions_accepted: u64,
+    pub admissions_rejected: u64,
 }
 
 /// A validated, compatible switch for the caller to write to the kernel; `Control::committed`
@@ -142,6 +191,8 @@ pub enum Step {
     Reply(Reply),
     /// Write this switch to the kernel, then call `committed` (or reply with the error).
     Switch(Switch),
+    /// Planner mode: run this firm job's admission on the planner, then call `admission`.
+    AdmitFirm(FirmJob),
 }
 
 /// A table switch that was written to the kernel, for the exit report.
@@ -162,6 +213,8 @@ pub struct Control {
     table: String,
     pending: Option<SwitchRecord>,
     history: Vec<SwitchRecord>,
+    /// Planner mode (`--planner`): the policy, the lead and the admission counts.
+    planner: Option<PlannerStatus>,
 }
 
 impl Control {
@@ -174,7 +227,19 @@ impl Control {
             table,
             pending: None,
             history: Vec::new(),
+            planner: None,
         }
+    }
+
+    /// Planner mode: `admit_firm` is served, `switch_table` refused.
+    pub fn with_planner(mut self, policy: &str, lead_slots: u64) -> Self {
+        self.planner = Some(PlannerStatus {
+            policy: policy.into(),
+            lead_slots,
+            admissions_accepted: 0,
+            admissions_rejected: 0,
+        });
+        self
     }
 
     /// The slot `now_ns` lies in (0 before slot 0 starts).
@@ -218,7 +283,19 @@ impl Control {
         self.settle(now_ns);
         let result = match Request::parse(line) {
             Ok(Request::Status) => Ok(Step::Reply(self.status(now_ns))),
+            Ok(Request::SwitchTable { .. }) if self.planner.is_some() => {
+                Err(ControlError::SwitchInPlannerMode {
+                    policy: self.planner.as_ref().map_or("", |p| &p.policy).into(),
+                })
+            }
             Ok(Request::SwitchTable { plan }) => self.prepare(&plan, clock, load).map(Step::Switch),
+            Ok(Request::AdmitFirm {
+                task,
+                wcet_slots,
+                deadline_slots,
+            }) => self
+                .firm_job(&task, wcet_slots, deadline_slots, now_ns)
+                .map(Step::AdmitFirm),
             Err(e) => Err(e.into()),
         };
         result.unwrap_or_else(|e| Step::Reply(Reply::error(&e)))
@@ -231,6 +308,80 @@ impl Control {
             frame_slots: self.plan.frame_slots,
             table: self.table.clone(),
             pending_switch_slot: self.pending.as_ref().map(|p| p.at_slot),
+            planner: self.planner.clone(),
+        }
+    }
+
+    /// Validates an `admit_firm` request: a tt task of the plan, due `deadline_slots` after the
+    /// current slot. Its CPU is the task's CPU (its threads run nowhere else).
+    fn firm_job(
+        &self,
+        name: &str,
+        wcet: u64,
+        deadline_slots: u64,
+        now_ns: u64,
+    ) -> Result<FirmJob, ControlError> {
+        if self.planner.is_none() {
+            return Err(ControlError::NotPlannerMode);
+        }
+        let tt = self
+            .plan
+            .tasks
+            .iter()
+            .filter(|t| t.class == crate::plan::Class::Tt)
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(task) = self.plan.tasks.iter().position(|t| t.name == name) else {
+            return Err(ControlError::UnknownTask {
+                name: name.into(),
+                tt,
+            });
+        };
+        let Some(cpu) = online::firm_cpu(&self.plan, task) else {
+            return Err(ControlError::NotTt {
+                name: name.into(),
+                tt,
+            });
+        };
+        Ok(FirmJob {
+            task,
+            cpu,
+            wcet,
+            deadline_slots,
+            deadline_slot: self.slot_at(now_ns) + deadline_slots,
+        })
+    }
+
+    /// Counts the planner's answer to an `admit_firm` and encodes the reply (CPU ids).
+    pub fn admission(&mut self, outcome: &FirmOutcome) -> Reply {
+        let accepted = matches!(outcome, FirmOutcome::Accepted { .. });
+        if let Some(p) = self.planner.as_mut() {
+            if accepted {
+                p.admissions_accepted += 1;
+            } else {
+                p.admissions_rejected += 1;
+            }
+        }
+        match *outcome {
+            FirmOutcome::Accepted {
+                cpu,
+                deadline_slot,
+                first_slot,
+            } => Reply::Admitted {
+                ok: true,
+                accepted: true,
+                cpu: self.plan.managed.get(cpu).copied().unwrap_or(u32::MAX),
+                deadline_slot,
+                first_slot,
+            },
+            FirmOutcome::Rejected(cap) => Reply::Rejected {
+                ok: true,
+                accepted: false,
+                needed: cap.needed,
+                available: cap.available,
+                deadline_slot: cap.deadline,
+            },
         }
     }
 

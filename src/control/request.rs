@@ -8,7 +8,7 @@ use thiserror::Error;
 /// The longest request line accepted, newline excluded.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
-const OPS: &str = "status, switch_table";
+const OPS: &str = "status, switch_table, admit_firm";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -16,6 +16,14 @@ pub enum Request {
     Status,
     /// `{"op":"switch_table","plan":"/abs/path.json"}`
     SwitchTable { plan: PathBuf },
+    /// `{"op":"admit_firm","task":"NAME","wcet_slots":N,"deadline_slots":D}` (planner mode):
+    /// a firm job of `wcet_slots` slots for tt task NAME, due `deadline_slots` slots after the
+    /// current slot.
+    AdmitFirm {
+        task: String,
+        wcet_slots: u64,
+        deadline_slots: u64,
+    },
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -99,6 +107,36 @@ impl Request {
                     plan: PathBuf::from(plan),
                 })
             }
+            "admit_firm" => {
+                const FIELDS: &str = "op, task, wcet_slots, deadline_slots";
+                only_fields(
+                    &obj,
+                    "admit_firm",
+                    &["op", "task", "wcet_slots", "deadline_slots"],
+                    FIELDS,
+                )?;
+                let task = match obj.get("task") {
+                    None => {
+                        return Err(RequestError::MissingField {
+                            op: "admit_firm",
+                            field: "task",
+                        })
+                    }
+                    Some(Value::String(t)) => t.clone(),
+                    Some(other) => {
+                        return Err(RequestError::FieldType {
+                            field: "task",
+                            value: other.to_string(),
+                            expected: "a string (the name of a tt task of the plan)",
+                        })
+                    }
+                };
+                Ok(Request::AdmitFirm {
+                    task,
+                    wcet_slots: positive(&obj, "wcet_slots")?,
+                    deadline_slots: positive(&obj, "deadline_slots")?,
+                })
+            }
             other => Err(RequestError::UnknownOp(Value::from(other).to_string())),
         }
     }
@@ -110,8 +148,36 @@ impl Request {
             Request::SwitchTable { plan } => {
                 serde_json::json!({ "op": "switch_table", "plan": plan.to_string_lossy() })
             }
+            Request::AdmitFirm {
+                task,
+                wcet_slots,
+                deadline_slots,
+            } => serde_json::json!({
+                "op": "admit_firm",
+                "task": task,
+                "wcet_slots": wcet_slots,
+                "deadline_slots": deadline_slots,
+            }),
         };
         format!("{value}\n")
+    }
+}
+
+/// A required field of `admit_firm` holding an integer of at least 1 (slots).
+fn positive(obj: &Map<String, Value>, field: &'static str) -> Result<u64, RequestError> {
+    match obj.get(field) {
+        None => Err(RequestError::MissingField {
+            op: "admit_firm",
+            field,
+        }),
+        Some(v) => match v.as_u64() {
+            Some(n) if n >= 1 => Ok(n),
+            _ => Err(RequestError::FieldType {
+                field,
+                value: v.to_string(),
+                expected: "an integer of at least 1 (slots)",
+            }),
+        },
     }
 }
 
@@ -153,6 +219,11 @@ mod tests {
             Request::SwitchTable {
                 plan: PathBuf::from("/a b/\"q\".json"),
             },
+            Request::AdmitFirm {
+                task: "tt-a".into(),
+                wcet_slots: 20,
+                deadline_slots: 60,
+            },
         ] {
             let line = r.to_line();
             assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
@@ -184,7 +255,7 @@ mod tests {
         let err = Request::parse(r#"{"op":"reboot"}"#).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "op = \"reboot\": unknown operation (one of status, switch_table)"
+            "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm)"
         );
         assert_eq!(
             Request::parse(r#"{"op":7}"#),
@@ -223,6 +294,53 @@ mod tests {
         assert_eq!(
             Request::parse(r#"{"op":"switch_table","plan":"b.json"}"#),
             Err(RequestError::RelativePlan("b.json".into()))
+        );
+    }
+
+    #[test]
+    fn admit_firm_parses_and_names_every_bad_field() {
+        assert_eq!(
+            Request::parse(r#"{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":9}"#),
+            Ok(Request::AdmitFirm {
+                task: "a".into(),
+                wcet_slots: 3,
+                deadline_slots: 9
+            })
+        );
+        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"op":"admit_firm","wcet_slots":3,"deadline_slots":9}"#),
+            "task: is required for op admit_firm"
+        );
+        assert_eq!(
+            err(r#"{"op":"admit_firm","task":"a","deadline_slots":9}"#),
+            "wcet_slots: is required for op admit_firm"
+        );
+        assert_eq!(
+            err(r#"{"op":"admit_firm","task":"a","wcet_slots":3}"#),
+            "deadline_slots: is required for op admit_firm"
+        );
+        assert_eq!(
+            err(r#"{"op":"admit_firm","task":7,"wcet_slots":3,"deadline_slots":9}"#),
+            "task = 7: must be a string (the name of a tt task of the plan)"
+        );
+        for bad in ["0", "-2", "1.5", "\"3\"", "null"] {
+            assert_eq!(
+                err(&format!(
+                    r#"{{"op":"admit_firm","task":"a","wcet_slots":{bad},"deadline_slots":9}}"#
+                )),
+                format!("wcet_slots = {bad}: must be an integer of at least 1 (slots)")
+            );
+            assert_eq!(
+                err(&format!(
+                    r#"{{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":{bad}}}"#
+                )),
+                format!("deadline_slots = {bad}: must be an integer of at least 1 (slots)")
+            );
+        }
+        assert_eq!(
+            err(r#"{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":9,"cpu":1}"#),
+            "cpu: unknown field for op admit_firm (its fields: op, task, wcet_slots, deadline_slots)"
         );
     }
 

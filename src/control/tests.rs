@@ -52,6 +52,7 @@ fn reply(step: Step) -> Reply {
     match step {
         Step::Reply(r) => r,
         Step::Switch(s) => panic!("expected a reply, got a switch to {}", s.table),
+        Step::AdmitFirm(j) => panic!("expected a reply, got an admission of {j:?}"),
     }
 }
 
@@ -105,6 +106,7 @@ fn happy_path_switches_at_the_next_frame_start_far_enough_ahead_then_settles() {
                 frame_slots: 8,
                 table: "/p/a.json".into(),
                 pending_switch_slot: Some(24),
+                planner: None,
             }
         );
     }
@@ -116,6 +118,7 @@ fn happy_path_switches_at_the_next_frame_start_far_enough_ahead_then_settles() {
             frame_slots: 8,
             table: "/p/b.json".into(),
             pending_switch_slot: None,
+            planner: None,
         }
     );
     assert_eq!(
@@ -302,4 +305,112 @@ fn reply_lines_parse_back_for_the_client() {
         let back: Reply = serde_json::from_str(&r.to_line()).expect("parses");
         assert_eq!(back, r);
     }
+}
+
+fn planner_control() -> Control {
+    control().with_planner("bss", 2)
+}
+
+fn firm_line(task: &str, wcet: u64, deadline: u64) -> String {
+    Request::AdmitFirm {
+        task: task.into(),
+        wcet_slots: wcet,
+        deadline_slots: deadline,
+    }
+    .to_line()
+}
+
+#[test]
+fn admit_firm_is_refused_without_planner_mode() {
+    let mut c = control();
+    assert_eq!(
+        error_of(c.handle(&firm_line("a", 2, 10), || at(3), files(&[]))),
+        "op = \"admit_firm\": only in planner mode (this scx_tt enforces the static table; \
+         start it with --planner bss)"
+    );
+}
+
+#[test]
+fn switch_table_is_refused_in_planner_mode_and_changes_nothing() {
+    let plans = [("/p/b.json", text(10_000, 5))];
+    let mut c = planner_control();
+    assert_eq!(
+        error_of(c.handle(&switch_line("/p/b.json"), || at(3), files(&plans))),
+        "op = \"switch_table\": refused in planner mode (--planner bss): the planner writes the \
+         table slot by slot; restart without --planner to switch tables"
+    );
+    assert!(c.history().is_empty());
+}
+
+#[test]
+fn admit_firm_names_an_unknown_task_and_a_be_task() {
+    let mut c = planner_control();
+    assert_eq!(
+        error_of(c.handle(&firm_line("zz", 2, 10), || at(3), files(&[]))),
+        "task = \"zz\": no task of the plan has this name (its tt tasks: a, b)"
+    );
+    assert_eq!(
+        error_of(c.handle(&firm_line("c", 2, 10), || at(3), files(&[]))),
+        "task = \"c\": is not a tt task; firm jobs run in a tt task's threads on its CPU (its tt \
+         tasks: a, b)"
+    );
+    let bad = c.handle(
+        r#"{"op":"admit_firm","task":"a","wcet_slots":0,"deadline_slots":9}"#,
+        || at(3),
+        files(&[]),
+    );
+    assert_eq!(
+        error_of(bad),
+        "wcet_slots = 0: must be an integer of at least 1 (slots)"
+    );
+    // nothing was counted
+    let Reply::Status { planner, .. } = reply(c.handle(r#"{"op":"status"}"#, || at(3), files(&[])))
+    else {
+        panic!("status");
+    };
+    let p = planner.expect("planner mode");
+    assert_eq!((p.admissions_accepted, p.admissions_rejected), (0, 0));
+}
+
+#[test]
+fn admit_firm_names_the_task_cpu_and_the_absolute_deadline_then_counts_the_answers() {
+    let mut c = planner_control();
+    let Step::AdmitFirm(job) = c.handle(&firm_line("b", 20, 60), || at(13), files(&[])) else {
+        panic!("expected an admission");
+    };
+    assert_eq!(
+        job,
+        FirmJob {
+            task: 1,
+            cpu: 0,
+            wcet: 20,
+            deadline_slots: 60,
+            deadline_slot: 73
+        }
+    );
+    let accepted = c.admission(&FirmOutcome::Accepted {
+        cpu: 0,
+        deadline_slot: 73,
+        first_slot: 16,
+    });
+    assert_eq!(
+        accepted.to_line(),
+        "{\"ok\":true,\"accepted\":true,\"cpu\":1,\"deadline_slot\":73,\"first_slot\":16}\n"
+    );
+    let rejected = c.admission(&FirmOutcome::Rejected(crate::planner::cpu::Capacity {
+        needed: 40,
+        available: 12,
+        deadline: 33,
+    }));
+    assert_eq!(
+        rejected.to_line(),
+        "{\"ok\":true,\"accepted\":false,\"needed\":40,\"available\":12,\"deadline_slot\":33}\n"
+    );
+    let status = reply(c.handle(r#"{"op":"status"}"#, || at(14), files(&[])));
+    assert_eq!(
+        status.to_line(),
+        "{\"ok\":true,\"slot\":14,\"frame_slots\":8,\"table\":\"/p/a.json\",\
+         \"pending_switch_slot\":null,\"planner\":{\"policy\":\"bss\",\"lead_slots\":2,\
+         \"admissions_accepted\":1,\"admissions_rejected\":1}}\n"
+    );
 }

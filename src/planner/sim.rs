@@ -156,6 +156,22 @@ impl Rng {
     }
 }
 
+/// The planner's view of `plan`: per managed CPU (plan order), its frame's jobs (task ids are
+/// plan task indices) and whether a `be` task may use its slack. Shared by `simulate` and the
+/// kernel path's planner mode (`scx_tt --planner`).
+pub fn planner_inputs(plan: &Plan) -> Vec<CpuInput> {
+    plan.cpus
+        .iter()
+        .map(|c| CpuInput {
+            jobs: c.jobs.clone(),
+            has_be: plan
+                .tasks
+                .iter()
+                .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
+        })
+        .collect()
+}
+
 /// Runs `plan` plus `arrivals` for `cfg.frames` frames; `sink` sees every slot record.
 pub fn simulate(
     plan: &Plan,
@@ -167,17 +183,7 @@ pub fn simulate(
     let frame = plan.frame_slots;
     let slot_ns = plan.slot_us * 1000;
     let slot_s = plan.slot_us as f64 * 1e-6;
-    let inputs: Vec<CpuInput> = plan
-        .cpus
-        .iter()
-        .map(|c| CpuInput {
-            jobs: c.jobs.clone(),
-            has_be: plan
-                .tasks
-                .iter()
-                .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
-        })
-        .collect();
+    let inputs = planner_inputs(plan);
     let mut planner = Planner::new(
         &inputs,
         frame,

@@ -166,6 +166,48 @@ fn current_affinity() -> Vec<u32> {
     }
 }
 
+/// Writes entries of the active half of the BPF table (`Scheduler::table_writer`); `Send`, so
+/// the planner thread owns it. One `bpf_map_update_elem` per entry: a u32 store the BPF side
+/// reads atomically.
+pub struct TableWriter {
+    fd: OwnedFd,
+    /// First key of the active half.
+    base: usize,
+    /// Entries per half: managed CPUs × frame slots.
+    len: usize,
+}
+
+impl TableWriter {
+    /// Sets entry `index` (`managed index × frame_slots + frame slot`, the layout of
+    /// `SchedConfig::table`) of the table in force to `task`.
+    pub fn write(&self, index: usize, task: u32) -> std::io::Result<()> {
+        if index >= self.len {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "table entry {index} is outside the table of {} entries",
+                    self.len
+                ),
+            ));
+        }
+        let key = (self.base + index) as u32;
+        // SAFETY: key and value point to u32s that live across the call; the map's key and
+        // value size are 4 bytes (src/bpf/tt_sched.bpf.c `table`).
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_update_elem(
+                self.fd.as_raw_fd(),
+                (&key as *const u32).cast(),
+                (&task as *const u32).cast(),
+                libbpf_rs::libbpf_sys::BPF_ANY as u64,
+            )
+        };
+        if ret < 0 {
+            return Err(std::io::Error::from_raw_os_error(-ret));
+        }
+        Ok(())
+    }
+}
+
 pub struct Scheduler<'a> {
     skel: BpfSkel<'a>,
     link: Option<libbpf_rs::Link>,
@@ -300,6 +342,34 @@ impl<'a> Scheduler<'a> {
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         self.data_mut()?.table_switch_slot = at_slot;
         Ok(())
+    }
+
+    /// A handle that writes single entries of the table in force from another thread (the
+    /// planner mode of `scx_tt --planner`, which never switches tables): it owns a duplicate of
+    /// the table map's fd and the index of the active half.
+    pub fn table_writer(&mut self) -> Result<TableWriter, LoadError> {
+        if self.data_mut()?.table_switch_slot != u64::MAX {
+            return Err(LoadError::Map {
+                map: "table",
+                msg: "a table switch is pending: entries would go to the wrong half".into(),
+            });
+        }
+        let half = self.bss_mut()?.table_active;
+        let fd = self
+            .skel
+            .maps
+            .table
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| LoadError::Map {
+                map: "table",
+                msg: format!("duplicating the map fd: {e}"),
+            })?;
+        Ok(TableWriter {
+            fd,
+            base: half as usize * self.table_len,
+            len: self.table_len,
+        })
     }
 
     /// The skeleton's mmapped `.bss` (run-time state userspace writes while running).

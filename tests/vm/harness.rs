@@ -202,6 +202,9 @@ pub struct Summary {
     /// Tables switched to over the control socket (absent from older summaries).
     #[serde(default)]
     pub table_switches: Vec<TableSwitch>,
+    /// Planner mode only (`--planner`).
+    #[serde(default)]
+    pub planner_late_slots: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -2,13 +2,14 @@
 
 use super::control_socket::ControlSocket;
 use super::energy::LiveEnergy;
+use super::planner_loop::{PlannerLoop, SlotClock};
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{
     render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TableSwitch,
     TaskInfo, TaskState,
 };
-use scx_tt::control::{Control, ControlError, Reply, Step};
+use scx_tt::control::{Control, ControlError, OnlinePlanner, Reply, Step};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::{self, Plan, Selector};
@@ -22,7 +23,7 @@ use std::io::{BufWriter, Write};
 use std::mem::MaybeUninit;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// `--perf-table`: {"<cpu>": [freq per frame slot], ...}.
@@ -192,6 +193,33 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         .as_ref()
         .map_or_else(String::new, |p| p.display().to_string());
     let mut control = Control::new(plan.clone(), table_name, t0_ns);
+    // Planner mode: the thread starts before slot 0 and decides slots 0..lead first.
+    let (planner, mut planner_loop) = match args.planner {
+        Some(policy) => {
+            let shared = Arc::new(Mutex::new(
+                OnlinePlanner::new(plan, policy, args.planner_lead_slots, cfg.table.clone())
+                    .context("planner mode")?,
+            ));
+            let writer = sched.table_writer()?;
+            let lp = PlannerLoop::start(
+                shared.clone(),
+                writer,
+                cfg.frame_slots,
+                SlotClock {
+                    t0_ns,
+                    slot_ns: cfg.slot_ns,
+                },
+                plan.housekeeping.first().copied(),
+            )?;
+            control = control.with_planner(policy.name(), args.planner_lead_slots);
+            verbose(&format!(
+                "planner {policy} deciding {} slots ahead on a housekeeping CPU",
+                args.planner_lead_slots
+            ));
+            (Some(shared), Some(lp))
+        }
+        None => (None, None),
+    };
     if let Some(sock) = &control_socket {
         verbose(&format!("control socket at {}", sock.path().display()));
     }
@@ -258,7 +286,9 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         let _ = ring.consume();
         drain(&mut acc, &mut energy)?;
         if let Some(sock) = control_socket.as_mut() {
-            sock.serve(|line| answer(line, &mut control, &mut sched, guard_us, &online).to_line());
+            sock.serve(|line| {
+                answer(line, &mut control, &mut sched, guard_us, &online, &planner).to_line()
+            });
         }
         if stop.load(Ordering::SeqCst) {
             break ExitReason::Signal;
@@ -268,6 +298,10 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         }
         if sched.exited() {
             break ExitReason::SchedulerExited;
+        }
+        if planner_loop.as_ref().is_some_and(PlannerLoop::finished) {
+            // only an error ends the planner thread; it is reported after the summary
+            break ExitReason::Signal;
         }
         if args.exit_when_tasks_exit {
             let states = task_states(&tids, &mut children, &procfs);
@@ -287,6 +321,10 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         }
     };
 
+    let planner_result = planner_loop.as_mut().map(PlannerLoop::stop);
+    let late_slots = planner
+        .as_ref()
+        .and_then(|p| p.lock().ok().map(|p| p.late_slots()));
     let _ = ring.consume();
     drain(&mut acc, &mut energy)?;
     let states = task_states(&tids, &mut children, &procfs);
@@ -309,7 +347,8 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     let summary = acc
         .summary(&run)
         .with_energy(reading)
-        .with_table_switches(switches);
+        .with_table_switches(switches)
+        .with_planner_late_slots(late_slots);
     print!("{}", render_summary(&acc, &summary));
     print_switches(&control, &acc, &cfg.managed);
     if let Some(w) = trace.as_mut() {
@@ -321,6 +360,9 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     }
     if state != "disabled" {
         bail!("sched_ext state is {state} after detaching (expected disabled)");
+    }
+    if let Some(Err(e)) = planner_result {
+        return Err(e.context("the planner thread stopped"));
     }
     Ok(if exit == ExitReason::SchedulerExited {
         1
@@ -337,10 +379,29 @@ fn answer(
     sched: &mut Scheduler,
     guard_us: u64,
     online: &[u32],
+    planner: &Option<Arc<Mutex<OnlinePlanner>>>,
 ) -> Reply {
     let switch = match control.handle(line, monotonic_ns, |p| plan::from_file(p)) {
         Step::Reply(reply) => return reply,
         Step::Switch(switch) => switch,
+        Step::AdmitFirm(job) => {
+            // Control only returns this in planner mode, where `planner` is set.
+            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
+                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
+            };
+            // the deadline from the slot in progress now that the planner thread cannot step
+            let job = job.due_from(control.slot_at(monotonic_ns()));
+            let outcome = p.admit_firm(&job);
+            drop(p);
+            let reply = control.admission(&outcome);
+            println!(
+                "scx_tt: admit_firm {} (task {}): {}",
+                job.wcet,
+                job.task,
+                reply.to_line().trim_end()
+            );
+            return reply;
+        }
     };
     let table = match SchedConfig::from_plan(&switch.plan, guard_us, online) {
         Ok(cfg) => cfg.table,

@@ -1,0 +1,162 @@
+//! The planner thread of `scx_tt --planner bss` (docs/planner.md, "Kernel path"): on a
+//! housekeeping CPU, once per slot of the BPF slot clock (`t0_ns + k · slot_ns`, the epoch the
+//! loader armed the timers with), it steps the shared [`OnlinePlanner`] up to `lead` slots
+//! ahead and writes the changed table entries. The pure part (which slots, which entries, late
+//! slots) is `OnlinePlanner::advance`; this file is the clock, the thread and the map writes.
+
+use anyhow::{anyhow, Context, Result};
+use scx_tt::control::OnlinePlanner;
+use scx_tt::sched::loader::{monotonic_ns, TableWriter};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+/// SCHED_FIFO priority of the planner thread (above normal tasks on its housekeeping CPU).
+const FIFO_PRIORITY: i32 = 10;
+
+pub struct PlannerLoop {
+    stop: Arc<AtomicBool>,
+    handle: Option<JoinHandle<Result<()>>>,
+}
+
+/// The slot grid of the BPF timers.
+#[derive(Clone, Copy)]
+pub struct SlotClock {
+    pub t0_ns: u64,
+    pub slot_ns: u64,
+}
+
+impl SlotClock {
+    /// The slot in progress at `now_ns`, `None` before slot 0.
+    fn slot_at(self, now_ns: u64) -> Option<u64> {
+        (now_ns >= self.t0_ns).then(|| (now_ns - self.t0_ns) / self.slot_ns)
+    }
+}
+
+impl PlannerLoop {
+    /// Starts the thread, pinned to `cpu` (a housekeeping CPU) when given.
+    pub fn start(
+        online: Arc<Mutex<OnlinePlanner>>,
+        writer: TableWriter,
+        frame_slots: u64,
+        clock: SlotClock,
+        cpu: Option<u32>,
+    ) -> Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let handle = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("scx_tt-planner".into())
+                .spawn(move || {
+                    prepare_thread(cpu);
+                    run(&online, &writer, frame_slots, clock, &stop)
+                })
+                .context("starting the planner thread")?
+        };
+        Ok(PlannerLoop {
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// The thread ended (an error: it only ends when told to).
+    pub fn finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(|h| h.is_finished())
+    }
+
+    /// Stops the thread and returns its error, if it had one.
+    pub fn stop(&mut self) -> Result<()> {
+        self.stop.store(true, Ordering::SeqCst);
+        match self.handle.take() {
+            Some(h) => h
+                .join()
+                .map_err(|_| anyhow!("the planner thread panicked"))?,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for PlannerLoop {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            eprintln!("scx_tt: warning: planner thread: {e:#}");
+        }
+    }
+}
+
+/// Pin to the housekeeping CPU and ask for SCHED_FIFO; warn (and go on) when refused.
+fn prepare_thread(cpu: Option<u32>) {
+    if let Some(cpu) = cpu {
+        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it (cpu < CPU_SETSIZE).
+        let ret = unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut set);
+            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
+        };
+        if ret != 0 {
+            eprintln!(
+                "scx_tt: warning: pinning the planner thread to CPU {cpu}: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+    }
+    let param = libc::sched_param {
+        sched_priority: FIFO_PRIORITY,
+    };
+    // SAFETY: plain syscall on the calling thread with a valid parameter.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        eprintln!(
+            "scx_tt: warning: the planner thread runs without SCHED_FIFO ({}); it may decide \
+             slots late under load (planner_late_slots)",
+            std::io::Error::last_os_error()
+        );
+    }
+}
+
+fn run(
+    online: &Mutex<OnlinePlanner>,
+    writer: &TableWriter,
+    frame_slots: u64,
+    clock: SlotClock,
+    stop: &AtomicBool,
+) -> Result<()> {
+    while !stop.load(Ordering::SeqCst) {
+        let cur = clock.slot_at(monotonic_ns());
+        let adv = online
+            .lock()
+            .map_err(|_| anyhow!("the planner lock is poisoned"))?
+            .advance(cur)
+            .context("stepping the planner")?;
+        for w in &adv.writes {
+            let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
+            writer
+                .write(index, w.task)
+                .with_context(|| format!("writing table entry {index}"))?;
+        }
+        // wake just after the next boundary of the slot clock
+        let next = match cur {
+            Some(c) => clock.t0_ns + (c + 1) * clock.slot_ns,
+            None => clock.t0_ns,
+        };
+        sleep_until(next);
+    }
+    Ok(())
+}
+
+/// Absolute CLOCK_MONOTONIC sleep (no drift); returns early on a signal, which only makes the
+/// loop look at the clock again.
+fn sleep_until(ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: ts is a valid timespec; the remaining-time pointer may be null for TIMER_ABSTIME.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        );
+    }
+}

@@ -1,0 +1,338 @@
+//! Planner mode: decisions against the static table, the lead and late slots, firm admissions.
+
+use super::*;
+use crate::plan::{self, gen};
+use crate::sched::config::SchedConfig;
+
+const DEMO: &str = include_str!("../../../schedules/demo.json");
+const GENERATED: &str = include_str!("../../../schedules/generated.json");
+
+/// One managed CPU, tt tasks a (period 50, wcet 10) and b (period 100, wcet 20), a be task;
+/// 10 ms slots, frame 100: the VM test's plan shape.
+const ONE_CPU: &str = r#"{ "version": 1, "slot_us": 10000,
+  "cpus": { "managed": [1], "housekeeping": [0] },
+  "tasks": [
+    { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 50, "wcet": 10 },
+    { "name": "b", "pid": 11, "class": "tt", "cpu": 1, "period": 100, "wcet": 20 },
+    { "name": "c", "pid": 12, "class": "be" }
+  ] }"#;
+
+fn load(text: &str) -> Plan {
+    plan::from_str(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn static_table(plan: &Plan) -> Vec<u32> {
+    let online: Vec<u32> = (0..4).collect();
+    SchedConfig::from_plan(plan, 0, &online)
+        .expect("config")
+        .table
+}
+
+fn online(plan: &Plan, lead: u64) -> OnlinePlanner {
+    OnlinePlanner::new(plan, Policy::Bss, lead, static_table(plan)).expect("planner mode")
+}
+
+/// Every decision of `frames` frames, as table entries (CPU-major like the table), from a
+/// planner whose table starts empty so that every decided entry is written.
+fn decided(plan: &Plan, frames: u64) -> Vec<Vec<u32>> {
+    let n = plan.managed.len();
+    let frame = plan.frame_slots as usize;
+    let mut table = vec![u32::MAX - 1; n * frame];
+    let mut p = OnlinePlanner::new(plan, Policy::Bss, 1, table.clone()).expect("planner mode");
+    let mut out = vec![vec![NO_TASK; n * frame]; frames as usize];
+    // lead 1: advance(Some(s)) decides slot s + 1, advance(None) slot 0
+    let mut cur = None;
+    for _ in 0..frames * plan.frame_slots {
+        let before = p.now();
+        let adv = p.advance(cur).expect("in order");
+        assert_eq!((adv.stepped, adv.late), (1, 0));
+        let f = (before / plan.frame_slots) as usize;
+        for w in &adv.writes {
+            table[w.cpu * frame + w.frame_slot as usize] = w.task;
+        }
+        let fs = (before % plan.frame_slots) as usize;
+        for cpu in 0..n {
+            out[f][cpu * frame + fs] = table[cpu * frame + fs];
+        }
+        cur = Some(cur.map_or(0, |c| c + 1));
+    }
+    out
+}
+
+fn assert_decisions_are_the_static_table(plan: &Plan, what: &str) {
+    let table = static_table(plan);
+    assert!(
+        table.iter().any(|&t| t != NO_TASK),
+        "{what}: a table with work"
+    );
+    for (f, frame) in decided(plan, 3).iter().enumerate() {
+        let differ: Vec<usize> = (0..table.len()).filter(|&i| frame[i] != table[i]).collect();
+        assert!(
+            differ.is_empty(),
+            "{what}: frame {f}: {} entries differ from the static table, first at (cpu index, \
+             slot) {:?}: planner {} static {}",
+            differ.len(),
+            differ
+                .first()
+                .map(|&i| (i / plan.frame_slots as usize, i % plan.frame_slots as usize)),
+            differ.first().map_or(0, |&i| frame[i]),
+            differ.first().map_or(0, |&i| table[i]),
+        );
+    }
+    // and with the static table loaded, the planner writes nothing
+    let mut p = online(plan, 2);
+    let mut writes = p.advance(None).expect("step").writes.len();
+    for s in 0..3 * plan.frame_slots {
+        writes += p.advance(Some(s)).expect("step").writes.len();
+    }
+    assert_eq!(writes, 0, "{what}");
+}
+
+#[test]
+fn without_admissions_bss_decides_the_static_table_demo_plan() {
+    assert_decisions_are_the_static_table(&load(DEMO), "schedules/demo.json");
+    assert_decisions_are_the_static_table(&load(ONE_CPU), "one cpu");
+}
+
+#[test]
+fn without_admissions_bss_decides_the_static_table_generated_plans() {
+    assert_decisions_are_the_static_table(&load(GENERATED), "schedules/generated.json");
+    let mut checked = 0;
+    for seed in 1..=20 {
+        let g = gen::generate(&gen::GenParams {
+            tasks: 6,
+            util: 1.4,
+            cpus: 2,
+            wcet: (1, 6),
+            period: (10, 60),
+            seed,
+            slot_us: 1000,
+            frame_slots: Some(120),
+            cmd: vec!["/bin/true".into()],
+        });
+        let Ok(g) = g else { continue };
+        assert_decisions_are_the_static_table(&g.plan, &format!("generated seed {seed}"));
+        checked += 1;
+    }
+    assert!(checked >= 10, "only {checked} of 20 seeds gave a plan");
+}
+
+#[test]
+fn the_planner_stays_lead_slots_ahead_and_counts_slots_it_decided_late() {
+    let plan = load(ONE_CPU);
+    let mut p = online(&plan, 3);
+    let a = p.advance(None).expect("step");
+    assert_eq!(
+        (a.stepped, a.late, p.now()),
+        (3, 0, 3),
+        "slots 0, 1, 2 before slot 0"
+    );
+    let a = p.advance(Some(0)).expect("step");
+    assert_eq!(
+        (a.stepped, a.late, p.now()),
+        (1, 0, 4),
+        "slot 3 during slot 0"
+    );
+    let a = p.advance(Some(0)).expect("step");
+    assert_eq!((a.stepped, a.late), (0, 0), "nothing new in the same slot");
+    // the thread slept through slots 1..=9: slots 4..=9 had started, 10..=12 had not
+    let a = p.advance(Some(9)).expect("step");
+    assert_eq!((a.stepped, a.late, p.now()), (9, 6, 13));
+    assert_eq!(p.late_slots(), 6);
+}
+
+#[test]
+fn late_slots_are_never_written() {
+    let plan = load(ONE_CPU);
+    let mut p = OnlinePlanner::new(&plan, Policy::Bss, 2, vec![u32::MAX - 1; 100]).expect("ok");
+    p.advance(None).expect("step");
+    let a = p.advance(Some(40)).expect("step");
+    assert_eq!(a.late, 41 - 2);
+    let slots: Vec<u64> = a.writes.iter().map(|w| w.frame_slot).collect();
+    assert_eq!(slots, vec![41, 42], "only the slots not started yet");
+}
+
+/// Slots of `task` in the written table entries of slots `from..to` (frame 100, one CPU).
+fn owned(p: &mut OnlinePlanner, plan: &Plan, cur: &mut u64, to: u64, task: u32) -> Vec<u64> {
+    let mut table = static_table(plan);
+    let mut slots = Vec::new();
+    while p.now() < to {
+        let before = p.now();
+        for w in p.advance(Some(*cur)).expect("step").writes {
+            table[w.frame_slot as usize] = w.task;
+        }
+        if before < to && table[(before % 100) as usize] == task {
+            slots.push(before);
+        }
+        *cur += 1;
+    }
+    slots
+}
+
+#[test]
+fn an_accepted_firm_job_gets_its_slots_on_its_cpu_before_its_deadline() {
+    let plan = load(ONE_CPU);
+    let mut p = online(&plan, 2);
+    p.advance(None).expect("step");
+    let mut cur = 0;
+    for _ in 0..120 {
+        p.advance(Some(cur)).expect("step");
+        cur += 1;
+    }
+    // slot 120 started, the thread has not stepped yet: decided up to 121
+    assert_eq!((cur, p.now()), (120, 122));
+    let job = FirmJob {
+        task: 0,
+        cpu: 0,
+        wcet: 20,
+        deadline_slots: 60,
+        deadline_slot: 0,
+    }
+    .due_from(cur);
+    let FirmOutcome::Accepted {
+        cpu,
+        deadline_slot,
+        first_slot,
+    } = p.admit_firm(&job)
+    else {
+        panic!("expected an acceptance");
+    };
+    assert_eq!((cpu, deadline_slot, first_slot), (0, 180, 122));
+    let static_a = (first_slot..deadline_slot)
+        .filter(|&s| static_table(&plan)[(s % 100) as usize] == 0)
+        .count();
+    let got = owned(&mut p, &plan, &mut cur, deadline_slot, 0);
+    let in_window = got.iter().filter(|&&s| s >= first_slot).count();
+    assert!(
+        in_window >= static_a + 20,
+        "task a owns {in_window} slots in [{first_slot}, {deadline_slot}), its periodic share \
+         there is {static_a}: {got:?}"
+    );
+    // ... and never earlier than first_slot differently from the static table
+    assert!(got.iter().all(|&s| s >= 120));
+}
+
+#[test]
+fn a_rejection_reports_the_free_slots_before_the_deadline() {
+    let plan = load(ONE_CPU);
+    let mut p = online(&plan, 2);
+    p.advance(None).expect("step");
+    // advance until the planner's next slot is the frame start 100: kernel slot 97
+    let mut cur = 0;
+    while p.now() < 100 {
+        p.advance(Some(cur)).expect("step");
+        cur += 1;
+    }
+    assert_eq!(p.now(), 100);
+    // frame-relative [0, 30): a's job [0, 50) and b's [0, 100) can run after 30: 30 free
+    let job = FirmJob {
+        task: 1,
+        cpu: 0,
+        wcet: 31,
+        deadline_slots: 30,
+        deadline_slot: 130,
+    };
+    assert_eq!(
+        p.admit_firm(&job),
+        FirmOutcome::Rejected(Capacity {
+            needed: 31,
+            available: 30,
+            deadline: 130
+        })
+    );
+    // [0, 60): a's first job (10) must be done by 50: 50 free
+    let FirmOutcome::Rejected(cap) = p.admit_firm(&FirmJob {
+        wcet: 51,
+        deadline_slot: 160,
+        ..job.clone()
+    }) else {
+        panic!("expected a rejection");
+    };
+    assert_eq!((cap.needed, cap.available, cap.deadline), (51, 50, 160));
+    // exactly the free capacity fits; then nothing is left before 130
+    assert!(matches!(
+        p.admit_firm(&FirmJob {
+            wcet: 30,
+            ..job.clone()
+        }),
+        FirmOutcome::Accepted {
+            deadline_slot: 130,
+            first_slot: 100,
+            ..
+        }
+    ));
+    assert_eq!(
+        p.admit_firm(&FirmJob { wcet: 1, ..job }),
+        FirmOutcome::Rejected(Capacity {
+            needed: 1,
+            available: 0,
+            deadline: 130
+        })
+    );
+}
+
+#[test]
+fn a_deadline_already_decided_is_rejected_with_nothing_available() {
+    let plan = load(ONE_CPU);
+    let mut p = online(&plan, 4);
+    p.advance(None).expect("step");
+    p.advance(Some(0)).expect("step");
+    // slots up to 4 are written: a deadline at 5 leaves nothing
+    let out = p.admit_firm(&FirmJob {
+        task: 0,
+        cpu: 0,
+        wcet: 1,
+        deadline_slots: 5,
+        deadline_slot: 5,
+    });
+    assert!(
+        matches!(out, FirmOutcome::Rejected(c) if c.available == 0),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
+    let plan = load(ONE_CPU);
+    let err = |policy, lead, table: Vec<u32>| {
+        OnlinePlanner::new(&plan, policy, lead, table)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    assert!(err(Policy::Dvfs, 2, static_table(&plan))
+        .starts_with("--planner dvfs: the kernel path supports bss only"));
+    assert!(err(Policy::Dpm, 2, static_table(&plan))
+        .starts_with("--planner dpm: the kernel path supports bss only"));
+    assert_eq!(
+        err(Policy::Bss, 0, static_table(&plan)),
+        "--planner-lead-slots 0: must be in 1..=8"
+    );
+    assert_eq!(
+        err(Policy::Bss, 9, static_table(&plan)),
+        "--planner-lead-slots 9: must be in 1..=8"
+    );
+    assert!(err(Policy::Bss, 2, vec![0; 3]).contains("3 entries, expected 100"));
+    let small = load(
+        r#"{ "version": 1, "slot_us": 10000, "cpus": { "managed": [1], "housekeeping": [0] },
+          "tasks": [ { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 4, "wcet": 1 } ] }"#,
+    );
+    let e = OnlinePlanner::new(&small, Policy::Bss, 3, static_table(&small))
+        .err()
+        .expect("refused");
+    assert!(
+        e.to_string()
+            .starts_with("--planner-lead-slots 3: must be at most the frame of 4 slots minus 2"),
+        "{e}"
+    );
+    assert!(OnlinePlanner::new(&small, Policy::Bss, 2, static_table(&small)).is_ok());
+}
+
+#[test]
+fn only_tt_tasks_with_a_cpu_take_firm_jobs() {
+    let plan = load(ONE_CPU);
+    assert_eq!(firm_cpu(&plan, 0), Some(0));
+    assert_eq!(firm_cpu(&plan, 1), Some(0));
+    assert_eq!(firm_cpu(&plan, 2), None, "be");
+    assert_eq!(firm_cpu(&plan, 3), None, "no such task");
+}

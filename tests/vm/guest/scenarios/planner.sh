@@ -1,0 +1,41 @@
+# Planner mode (docs/planner.md, "Kernel path"): scx_tt --planner bss enforces planner.json
+# (one managed CPU, tt-a and tt-b with 60 % spare capacity, 10 ms slots, frame 100) with
+# --control and --trace; after 2 s `scx_tt ctl admit-firm` sends a firm job that cannot fit
+# (rejected: exit 3), a request for an unknown task (exit 1) and 20 slots for tt-a due in 60
+# slots (accepted: exit 0); scx_tt runs on to tt.duration_s (default 6). Leaves the trace, the
+# summary, every reply and results (exit codes, sched_ext state, socket left).
+. /tt/lib.sh
+D=$(cmdline_arg tt.duration_s); D=${D:-6}
+SOCK=/run/tt.sock
+PLAN=/tt/plans/planner.json
+
+# ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
+ctl() {
+  name=$1; shift
+  scx_tt ctl --socket $SOCK "$@" > $OUT/$name.reply 2> $OUT/$name.err
+  rc=$?
+  echo "tt-vm: ctl $*: rc $rc"
+  cat $OUT/$name.reply $OUT/$name.err
+  result "${name}_rc" $rc
+}
+
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+run_scx_tt warmup --table $PLAN --planner bss --duration-s 2
+
+echo "tt-vm: run scx_tt --table $PLAN --planner bss --control $SOCK"
+scx_tt --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
+  --trace $OUT/planner.trace.jsonl --summary-json $OUT/planner.json --timeline-slots 100 \
+  > $OUT/planner.out 2> $OUT/planner.err &
+pid=$!
+sleep 2
+ctl status status
+ctl reject admit-firm --task tt-a --wcet-slots 40 --deadline-slots 30
+ctl bad admit-firm --task nope --wcet-slots 2 --deadline-slots 30
+ctl accept admit-firm --task tt-a --wcet-slots 20 --deadline-slots 60
+ctl switch switch-table $PLAN
+wait $pid
+result planner_rc $?
+result planner_state "$(scx_state)"
+cat $OUT/planner.out $OUT/planner.err
+[ -e $SOCK ] && result socket_left yes || result socket_left no
+exit 0
