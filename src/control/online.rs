@@ -1,8 +1,8 @@
 //! Planner mode of the kernel path (`scx_tt --table plan.json --planner bss|dvfs`,
 //! docs/planner.md "Kernel path"): the online [`Planner`] decides every slot `lead` slots ahead
-//! of the BPF slot clock, and its decisions become table entries and cpuperf targets. Pure: the caller reads the clock, writes the
-//! entries to the BPF table map and serialises access (the planner thread and the control
-//! socket share one `OnlinePlanner` behind a lock).
+//! of the BPF slot clock, and its decisions become table entries and cpuperf targets. Pure: the
+//! caller reads the clock, writes the entries to the BPF maps and serialises access (the
+//! planner thread and the control socket share one `OnlinePlanner` behind a lock).
 //!
 //! # Slot clock and lead
 //! ```text
@@ -41,10 +41,8 @@
 use crate::energy::model::PowerModel;
 use crate::energy::perf::cpuperf_target;
 use crate::plan::{Class, Plan};
-use crate::planner::cpu::Capacity;
-use crate::planner::cpu::UNIT;
-use crate::planner::policy::FreqsError;
-use crate::planner::policy::{Freqs, Policy, Run};
+use crate::planner::cpu::{Capacity, UNIT};
+use crate::planner::policy::{Freqs, FreqsError, Policy, Run};
 use crate::planner::runtime::{Admission, Planner, PlannerConfig, StepError};
 use crate::planner::sim::planner_inputs;
 use crate::sched::config::{NO_TASK, PERF_ONE};
@@ -128,8 +126,8 @@ pub struct EntryWrite {
 }
 
 /// The cpuperf target of normalised frequency `ppm` (parts per million of the maximum):
-/// `⌈ppm · 1024 / 10⁶⌉` in 1..=1024, as `energy::perf::cpuperf_target` maps a `--perf-table`
-/// frequency (rounded up: a job never runs slower than planned).
+/// `⌈ppm · 1024 / 10⁶⌉` in 1..=1024 (`energy::perf::cpuperf_target`: rounded up, so a job
+/// never runs slower than planned).
 pub fn perf_of_ppm(ppm: u32) -> u32 {
     cpuperf_target(f64::from(ppm) / UNIT as f64)
 }

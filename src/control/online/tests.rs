@@ -622,3 +622,23 @@ fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_o
         "dvfs before the swap"
     );
 }
+
+#[test]
+fn dvfs_frequencies_come_from_the_power_models_pstates_or_the_default() {
+    let model = crate::energy::model::from_str(include_str!("../../../models/xeon-gold-5218.json"))
+        .expect("bundled model");
+    let cluster = &model.clusters[0];
+    let f = freqs_of_model(&model, 1).expect("valid P-states");
+    assert_eq!(f.ppm().len(), cluster.pstates.len());
+    assert_eq!(f.ppm().last(), Some(&(UNIT as u32)));
+    let lowest = f64::from(cluster.min_mhz()) / f64::from(cluster.max_mhz());
+    assert_eq!(f.min_ppm(), (lowest * UNIT as f64) as u32);
+    // the cpuperf targets of the default frequencies: 1.0 of 2.3 GHz is 446, 2.3 is 1024
+    let d = freqs();
+    assert_eq!(perf_of_ppm(d.min_ppm()), 446);
+    assert_eq!(perf_of_ppm(UNIT as u32), PERF_ONE);
+    assert!(d
+        .ppm()
+        .windows(2)
+        .all(|w| perf_of_ppm(w[0]) < perf_of_ppm(w[1])));
+}
