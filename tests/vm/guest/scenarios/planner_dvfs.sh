@@ -1,13 +1,13 @@
 # Planner mode under dvfs (docs/planner.md, "Kernel path"): scx_tt --planner dvfs enforces
-# planner.json (one managed CPU, tt-a and tt-b, 10 ms slots, frame 100) with --control and
-# --trace; after 2 s `scx_tt ctl` asks the status, a swap to dpm (refused: exit 1), a swap to
+# planner_dvfs.json (one managed CPU, tt-a 15 of every 50 slots and tt-b 30 of every 100, 10 ms
+# slots, frame 100) with --control and --trace; after 2 s `scx_tt ctl` asks the status, a swap to dpm (refused: exit 1), a swap to
 # bss (exit 0, the reply names from_slot) and the status again; scx_tt runs on to
 # tt.duration_s (default 5). Leaves the trace, the summary, every reply and results (exit
 # codes, sched_ext state, socket left).
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-5}
 SOCK=/run/tt.sock
-PLAN=/tt/plans/planner.json
+PLAN=/tt/plans/planner_dvfs.json
 
 # ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
 ctl() {
