@@ -1,5 +1,6 @@
 //! `scx_tt ctl` against a fake control socket (docs/control.md): what it sends, what it prints,
-//! and its exit codes (0 ok reply, 1 error reply, 2 socket unreachable or silent).
+//! and its exit codes (0 ok reply, 1 error reply, 2 socket unreachable or silent, 3 admit-firm
+//! rejected).
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
@@ -138,4 +139,33 @@ fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
         assert_eq!(out.status.code(), Some(code), "{reply}");
     }
+}
+
+#[test]
+fn set_policy_sends_the_policy_and_exits_0_ok_1_error() {
+    let dir = temp_dir("policy");
+    let cases = [
+        ("dvfs", "{\"ok\":true,\"policy\":\"dvfs\",\"from_slot\":41}\n", 0),
+        (
+            "dpm",
+            "{\"ok\":false,\"error\":\"policy = \\\"dpm\\\": the kernel path runs bss or dvfs only\"}\n",
+            1,
+        ),
+    ];
+    for (i, (policy, reply, code)) in cases.into_iter().enumerate() {
+        let sock = dir.join(format!("s{i}"));
+        let server = serve_once(&sock, Some(reply));
+        let out = ctl(&sock, &["set-policy", policy]);
+        assert_eq!(
+            server.join().expect("server"),
+            format!("{{\"op\":\"set_policy\",\"policy\":\"{policy}\"}}\n")
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
+        assert_eq!(out.status.code(), Some(code), "{reply}");
+    }
+    // an unknown name never reaches the socket: a usage error naming the value
+    let out = ctl(&dir.join("nobody"), &["set-policy", "turbo"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unknown policy \"turbo\""), "{err}");
 }

@@ -1,11 +1,13 @@
-//! `scx_tt ctl --socket PATH status | switch-table PLAN.json | admit-firm ...`: one request to
-//! a running `scx_tt --table plan.json --control PATH` (docs/control.md). Prints the reply line.
+//! `scx_tt ctl --socket PATH status | switch-table PLAN.json | admit-firm ... | set-policy
+//! NAME`: one request to a running `scx_tt --table plan.json --control PATH` (docs/control.md).
+//! Prints the reply line.
 //! Exit codes: 0 the reply says ok (admit-firm: accepted), 1 an error reply, 2 the socket cannot
 //! be reached (or gives no reply), 3 admit-firm rejected.
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use scx_tt::control::Request;
+use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -45,6 +47,12 @@ pub enum CtlCmd {
         #[arg(long, value_name = "D")]
         deadline_slots: u64,
     },
+    /// Planner mode: decide the slots from the planner's next undecided one on under POLICY
+    /// (bss or dvfs); the reply names that slot (`from_slot`).
+    SetPolicy {
+        #[arg(value_name = "POLICY")]
+        policy: Policy,
+    },
 }
 
 pub fn run(args: CtlArgs) -> Result<i32> {
@@ -64,6 +72,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
             wcet_slots,
             deadline_slots,
         },
+        CtlCmd::SetPolicy { policy } => Request::SetPolicy { policy },
     };
     let unreachable = |what: &str, e: std::io::Error| {
         eprintln!(

@@ -67,9 +67,10 @@ pub struct RunArgs {
     /// status and table switches at run time (docs/control.md, `scx_tt ctl`).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
-    /// Planner mode: the online slot-shifting planner under POLICY (bss) decides every slot
-    /// a few slots ahead and rewrites the table; firm jobs are admitted over --control
-    /// (docs/planner.md, "Kernel path").
+    /// Planner mode: the online slot-shifting planner under POLICY (bss or dvfs) decides every
+    /// slot a few slots ahead and rewrites the table and the slot's cpuperf target (dvfs: from
+    /// --power-model's P-states if given, else 1.0-2.3 GHz in 0.1 GHz steps); firm jobs are
+    /// admitted and the policy swapped over --control (docs/planner.md, "Kernel path").
     #[arg(long, value_name = "POLICY")]
     pub planner: Option<Policy>,
     /// Planner mode: how many slots ahead of the slot clock the planner decides (1..=8, at most
@@ -98,7 +99,8 @@ pub fn run(args: RunArgs) -> Result<i32> {
         if args.perf_table.is_some() {
             bail!(
                 "--perf-table with --planner {policy}: refused (the perf table follows frame \
-                 slots, the planner moves jobs between slots; bss runs at full speed)"
+                 slots, the planner moves jobs between slots and writes each slot's cpuperf \
+                 target itself)"
             );
         }
     }

@@ -1,5 +1,5 @@
 //! The control protocol of `scx_tt --table plan.json --control PATH` (docs/control.md): status
-//! queries and table switches at run time. Pure: requests come in as text, the time through a
+//! queries and table switches at run time; in planner mode firm admissions and policy swaps. Pure: requests come in as text, the time through a
 //! clock and plans through a loader the caller passes, decisions go out as values. The
 //! socket lives in the binary (src/cli/run/control_socket.rs), the kernel write in
 //! `Scheduler::switch_table`.
@@ -40,10 +40,11 @@ pub mod online;
 pub mod request;
 
 pub use compat::{mismatches, Mismatch};
-pub use online::{FirmJob, FirmOutcome, OnlinePlanner};
+pub use online::{FirmJob, FirmOutcome, OnlinePlanner, PlannerModeError};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
 use crate::plan::{LoadError, Plan};
+use crate::planner::Policy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -72,10 +73,12 @@ pub enum ControlError {
     #[error("writing the table to the kernel: {0}")]
     Kernel(String),
     #[error(
-        "op = \"admit_firm\": only in planner mode (this scx_tt enforces the static table; \
-         start it with --planner bss)"
+        "op = \"{op}\": only in planner mode (this scx_tt enforces the static table; start it \
+         with --planner bss)"
     )]
-    NotPlannerMode,
+    NotPlannerMode { op: &'static str },
+    #[error(transparent)]
+    Planner(#[from] PlannerModeError),
     #[error(
         "op = \"switch_table\": refused in planner mode (--planner {policy}): the planner \
          writes the table slot by slot; restart without --planner to switch tables"
@@ -131,6 +134,12 @@ pub enum Reply {
         switch_slot: u64,
         at_ns: u64,
     },
+    /// `set_policy` done: the planner decides the slots from `from_slot` on under `policy`.
+    PolicySet {
+        ok: bool,
+        policy: String,
+        from_slot: u64,
+    },
     Error {
         ok: bool,
         error: String,
@@ -152,6 +161,7 @@ impl Reply {
             | Reply::Switched { ok, .. }
             | Reply::Admitted { ok, .. }
             | Reply::Rejected { ok, .. }
+            | Reply::PolicySet { ok, .. }
             | Reply::Error { ok, .. } => *ok,
         }
     }
@@ -193,6 +203,9 @@ pub enum Step {
     Switch(Switch),
     /// Planner mode: run this firm job's admission on the planner, then call `admission`.
     AdmitFirm(FirmJob),
+    /// Planner mode: set the planner's policy (one of `online::KERNEL_POLICIES`), then call
+    /// `policy_set` with the first slot it decides.
+    SetPolicy(Policy),
 }
 
 /// A table switch that was written to the kernel, for the exit report.
@@ -231,7 +244,7 @@ impl Control {
         }
     }
 
-    /// Planner mode: `admit_firm` is served, `switch_table` refused.
+    /// Planner mode: `admit_firm` and `set_policy` are served, `switch_table` refused.
     pub fn with_planner(mut self, policy: &str, lead_slots: u64) -> Self {
         self.planner = Some(PlannerStatus {
             policy: policy.into(),
@@ -296,6 +309,7 @@ impl Control {
             }) => self
                 .firm_job(&task, wcet_slots, deadline_slots, now_ns)
                 .map(Step::AdmitFirm),
+            Ok(Request::SetPolicy { policy }) => self.set_policy(policy),
             Err(e) => Err(e.into()),
         };
         result.unwrap_or_else(|e| Step::Reply(Reply::error(&e)))
@@ -322,7 +336,7 @@ impl Control {
         now_ns: u64,
     ) -> Result<FirmJob, ControlError> {
         if self.planner.is_none() {
-            return Err(ControlError::NotPlannerMode);
+            return Err(ControlError::NotPlannerMode { op: "admit_firm" });
         }
         let tt = self
             .plan
@@ -351,6 +365,29 @@ impl Control {
             deadline_slots,
             deadline_slot: self.slot_at(now_ns) + deadline_slots,
         })
+    }
+
+    /// Validates a `set_policy` request: planner mode, a policy of the kernel path.
+    fn set_policy(&self, policy: Policy) -> Result<Step, ControlError> {
+        if self.planner.is_none() {
+            return Err(ControlError::NotPlannerMode { op: "set_policy" });
+        }
+        if !online::KERNEL_POLICIES.contains(&policy) {
+            return Err(PlannerModeError::SetPolicy(policy.name().into()).into());
+        }
+        Ok(Step::SetPolicy(policy))
+    }
+
+    /// Records the policy the planner decides under from `from_slot` on; returns the reply.
+    pub fn policy_set(&mut self, policy: Policy, from_slot: u64) -> Reply {
+        if let Some(p) = self.planner.as_mut() {
+            p.policy = policy.name().into();
+        }
+        Reply::PolicySet {
+            ok: true,
+            policy: policy.name().into(),
+            from_slot,
+        }
     }
 
     /// Counts the planner's answer to an `admit_firm` and encodes the reply (CPU ids).

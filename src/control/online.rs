@@ -1,8 +1,8 @@
-//! Planner mode of the kernel path (`scx_tt --table plan.json --planner bss`, docs/planner.md
-//! "Kernel path"): the online [`Planner`] decides every slot `lead` slots ahead of the BPF slot
-//! clock, and its decisions become table entries. Pure: the caller reads the clock, writes the
-//! entries to the BPF table map and serialises access (the planner thread and the control
-//! socket share one `OnlinePlanner` behind a lock).
+//! Planner mode of the kernel path (`scx_tt --table plan.json --planner bss|dvfs`,
+//! docs/planner.md "Kernel path"): the online [`Planner`] decides every slot `lead` slots ahead
+//! of the BPF slot clock, and its decisions become table entries and cpuperf targets. Pure: the
+//! caller reads the clock, writes the entries to the BPF maps and serialises access (the
+//! planner thread and the control socket share one `OnlinePlanner` behind a lock).
 //!
 //! # Slot clock and lead
 //! ```text
@@ -11,21 +11,41 @@
 //!     for t in planner.now() ..= cur + lead:      (before slot 0: 0 ..= lead - 1)
 //!         decisions = planner.step(t, [])         (worst case: every decided job ran its slot)
 //!         if t <= cur: late += 1                  (t already started: no write)
-//!         else: for each CPU whose entry for t differs from the table: write (cpu, t mod frame)
+//!         else: for each CPU whose owner or cpuperf target for t differs from what the maps
+//!               hold: write (cpu, t mod frame) — the perf entry first, then the owner
 //! ```
 //! So once on time, slot `t` is decided and written while slot `t - lead` runs, before the tick
 //! that starts `t - 1` reads it (lead ≥ 2: that tick arms the guard-band event of `t`).
+//!
+//! # Frequencies
+//! Every decision carries a frequency (`Decision::freq_ppm`; bss: always the maximum; dvfs: the
+//! lowest of [`Freqs`] that still meets every deadline, the minimum in idle slots). It becomes
+//! the slot's cpuperf target `⌈f · 1024⌉` ([`perf_of_ppm`]), which the BPF tick of slot `t`
+//! passes to `scx_bpf_cpuperf_set`. Planner mode always loads the perf map, every entry at
+//! [`PERF_ONE`] ([`initial_perf`]), so under bss nothing is ever written to it and a swap to
+//! dvfs ([`OnlinePlanner::set_policy`]) needs no reload. Perf before owner: a write that races
+//! the tick of its own slot (a late slot) then never runs the new owner at the old target; a
+//! write in time (the normal case) is read by that tick in full whatever the order.
+//!
+//! # Policy swaps
+//! `set_policy` changes the policy from the planner's next undecided slot `now()` on; the slots
+//! already decided keep their entries. Both kernel-path policies charge every decided slot to
+//! the spare capacity (Algorithm 1), and dvfs only ever spends slack the acceptance test did not
+//! promise to anyone (docs/planner.md, policy.rs property 1), so every guarantee given before a
+//! swap holds after it.
 //!
 //! # Task ids
 //! Planner task ids below the number of plan tasks are plan task indices; each admitted firm
 //! job gets a fresh id, mapped back to the plan task whose threads run it (`task_of`).
 
+use crate::energy::model::PowerModel;
+use crate::energy::perf::cpuperf_target;
 use crate::plan::{Class, Plan};
-use crate::planner::cpu::Capacity;
-use crate::planner::policy::{Freqs, Policy, Run};
+use crate::planner::cpu::{Capacity, UNIT};
+use crate::planner::policy::{Freqs, FreqsError, Policy, Run};
 use crate::planner::runtime::{Admission, Planner, PlannerConfig, StepError};
 use crate::planner::sim::planner_inputs;
-use crate::sched::config::NO_TASK;
+use crate::sched::config::{NO_TASK, PERF_ONE};
 use thiserror::Error;
 
 /// `--planner-lead-slots`: allowed range.
@@ -34,10 +54,15 @@ pub const LEAD_SLOTS: std::ops::RangeInclusive<u64> = 1..=8;
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PlannerModeError {
     #[error(
-        "--planner {0}: the kernel path supports bss only (dpm would need deferred slot ticks, \
-         dvfs per-slot cpuperf targets written by the planner; neither is implemented)"
+        "--planner {0}: the kernel path supports bss and dvfs only (dpm would need deferred \
+         slot ticks and an \"idle, run nothing\" table entry; not implemented)"
     )]
     Policy(String),
+    #[error(
+        "policy = {0:?}: the kernel path runs bss or dvfs only (dpm would need deferred slot \
+         ticks and an \"idle, run nothing\" table entry; not implemented)"
+    )]
+    SetPolicy(String),
     #[error("--planner-lead-slots {0}: must be in 1..=8")]
     LeadRange(u64),
     #[error(
@@ -88,12 +113,48 @@ pub enum FirmOutcome {
     Rejected(Capacity),
 }
 
-/// One table entry to write: managed CPU index, frame slot, task (or `NO_TASK`).
+/// The entries of one (managed CPU index, frame slot) to write: the cpuperf target (first)
+/// and the owner, each only when it changes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryWrite {
     pub cpu: usize,
     pub frame_slot: u64,
-    pub task: u32,
+    /// New owner: a plan task index or `NO_TASK`.
+    pub task: Option<u32>,
+    /// New cpuperf target, 1..=`PERF_ONE`.
+    pub perf: Option<u32>,
+}
+
+/// The cpuperf target of normalised frequency `ppm` (parts per million of the maximum):
+/// `⌈ppm · 1024 / 10⁶⌉` in 1..=1024 (`energy::perf::cpuperf_target`: rounded up, so a job
+/// never runs slower than planned).
+pub fn perf_of_ppm(ppm: u32) -> u32 {
+    cpuperf_target(f64::from(ppm) / UNIT as f64)
+}
+
+/// What the perf map holds at load in planner mode: `entries` targets at `PERF_ONE`.
+pub fn initial_perf(entries: usize) -> Vec<u32> {
+    vec![PERF_ONE; entries]
+}
+
+/// The frequencies dvfs chooses from: the P-states of the power model's cluster holding
+/// managed CPU `cpu` (the first cluster if none does), normalised to its highest.
+pub fn freqs_of_model(model: &PowerModel, cpu: u32) -> Result<Freqs, FreqsError> {
+    let cluster = model
+        .clusters
+        .iter()
+        .find(|c| (c.first_cpu..c.first_cpu + c.cpu_count).contains(&cpu))
+        .or(model.clusters.first());
+    let Some(cluster) = cluster else {
+        return Err(FreqsError::Empty);
+    };
+    let max = f64::from(cluster.max_mhz());
+    let normalised: Vec<f64> = cluster
+        .pstates
+        .iter()
+        .map(|p| f64::from(p.mhz) / max)
+        .collect();
+    Freqs::new(&normalised)
 }
 
 /// What one [`OnlinePlanner::advance`] did.
@@ -116,17 +177,21 @@ pub struct OnlinePlanner {
     task_of: Vec<u32>,
     /// What the table holds now (layout of `SchedConfig::table`).
     shadow: Vec<u32>,
+    /// What the perf map holds now (same layout).
+    perf: Vec<u32>,
     late_total: u64,
 }
 
 impl OnlinePlanner {
     /// The planner of `plan` under `policy`, deciding `lead` slots ahead; `table` is what the
-    /// BPF table holds at start (`SchedConfig::from_plan(plan, ..).table`).
+    /// BPF table holds at start (`SchedConfig::from_plan(plan, ..).table`), the perf map holds
+    /// [`initial_perf`]; dvfs picks its frequencies from `freqs` (also after a swap to it).
     pub fn new(
         plan: &Plan,
         policy: Policy,
         lead: u64,
         table: Vec<u32>,
+        freqs: Freqs,
     ) -> Result<Self, PlannerModeError> {
         check(plan, policy, lead)?;
         let expected = plan.managed.len() * plan.frame_slots as usize;
@@ -141,7 +206,7 @@ impl OnlinePlanner {
             plan.frame_slots,
             PlannerConfig {
                 policy,
-                freqs: Freqs::max_only(),
+                freqs,
                 slot_ns: plan.slot_us * 1000,
             },
         );
@@ -151,6 +216,7 @@ impl OnlinePlanner {
             frame: plan.frame_slots,
             nr_cpus: plan.managed.len(),
             task_of: (0..plan.tasks.len() as u32).collect(),
+            perf: initial_perf(table.len()),
             shadow: table,
             late_total: 0,
         })
@@ -158,6 +224,21 @@ impl OnlinePlanner {
 
     pub fn lead(&self) -> u64 {
         self.lead
+    }
+
+    /// The policy of the slots decided from now on.
+    pub fn policy(&self) -> Policy {
+        self.planner.config().policy
+    }
+
+    /// Decides the slots from `now()` on under `policy` (bss or dvfs) and returns that first
+    /// slot; the slots already decided keep their entries. A refused policy changes nothing.
+    pub fn set_policy(&mut self, policy: Policy) -> Result<u64, PlannerModeError> {
+        if !KERNEL_POLICIES.contains(&policy) {
+            return Err(PlannerModeError::SetPolicy(policy.name().into()));
+        }
+        self.planner.set_policy(policy);
+        Ok(self.planner.now())
     }
 
     /// The next slot the planner decides; an admission now can affect slots from here on.
@@ -194,14 +275,15 @@ impl OnlinePlanner {
                     }
                     Run::Be | Run::Idle => NO_TASK,
                 };
-                let entry = &mut self.shadow[cpu * self.frame as usize + fs as usize];
-                if *entry != task {
-                    *entry = task;
-                    out.writes.push(EntryWrite {
-                        cpu,
-                        frame_slot: fs,
-                        task,
-                    });
+                let i = cpu * self.frame as usize + fs as usize;
+                let w = EntryWrite {
+                    cpu,
+                    frame_slot: fs,
+                    task: update(&mut self.shadow[i], task),
+                    perf: update(&mut self.perf[i], perf_of_ppm(d.freq_ppm)),
+                };
+                if w.task.is_some() || w.perf.is_some() {
+                    out.writes.push(w);
                 }
             }
         }
@@ -246,9 +328,20 @@ impl OnlinePlanner {
     }
 }
 
+/// Sets `held` to `new`; `Some(new)` when that changed it (an entry to write).
+fn update(held: &mut u32, new: u32) -> Option<u32> {
+    (*held != new).then(|| {
+        *held = new;
+        new
+    })
+}
+
+/// The policies of the kernel path.
+pub const KERNEL_POLICIES: [Policy; 2] = [Policy::Bss, Policy::Dvfs];
+
 /// Whether `plan` can run in planner mode under `policy`, `lead` slots ahead.
 pub fn check(plan: &Plan, policy: Policy, lead: u64) -> Result<(), PlannerModeError> {
-    if policy != Policy::Bss {
+    if !KERNEL_POLICIES.contains(&policy) {
         return Err(PlannerModeError::Policy(policy.name().into()));
     }
     if !LEAD_SLOTS.contains(&lead) {

@@ -1,6 +1,7 @@
 //! Requests of the control protocol (docs/control.md): one JSON object per line, parsed by hand
 //! from a `serde_json::Value` so that each error names the field, the value and the rule.
 
+use crate::planner::Policy;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -8,7 +9,7 @@ use thiserror::Error;
 /// The longest request line accepted, newline excluded.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
-const OPS: &str = "status, switch_table, admit_firm";
+const OPS: &str = "status, switch_table, admit_firm, set_policy";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -24,6 +25,9 @@ pub enum Request {
         wcet_slots: u64,
         deadline_slots: u64,
     },
+    /// `{"op":"set_policy","policy":"bss"|"dvfs"}` (planner mode): the planner decides the
+    /// slots from its next undecided one on under `policy`.
+    SetPolicy { policy: Policy },
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -137,6 +141,25 @@ impl Request {
                     deadline_slots: positive(&obj, "deadline_slots")?,
                 })
             }
+            "set_policy" => {
+                only_fields(&obj, "set_policy", &["op", "policy"], "op, policy")?;
+                let policy = match obj.get("policy") {
+                    None => {
+                        return Err(RequestError::MissingField {
+                            op: "set_policy",
+                            field: "policy",
+                        })
+                    }
+                    Some(v) => v.as_str().and_then(|p| p.parse().ok()).ok_or_else(|| {
+                        RequestError::FieldType {
+                            field: "policy",
+                            value: v.to_string(),
+                            expected: "a policy name: \"bss\" or \"dvfs\" in the kernel path",
+                        }
+                    })?,
+                };
+                Ok(Request::SetPolicy { policy })
+            }
             other => Err(RequestError::UnknownOp(Value::from(other).to_string())),
         }
     }
@@ -158,6 +181,9 @@ impl Request {
                 "wcet_slots": wcet_slots,
                 "deadline_slots": deadline_slots,
             }),
+            Request::SetPolicy { policy } => {
+                serde_json::json!({ "op": "set_policy", "policy": policy.name() })
+            }
         };
         format!("{value}\n")
     }
@@ -224,6 +250,12 @@ mod tests {
                 wcet_slots: 20,
                 deadline_slots: 60,
             },
+            Request::SetPolicy {
+                policy: Policy::Dvfs,
+            },
+            Request::SetPolicy {
+                policy: Policy::DpmDvfs,
+            },
         ] {
             let line = r.to_line();
             assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
@@ -255,7 +287,8 @@ mod tests {
         let err = Request::parse(r#"{"op":"reboot"}"#).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm)"
+            "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm, \
+             set_policy)"
         );
         assert_eq!(
             Request::parse(r#"{"op":7}"#),
@@ -341,6 +374,40 @@ mod tests {
         assert_eq!(
             err(r#"{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":9,"cpu":1}"#),
             "cpu: unknown field for op admit_firm (its fields: op, task, wcet_slots, deadline_slots)"
+        );
+    }
+
+    #[test]
+    fn set_policy_parses_a_policy_name_and_names_every_bad_field() {
+        assert_eq!(
+            Request::parse(r#"{"op":"set_policy","policy":"dvfs"}"#),
+            Ok(Request::SetPolicy {
+                policy: Policy::Dvfs
+            })
+        );
+        // dpm parses (a policy); the planner refuses it (src/control/online.rs)
+        assert_eq!(
+            Request::parse(r#"{"op":"set_policy","policy":"dpm"}"#),
+            Ok(Request::SetPolicy {
+                policy: Policy::Dpm
+            })
+        );
+        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"op":"set_policy"}"#),
+            "policy: is required for op set_policy"
+        );
+        for bad in ["\"fast\"", "3", "null", "\"BSS\""] {
+            assert_eq!(
+                err(&format!(r#"{{"op":"set_policy","policy":{bad}}}"#)),
+                format!(
+                    "policy = {bad}: must be a policy name: \"bss\" or \"dvfs\" in the kernel path"
+                )
+            );
+        }
+        assert_eq!(
+            err(r#"{"op":"set_policy","policy":"bss","from_slot":3}"#),
+            "from_slot: unknown field for op set_policy (its fields: op, policy)"
         );
     }
 

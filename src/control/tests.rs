@@ -53,6 +53,7 @@ fn reply(step: Step) -> Reply {
         Step::Reply(r) => r,
         Step::Switch(s) => panic!("expected a reply, got a switch to {}", s.table),
         Step::AdmitFirm(j) => panic!("expected a reply, got an admission of {j:?}"),
+        Step::SetPolicy(p) => panic!("expected a reply, got a policy swap to {p}"),
     }
 }
 
@@ -413,4 +414,69 @@ fn admit_firm_names_the_task_cpu_and_the_absolute_deadline_then_counts_the_answe
          \"pending_switch_slot\":null,\"planner\":{\"policy\":\"bss\",\"lead_slots\":2,\
          \"admissions_accepted\":1,\"admissions_rejected\":1}}\n"
     );
+}
+
+fn policy_line(policy: Policy) -> String {
+    Request::SetPolicy { policy }.to_line()
+}
+
+fn status_policy(c: &mut Control) -> Option<String> {
+    let Reply::Status { planner, .. } = reply(c.handle(r#"{"op":"status"}"#, || at(3), files(&[])))
+    else {
+        panic!("status");
+    };
+    planner.map(|p| p.policy)
+}
+
+#[test]
+fn set_policy_is_refused_without_planner_mode() {
+    let mut c = control();
+    assert_eq!(
+        error_of(c.handle(&policy_line(Policy::Dvfs), || at(3), files(&[]))),
+        "op = \"set_policy\": only in planner mode (this scx_tt enforces the static table; \
+         start it with --planner bss)"
+    );
+}
+
+#[test]
+fn set_policy_refuses_the_dpm_policies_and_changes_nothing() {
+    let mut c = planner_control();
+    for policy in [Policy::Dpm, Policy::DpmDvfs] {
+        assert_eq!(
+            error_of(c.handle(&policy_line(policy), || at(3), files(&[]))),
+            format!(
+                "policy = \"{policy}\": the kernel path runs bss or dvfs only (dpm would need \
+                 deferred slot ticks and an \"idle, run nothing\" table entry; not implemented)"
+            )
+        );
+    }
+    let bad = c.handle(
+        r#"{"op":"set_policy","policy":"turbo"}"#,
+        || at(3),
+        files(&[]),
+    );
+    assert_eq!(
+        error_of(bad),
+        "policy = \"turbo\": must be a policy name: \"bss\" or \"dvfs\" in the kernel path"
+    );
+    assert_eq!(status_policy(&mut c).as_deref(), Some("bss"));
+}
+
+#[test]
+fn set_policy_hands_the_swap_to_the_caller_and_status_reports_the_policy_in_force() {
+    let mut c = planner_control();
+    let Step::SetPolicy(policy) = c.handle(&policy_line(Policy::Dvfs), || at(3), files(&[])) else {
+        panic!("expected a policy swap");
+    };
+    assert_eq!(policy, Policy::Dvfs);
+    // the caller has not set it yet: status still names bss
+    assert_eq!(status_policy(&mut c).as_deref(), Some("bss"));
+    let r = c.policy_set(policy, 6);
+    assert_eq!(
+        r.to_line(),
+        "{\"ok\":true,\"policy\":\"dvfs\",\"from_slot\":6}\n"
+    );
+    let back: Reply = serde_json::from_str(&r.to_line()).expect("parses");
+    assert_eq!(back, r);
+    assert_eq!(status_policy(&mut c).as_deref(), Some("dvfs"));
 }

@@ -155,6 +155,14 @@ impl Planner {
         &self.cfg
     }
 
+    /// Decides the slots from `now()` on under `policy`. Every policy keeps Algorithm 1's
+    /// accounting (each decided slot is charged to the spare capacity as it is decided), so a
+    /// guarantee given before the change holds after it; the DPM policies' idle periods start
+    /// only at a decision, so a change never cuts one short (`idle_until` stays in force).
+    pub fn set_policy(&mut self, policy: Policy) {
+        self.cfg.policy = policy;
+    }
+
     pub fn frame(&self) -> Slot {
         self.frame
     }

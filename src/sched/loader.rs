@@ -166,12 +166,14 @@ fn current_affinity() -> Vec<u32> {
     }
 }
 
-/// Writes entries of the active half of the BPF table (`Scheduler::table_writer`); `Send`, so
-/// the planner thread owns it. One `bpf_map_update_elem` per entry: a u32 store the BPF side
-/// reads atomically.
+/// Writes entries of the active half of the BPF table (`Scheduler::table_writer`) or of the
+/// perf map (`Scheduler::perf_writer`); `Send`, so the planner thread owns it. One
+/// `bpf_map_update_elem` per entry: a u32 store the BPF side reads atomically.
 pub struct TableWriter {
     fd: OwnedFd,
-    /// First key of the active half.
+    /// The map's name, for errors.
+    map: &'static str,
+    /// First key of the active half (0 for the perf map).
     base: usize,
     /// Entries per half: managed CPUs × frame slots.
     len: usize,
@@ -179,20 +181,20 @@ pub struct TableWriter {
 
 impl TableWriter {
     /// Sets entry `index` (`managed index × frame_slots + frame slot`, the layout of
-    /// `SchedConfig::table`) of the table in force to `task`.
+    /// `SchedConfig::table`) of the table in force (or of the perf map) to `task` (the target).
     pub fn write(&self, index: usize, task: u32) -> std::io::Result<()> {
         if index >= self.len {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidInput,
                 format!(
-                    "table entry {index} is outside the table of {} entries",
-                    self.len
+                    "{} entry {index} is outside the map's {} entries",
+                    self.map, self.len
                 ),
             ));
         }
         let key = (self.base + index) as u32;
         // SAFETY: key and value point to u32s that live across the call; the map's key and
-        // value size are 4 bytes (src/bpf/tt_sched.bpf.c `table`).
+        // value size are 4 bytes (src/bpf/tt_sched.bpf.c `table`, `perf_target`).
         let ret = unsafe {
             libbpf_rs::libbpf_sys::bpf_map_update_elem(
                 self.fd.as_raw_fd(),
@@ -213,6 +215,8 @@ pub struct Scheduler<'a> {
     link: Option<libbpf_rs::Link>,
     managed: Vec<u32>,
     table_len: usize,
+    /// Entries of the perf map when loaded with `perf_enabled`.
+    perf_len: Option<usize>,
     armed: Vec<u32>,
     stats_fd: Option<OwnedFd>,
 }
@@ -298,6 +302,7 @@ impl<'a> Scheduler<'a> {
             link: None,
             managed: cfg.managed.clone(),
             table_len: cfg.table.len(),
+            perf_len: cfg.perf.as_ref().map(Vec::len),
             armed: Vec::new(),
             stats_fd: None,
         })
@@ -367,8 +372,36 @@ impl<'a> Scheduler<'a> {
             })?;
         Ok(TableWriter {
             fd,
+            map: "table",
             base: half as usize * self.table_len,
             len: self.table_len,
+        })
+    }
+
+    /// A handle that writes single cpuperf targets of the perf map from another thread (planner
+    /// mode); the scheduler must have been loaded with a perf row (`SchedConfig::perf`).
+    pub fn perf_writer(&mut self) -> Result<TableWriter, LoadError> {
+        let Some(len) = self.perf_len else {
+            return Err(LoadError::Map {
+                map: "perf_target",
+                msg: "loaded without a perf row: perf_enabled is off".into(),
+            });
+        };
+        let fd = self
+            .skel
+            .maps
+            .perf_target
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| LoadError::Map {
+                map: "perf_target",
+                msg: format!("duplicating the map fd: {e}"),
+            })?;
+        Ok(TableWriter {
+            fd,
+            map: "perf_target",
+            base: 0,
+            len,
         })
     }
 

@@ -2,17 +2,19 @@
 
 use super::control_socket::ControlSocket;
 use super::energy::LiveEnergy;
-use super::planner_loop::{PlannerLoop, SlotClock};
+use super::planner_loop::{PlannerLoop, SlotClock, Writers};
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{
     render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TableSwitch,
     TaskInfo, TaskState,
 };
+use scx_tt::control::online::{freqs_of_model, initial_perf};
 use scx_tt::control::{Control, ControlError, OnlinePlanner, Reply, Step};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::{self, Plan, Selector};
+use scx_tt::planner::Freqs;
 use scx_tt::resolve::{ProcFs, ResolveError};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::sched::loader::{monotonic_ns, Scheduler};
@@ -149,6 +151,10 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
             .with_perf(&read_perf_table(path)?)
             .context("configuring the scheduler")?;
     }
+    if args.planner.is_some() {
+        // the planner writes a cpuperf target per slot (all at full speed until then)
+        cfg.perf = Some(initial_perf(cfg.table.len()));
+    }
 
     let mut children = Children::default();
     let tids = resolve_tasks(plan, &procfs, &mut children)?;
@@ -196,14 +202,28 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     // Planner mode: the thread starts before slot 0 and decides slots 0..lead first.
     let (planner, mut planner_loop) = match args.planner {
         Some(policy) => {
-            let shared = Arc::new(Mutex::new(
-                OnlinePlanner::new(plan, policy, args.planner_lead_slots, cfg.table.clone())
-                    .context("planner mode")?,
+            let freqs = dvfs_freqs(args, plan, model)?;
+            verbose(&format!(
+                "dvfs frequencies (of the maximum, ppm): {:?}",
+                freqs.ppm()
             ));
-            let writer = sched.table_writer()?;
+            let shared = Arc::new(Mutex::new(
+                OnlinePlanner::new(
+                    plan,
+                    policy,
+                    args.planner_lead_slots,
+                    cfg.table.clone(),
+                    freqs,
+                )
+                .context("planner mode")?,
+            ));
+            let writers = Writers {
+                table: sched.table_writer()?,
+                perf: sched.perf_writer()?,
+            };
             let lp = PlannerLoop::start(
                 shared.clone(),
-                writer,
+                writers,
                 cfg.frame_slots,
                 SlotClock {
                     t0_ns,
@@ -402,6 +422,19 @@ fn answer(
             );
             return reply;
         }
+        Step::SetPolicy(policy) => {
+            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
+                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
+            };
+            let before = p.policy();
+            let from = match p.set_policy(policy) {
+                Ok(from) => from,
+                Err(e) => return Reply::error(&ControlError::from(e)),
+            };
+            drop(p);
+            println!("scx_tt: set_policy {before} -> {policy} from slot {from}");
+            return control.policy_set(policy, from);
+        }
     };
     let table = match SchedConfig::from_plan(&switch.plan, guard_us, online) {
         Ok(cfg) => cfg.table,
@@ -433,6 +466,21 @@ fn answer(
         switch.at_ns.saturating_sub(now) as f64 / 1e6
     );
     control.committed(switch)
+}
+
+/// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster
+/// of the first managed CPU), else `Freqs::xeon_default()` as `scx_tt simulate`.
+fn dvfs_freqs(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<Freqs> {
+    if args.power_model.is_none() {
+        return Ok(Freqs::xeon_default());
+    }
+    let cpu = plan.managed.first().copied().unwrap_or(0);
+    freqs_of_model(model, cpu).with_context(|| {
+        format!(
+            "the P-states of power model {} as dvfs frequencies",
+            model.name
+        )
+    })
 }
 
 /// After the summary: the table switches of the run, and where one falls in the timeline.

@@ -1,7 +1,7 @@
-//! The planner thread of `scx_tt --planner bss` (docs/planner.md, "Kernel path"): on a
+//! The planner thread of `scx_tt --planner bss|dvfs` (docs/planner.md, "Kernel path"): on a
 //! housekeeping CPU, once per slot of the BPF slot clock (`t0_ns + k · slot_ns`, the epoch the
 //! loader armed the timers with), it steps the shared [`OnlinePlanner`] up to `lead` slots
-//! ahead and writes the changed table entries. The pure part (which slots, which entries, late
+//! ahead and writes the changed entries (each slot's cpuperf target first, then its owner). The pure part (which slots, which entries, late
 //! slots) is `OnlinePlanner::advance`; this file is the clock, the thread and the map writes.
 
 use anyhow::{anyhow, Context, Result};
@@ -17,6 +17,12 @@ const FIFO_PRIORITY: i32 = 10;
 pub struct PlannerLoop {
     stop: Arc<AtomicBool>,
     handle: Option<JoinHandle<Result<()>>>,
+}
+
+/// The map writers of the planner thread.
+pub struct Writers {
+    pub table: TableWriter,
+    pub perf: TableWriter,
 }
 
 /// The slot grid of the BPF timers.
@@ -37,7 +43,7 @@ impl PlannerLoop {
     /// Starts the thread, pinned to `cpu` (a housekeeping CPU) when given.
     pub fn start(
         online: Arc<Mutex<OnlinePlanner>>,
-        writer: TableWriter,
+        writers: Writers,
         frame_slots: u64,
         clock: SlotClock,
         cpu: Option<u32>,
@@ -49,7 +55,7 @@ impl PlannerLoop {
                 .name("scx_tt-planner".into())
                 .spawn(move || {
                     prepare_thread(cpu);
-                    run(&online, &writer, frame_slots, clock, &stop)
+                    run(&online, &writers, frame_slots, clock, &stop)
                 })
                 .context("starting the planner thread")?
         };
@@ -115,7 +121,7 @@ fn prepare_thread(cpu: Option<u32>) {
 
 fn run(
     online: &Mutex<OnlinePlanner>,
-    writer: &TableWriter,
+    writers: &Writers,
     frame_slots: u64,
     clock: SlotClock,
     stop: &AtomicBool,
@@ -129,9 +135,18 @@ fn run(
             .context("stepping the planner")?;
         for w in &adv.writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
-            writer
-                .write(index, w.task)
-                .with_context(|| format!("writing table entry {index}"))?;
+            if let Some(perf) = w.perf {
+                writers
+                    .perf
+                    .write(index, perf)
+                    .with_context(|| format!("writing perf entry {index}"))?;
+            }
+            if let Some(task) = w.task {
+                writers
+                    .table
+                    .write(index, task)
+                    .with_context(|| format!("writing table entry {index}"))?;
+            }
         }
         // wake just after the next boundary of the slot clock
         let next = match cur {

@@ -17,6 +17,10 @@ const ONE_CPU: &str = r#"{ "version": 1, "slot_us": 10000,
     { "name": "c", "pid": 12, "class": "be" }
   ] }"#;
 
+fn freqs() -> Freqs {
+    Freqs::xeon_default()
+}
+
 fn load(text: &str) -> Plan {
     plan::from_str(text).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -29,7 +33,7 @@ fn static_table(plan: &Plan) -> Vec<u32> {
 }
 
 fn online(plan: &Plan, lead: u64) -> OnlinePlanner {
-    OnlinePlanner::new(plan, Policy::Bss, lead, static_table(plan)).expect("planner mode")
+    OnlinePlanner::new(plan, Policy::Bss, lead, static_table(plan), freqs()).expect("planner mode")
 }
 
 /// Every decision of `frames` frames, as table entries (CPU-major like the table), from a
@@ -38,7 +42,8 @@ fn decided(plan: &Plan, frames: u64) -> Vec<Vec<u32>> {
     let n = plan.managed.len();
     let frame = plan.frame_slots as usize;
     let mut table = vec![u32::MAX - 1; n * frame];
-    let mut p = OnlinePlanner::new(plan, Policy::Bss, 1, table.clone()).expect("planner mode");
+    let mut p =
+        OnlinePlanner::new(plan, Policy::Bss, 1, table.clone(), freqs()).expect("planner mode");
     let mut out = vec![vec![NO_TASK; n * frame]; frames as usize];
     // lead 1: advance(Some(s)) decides slot s + 1, advance(None) slot 0
     let mut cur = None;
@@ -48,7 +53,9 @@ fn decided(plan: &Plan, frames: u64) -> Vec<Vec<u32>> {
         assert_eq!((adv.stepped, adv.late), (1, 0));
         let f = (before / plan.frame_slots) as usize;
         for w in &adv.writes {
-            table[w.cpu * frame + w.frame_slot as usize] = w.task;
+            if let Some(task) = w.task {
+                table[w.cpu * frame + w.frame_slot as usize] = task;
+            }
         }
         let fs = (before % plan.frame_slots) as usize;
         for cpu in 0..n {
@@ -144,7 +151,8 @@ fn the_planner_stays_lead_slots_ahead_and_counts_slots_it_decided_late() {
 #[test]
 fn late_slots_are_never_written() {
     let plan = load(ONE_CPU);
-    let mut p = OnlinePlanner::new(&plan, Policy::Bss, 2, vec![u32::MAX - 1; 100]).expect("ok");
+    let mut p =
+        OnlinePlanner::new(&plan, Policy::Bss, 2, vec![u32::MAX - 1; 100], freqs()).expect("ok");
     p.advance(None).expect("step");
     let a = p.advance(Some(40)).expect("step");
     assert_eq!(a.late, 41 - 2);
@@ -159,7 +167,9 @@ fn owned(p: &mut OnlinePlanner, plan: &Plan, cur: &mut u64, to: u64, task: u32) 
     while p.now() < to {
         let before = p.now();
         for w in p.advance(Some(*cur)).expect("step").writes {
-            table[w.frame_slot as usize] = w.task;
+            if let Some(task) = w.task {
+                table[w.frame_slot as usize] = task;
+            }
         }
         if before < to && table[(before % 100) as usize] == task {
             slots.push(before);
@@ -295,15 +305,20 @@ fn a_deadline_already_decided_is_rejected_with_nothing_available() {
 fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
     let plan = load(ONE_CPU);
     let err = |policy, lead, table: Vec<u32>| {
-        OnlinePlanner::new(&plan, policy, lead, table)
+        OnlinePlanner::new(&plan, policy, lead, table, freqs())
             .err()
             .expect("refused")
             .to_string()
     };
-    assert!(err(Policy::Dvfs, 2, static_table(&plan))
-        .starts_with("--planner dvfs: the kernel path supports bss only"));
-    assert!(err(Policy::Dpm, 2, static_table(&plan))
-        .starts_with("--planner dpm: the kernel path supports bss only"));
+    for policy in [Policy::Dpm, Policy::DpmDvfs] {
+        assert_eq!(
+            err(policy, 2, static_table(&plan)),
+            format!(
+                "--planner {policy}: the kernel path supports bss and dvfs only (dpm would need \
+                 deferred slot ticks and an \"idle, run nothing\" table entry; not implemented)"
+            )
+        );
+    }
     assert_eq!(
         err(Policy::Bss, 0, static_table(&plan)),
         "--planner-lead-slots 0: must be in 1..=8"
@@ -317,7 +332,7 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
         r#"{ "version": 1, "slot_us": 10000, "cpus": { "managed": [1], "housekeeping": [0] },
           "tasks": [ { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 4, "wcet": 1 } ] }"#,
     );
-    let e = OnlinePlanner::new(&small, Policy::Bss, 3, static_table(&small))
+    let e = OnlinePlanner::new(&small, Policy::Bss, 3, static_table(&small), freqs())
         .err()
         .expect("refused");
     assert!(
@@ -325,7 +340,7 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
             .starts_with("--planner-lead-slots 3: must be at most the frame of 4 slots minus 2"),
         "{e}"
     );
-    assert!(OnlinePlanner::new(&small, Policy::Bss, 2, static_table(&small)).is_ok());
+    assert!(OnlinePlanner::new(&small, Policy::Bss, 2, static_table(&small), freqs()).is_ok());
 }
 
 #[test]
@@ -335,4 +350,295 @@ fn only_tt_tasks_with_a_cpu_take_firm_jobs() {
     assert_eq!(firm_cpu(&plan, 1), Some(0));
     assert_eq!(firm_cpu(&plan, 2), None, "be");
     assert_eq!(firm_cpu(&plan, 3), None, "no such task");
+}
+
+/// One managed CPU, tt tasks a (period 50, wcet 10) and b (period 100, wcet 20), no be task:
+/// the VM test's plan (tests/vm/plans/planner.json); idle slots run at the minimum under dvfs.
+const NO_BE: &str = r#"{ "version": 1, "slot_us": 10000,
+  "cpus": { "managed": [1], "housekeeping": [0] },
+  "tasks": [
+    { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 50, "wcet": 10 },
+    { "name": "b", "pid": 11, "class": "tt", "cpu": 1, "period": 100, "wcet": 20 }
+  ] }"#;
+
+/// The maps as the kernel holds them: owners and cpuperf targets, updated from writes.
+struct Maps {
+    frame: usize,
+    table: Vec<u32>,
+    perf: Vec<u32>,
+    perf_writes: usize,
+}
+
+impl Maps {
+    fn new(plan: &Plan) -> Maps {
+        let table = static_table(plan);
+        Maps {
+            frame: plan.frame_slots as usize,
+            perf: initial_perf(table.len()),
+            table,
+            perf_writes: 0,
+        }
+    }
+
+    /// Applies `adv`'s writes; each one must change what the map holds.
+    fn apply(&mut self, adv: &Advance) {
+        for w in &adv.writes {
+            let i = w.cpu * self.frame + w.frame_slot as usize;
+            assert!(w.task.is_some() || w.perf.is_some(), "an empty write {w:?}");
+            if let Some(task) = w.task {
+                assert_ne!(self.table[i], task, "owner written without a change: {w:?}");
+                self.table[i] = task;
+            }
+            if let Some(perf) = w.perf {
+                assert_ne!(self.perf[i], perf, "perf written without a change: {w:?}");
+                assert!((1..=PERF_ONE).contains(&perf), "{w:?}");
+                self.perf[i] = perf;
+                self.perf_writes += 1;
+            }
+        }
+    }
+
+    /// (owner, cpuperf target) of managed CPU `cpu` in slot `slot`.
+    fn at(&self, cpu: usize, slot: u64) -> (u32, u32) {
+        let i = cpu * self.frame + (slot % self.frame as u64) as usize;
+        (self.table[i], self.perf[i])
+    }
+}
+
+/// Steps `p` (lead 1) through slot `to - 1`, one slot per call as the planner thread does on
+/// time; returns (slot, cpu) -> (owner, perf) as the maps hold them once that slot is written.
+fn run_to(p: &mut OnlinePlanner, maps: &mut Maps, cpus: usize, to: u64) -> Vec<Vec<(u32, u32)>> {
+    let mut out = Vec::new();
+    while p.now() < to {
+        let t = p.now();
+        let adv = p.advance(t.checked_sub(1)).expect("in order");
+        assert_eq!((adv.stepped, adv.late), (1, 0));
+        maps.apply(&adv);
+        out.push((0..cpus).map(|c| maps.at(c, t)).collect());
+    }
+    out
+}
+
+fn sim_dvfs(plan: &Plan, frames: u64) -> Vec<crate::trace::SlotRecord> {
+    use crate::planner::sim::{simulate, ExecModel, SimConfig};
+    let cfg = SimConfig {
+        policy: Policy::Dvfs,
+        freqs: freqs(),
+        frames,
+        exec: ExecModel::Factor(1.0),
+        keep_records: true,
+    };
+    let power = crate::planner::power::PlaceholderPower::default();
+    simulate(plan, &[], &cfg, &power, &mut |_| {})
+        .expect("simulates")
+        .records
+}
+
+#[test]
+fn without_admissions_dvfs_writes_the_frequencies_and_owners_simulate_decides() {
+    for (name, text) in [("no_be", NO_BE), ("one_cpu", ONE_CPU), ("demo", DEMO)] {
+        let plan = load(text);
+        let n = plan.managed.len();
+        let frames = 3;
+        let records = sim_dvfs(&plan, frames);
+        assert_eq!(records.len() as u64, frames * plan.frame_slots * n as u64);
+        let mut p = OnlinePlanner::new(&plan, Policy::Dvfs, 1, static_table(&plan), freqs())
+            .expect("planner mode");
+        let mut maps = Maps::new(&plan);
+        let written = run_to(&mut p, &mut maps, n, frames * plan.frame_slots);
+        let (mut below_max, mut owner_moved) = (0, 0);
+        for r in &records {
+            let cpu = plan
+                .managed
+                .iter()
+                .position(|&c| c == r.cpu)
+                .expect("managed");
+            let (owner, perf) = written[r.slot as usize][cpu];
+            let want_owner = r.task.as_ref().map_or(NO_TASK, |t| {
+                plan.tasks.iter().position(|x| &x.name == t).expect("task") as u32
+            });
+            let want_owner = if r.kind == crate::trace::SlotKind::Be {
+                NO_TASK
+            } else {
+                want_owner
+            };
+            assert_eq!(
+                (owner, perf),
+                (want_owner, cpuperf_target(r.freq)),
+                "{name}: slot {} cpu {}: simulate decided {:?} at {}",
+                r.slot,
+                r.cpu,
+                r.task,
+                r.freq
+            );
+            below_max += usize::from(perf < PERF_ONE);
+            let static_owner = static_table(&plan)
+                [cpu * plan.frame_slots as usize + (r.slot % plan.frame_slots) as usize];
+            owner_moved += usize::from(owner != static_owner);
+        }
+        println!(
+            "{name}: {} slots, {below_max} below full speed, {owner_moved} owners moved by \
+             stretching, {} perf writes",
+            records.len(),
+            maps.perf_writes
+        );
+        assert!(below_max > 0, "{name}: dvfs lowers some frequency");
+        // written only on change: frames repeat, so later frames write (almost) nothing new
+        assert!(
+            maps.perf_writes < records.len() / 2,
+            "{name}: {} perf writes for {} slots",
+            maps.perf_writes,
+            records.len()
+        );
+    }
+}
+
+#[test]
+fn under_bss_nothing_is_written_to_the_perf_map() {
+    let plan = load(DEMO);
+    let mut p = online(&plan, 1);
+    let mut maps = Maps::new(&plan);
+    let n = plan.managed.len();
+    let written = run_to(&mut p, &mut maps, n, 3 * plan.frame_slots);
+    assert_eq!(maps.perf_writes, 0);
+    assert!(written.iter().flatten().all(|&(_, perf)| perf == PERF_ONE));
+}
+
+#[test]
+fn a_firm_admission_raises_the_frequency_of_the_following_slots() {
+    let plan = load(NO_BE);
+    let mk = || {
+        OnlinePlanner::new(&plan, Policy::Dvfs, 1, static_table(&plan), freqs())
+            .expect("planner mode")
+    };
+    let (mut with, mut without) = (mk(), mk());
+    let (mut m_with, mut m_without) = (Maps::new(&plan), Maps::new(&plan));
+    run_to(&mut with, &mut m_with, 1, 100);
+    run_to(&mut without, &mut m_without, 1, 100);
+    // at the frame start: 20 slots of tt-a due in 60 (tt-a's first job, 10 slots, is due by
+    // 50: 50 slots are free before 160)
+    let job = FirmJob {
+        task: 0,
+        cpu: 0,
+        wcet: 20,
+        deadline_slots: 60,
+        deadline_slot: 160,
+    };
+    assert!(matches!(
+        with.admit_firm(&job),
+        FirmOutcome::Accepted {
+            first_slot: 100,
+            ..
+        }
+    ));
+    let a = run_to(&mut with, &mut m_with, 1, 160);
+    let b = run_to(&mut without, &mut m_without, 1, 160);
+    let cycles = |w: &[Vec<(u32, u32)>]| w.iter().map(|s| u64::from(s[0].1)).sum::<u64>();
+    let top = |w: &[Vec<(u32, u32)>]| w.iter().map(|s| s[0].1).max().unwrap_or(0);
+    println!(
+        "slots 100..160: with the job {} cpuperf·slots, highest target {}; without {}, highest {}",
+        cycles(&a),
+        top(&a),
+        cycles(&b),
+        top(&b)
+    );
+    // without it the CPU runs tt-a's job, then tt-b's, stretched at the minimum (1.0 of 2.3
+    // GHz: 446); the job's 20 slots of work leave less slack to stretch into
+    assert!(
+        b.iter().all(|s| s[0].1 == 446),
+        "without: all at the minimum"
+    );
+    assert!(
+        top(&a) > top(&b),
+        "some slot after the admission runs faster"
+    );
+    assert!(
+        a.iter().zip(&b).all(|(x, y)| x[0].1 >= y[0].1),
+        "no slot runs slower"
+    );
+    // the work due by 160 (tt-a's 10 + the job's 20) fits in what was written
+    assert!(cycles(&a) >= (10 + 20) * u64::from(PERF_ONE));
+}
+
+#[test]
+fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_ones() {
+    let plan = load(NO_BE);
+    let mut p = OnlinePlanner::new(&plan, Policy::Dvfs, 2, static_table(&plan), freqs())
+        .expect("planner mode");
+    let mut maps = Maps::new(&plan);
+    let mut reference = Planner::new(
+        &planner_inputs(&plan),
+        plan.frame_slots,
+        PlannerConfig {
+            policy: Policy::Dvfs,
+            freqs: freqs(),
+            slot_ns: plan.slot_us * 1000,
+        },
+    );
+    let mut cur = None;
+    let mut decided = Vec::new();
+    let step_to = |p: &mut OnlinePlanner, maps: &mut Maps, cur: &mut Option<u64>, to: u64| {
+        while cur.is_none_or(|c| c < to) {
+            maps.apply(&p.advance(*cur).expect("in order"));
+            *cur = Some(cur.map_or(0, |c| c + 1));
+        }
+    };
+    step_to(&mut p, &mut maps, &mut cur, 37);
+    // the last advance saw slot 36 in progress: slots up to 38 are written
+    // refused: nothing changes
+    assert_eq!(
+        p.set_policy(Policy::Dpm).unwrap_err(),
+        PlannerModeError::SetPolicy("dpm".into())
+    );
+    assert_eq!(p.policy(), Policy::Dvfs);
+    let before: Vec<(u32, u32)> = (37..=38).map(|s| maps.at(0, s)).collect();
+    let from = p.set_policy(Policy::Bss).expect("bss");
+    assert_eq!(from, 39, "the next undecided slot");
+    assert_eq!(p.policy(), Policy::Bss);
+    step_to(&mut p, &mut maps, &mut cur, 38);
+    assert_eq!(
+        (37..=38).map(|s| maps.at(0, s)).collect::<Vec<_>>(),
+        before,
+        "the slots written before the swap keep their entries"
+    );
+    // the reference planner swapped at the same slot decides the same from there on
+    for t in 0..from {
+        decided.push(reference.step(t, &[]).expect("step")[0]);
+    }
+    reference.set_policy(Policy::Bss);
+    for t in from..200 {
+        let d = reference.step(t, &[]).expect("step")[0];
+        step_to(&mut p, &mut maps, &mut cur, t - 1);
+        let (owner, perf) = maps.at(0, t);
+        assert_eq!(perf, PERF_ONE, "slot {t}: bss runs at full speed");
+        let want = match d.run {
+            Run::Job { task, .. } => task as u32,
+            _ => NO_TASK,
+        };
+        assert_eq!(owner, want, "slot {t}");
+    }
+    assert!(
+        decided.iter().any(|d| d.freq_ppm < UNIT as u32),
+        "dvfs before the swap"
+    );
+}
+
+#[test]
+fn dvfs_frequencies_come_from_the_power_models_pstates_or_the_default() {
+    let model = crate::energy::model::from_str(include_str!("../../../models/xeon-gold-5218.json"))
+        .expect("bundled model");
+    let cluster = &model.clusters[0];
+    let f = freqs_of_model(&model, 1).expect("valid P-states");
+    assert_eq!(f.ppm().len(), cluster.pstates.len());
+    assert_eq!(f.ppm().last(), Some(&(UNIT as u32)));
+    let lowest = f64::from(cluster.min_mhz()) / f64::from(cluster.max_mhz());
+    assert_eq!(f.min_ppm(), (lowest * UNIT as f64) as u32);
+    // the cpuperf targets of the default frequencies: 1.0 of 2.3 GHz is 446, 2.3 is 1024
+    let d = freqs();
+    assert_eq!(perf_of_ppm(d.min_ppm()), 446);
+    assert_eq!(perf_of_ppm(UNIT as u32), PERF_ONE);
+    assert!(d
+        .ppm()
+        .windows(2)
+        .all(|w| perf_of_ppm(w[0]) < perf_of_ppm(w[1])));
 }
