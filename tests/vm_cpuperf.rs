@@ -110,14 +110,6 @@ fn check_perf(records: &[Record], cpu: u32, row: &[f64], slot_ns: u64) -> PerfCh
     c
 }
 
-fn parse_trace(text: &str) -> Result<Vec<Record>, String> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("trace line {}: {e}", i + 1)))
-        .collect()
-}
-
 /// P-state (MHz) of the bundled model for a normalised frequency on `cpu`.
 fn model_mhz(cpu: u32, freq: f64) -> u32 {
     let path = harness::repo().join("models/xeon-gold-5218.json");
@@ -234,8 +226,7 @@ fn each_slot_requests_its_perf_table_entry_and_energy_is_an_estimate() {
 
     let summary: Summary = out.json("summary.json").unwrap_or_else(|e| panic!("{e}"));
     let records = out
-        .file("trace.jsonl")
-        .and_then(|t| parse_trace(&t))
+        .records::<Record>("trace.jsonl")
         .unwrap_or_else(|e| panic!("{e}"));
     let slot_ns = summary.slot_us * 1000;
     let p = check_perf(&records, CPU, &PERF_ROW, slot_ns);
@@ -326,7 +317,8 @@ fn the_table_entries_map_to_distinct_model_pstates() {
 
 #[test]
 fn a_trace_line_that_is_not_a_record_is_an_error() {
-    assert!(parse_trace("{\"slot\": 1, \"cpu\": 1, \"freq\": 1.0}\n").is_ok());
-    let e = parse_trace("{\"slot\": 1, \"cpu\": 1, \"freq\": 1.0}\nnot json\n").unwrap_err();
-    assert!(e.starts_with("trace line 2:"), "{e}");
+    let ok = "{\"slot\": 1, \"cpu\": 1, \"freq\": 1.0}\n";
+    assert!(harness::parse_records::<Record>("trace", ok).is_ok());
+    let e = harness::parse_records::<Record>("trace", &format!("{ok}\nnot json\n")).unwrap_err();
+    assert!(e.starts_with("trace line 3:"), "{e}");
 }

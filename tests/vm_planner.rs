@@ -361,13 +361,10 @@ fn measure(label: &str) -> Checks {
         (Ok(s), Some(adm)) => {
             s.print("planner.json under --planner bss, one firm admission");
             let late = check_summary(&mut c, &s);
-            let trace: Vec<SlotRecord> = out
-                .file("planner.trace.jsonl")
-                .unwrap_or_default()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
+            let trace: Vec<SlotRecord> = out.records("planner.trace.jsonl").unwrap_or_else(|err| {
+                c.check(false, format!("trace: {err}"));
+                Vec::new()
+            });
             check_trace(&mut c, &trace, &e, adm, late);
         }
         (Err(err), _) => c.check(false, format!("summary: {err}")),

@@ -310,13 +310,10 @@ fn measure(label: &str) -> Checks {
         (Ok(s), Some(from)) => {
             s.print("planner_dvfs.json under --planner dvfs, then bss");
             let late = check_summary(&mut c, &s);
-            let trace: Vec<SlotRecord> = out
-                .file("dvfs.trace.jsonl")
-                .unwrap_or_default()
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .filter_map(|l| serde_json::from_str(l).ok())
-                .collect();
+            let trace: Vec<SlotRecord> = out.records("dvfs.trace.jsonl").unwrap_or_else(|err| {
+                c.check(false, format!("trace: {err}"));
+                Vec::new()
+            });
             check_trace(&mut c, &trace, &e, from, late);
         }
         (Err(err), _) => c.check(false, format!("summary: {err}")),

@@ -135,12 +135,7 @@ fn measure(label: &str) -> Checks {
         );
     }
 
-    let text = out.file("trace.jsonl").unwrap_or_else(|e| panic!("{e}"));
-    let trace: Vec<SlotRecord> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
-        .collect();
+    let trace: Vec<SlotRecord> = out.records("trace.jsonl").unwrap_or_else(|e| panic!("{e}"));
     println!("--- trace: {} records", trace.len());
 
     // sleeper blocks mid-slot: be work fills the gaps, and sleeper still runs in its slots.

@@ -71,13 +71,8 @@ fn recorded_owner(r: &SlotRecord) -> Option<&str> {
 }
 
 fn read_trace(out: &VmOutput) -> Vec<SlotRecord> {
-    let text = out
-        .file("switch.trace.jsonl")
-        .unwrap_or_else(|e| panic!("{e}"));
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("trace line {l:?}: {e}")))
-        .collect()
+    out.records("switch.trace.jsonl")
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn reply(out: &VmOutput, name: &str) -> serde_json::Value {

@@ -45,11 +45,12 @@ pub struct SchedConfig {
 }
 
 /// Full performance for `scx_bpf_cpuperf_set` (TT_PERF_ONE in src/bpf/intf.h).
-pub const PERF_ONE: u32 = 1024;
+pub const PERF_ONE: u32 = crate::energy::perf::CPUPERF_ONE;
 
-/// A normalised frequency in (0, 1] as a cpuperf target in 1..=PERF_ONE.
+/// A normalised frequency in (0, 1] as a cpuperf target in 1..=PERF_ONE, rounded up (a slot
+/// never asks for less than its table says): the same conversion as planner mode's dvfs.
 pub fn perf_of_freq(freq: f64) -> u32 {
-    ((freq * PERF_ONE as f64).round() as u32).clamp(1, PERF_ONE)
+    crate::energy::perf::cpuperf_target(freq)
 }
 
 /// The default guard band: 5 % of the slot.
@@ -265,8 +266,9 @@ mod tests {
         let cfg = cfg
             .with_perf(&[(2, vec![1.0, 0.5, 0.25, 0.001])])
             .expect("perf");
-        // CPU 2 is managed index 1: entries 4..8; 0.5 * 1024 = 512; 0.001 * 1024 rounds to 1
-        assert_eq!(cfg.perf, Some(vec![0, 0, 0, 0, 1024, 512, 256, 1]));
+        // CPU 2 is managed index 1: entries 4..8; 0.5 * 1024 = 512; 0.001 * 1024 = 1.024 rounds
+        // up to 2 (never below the table's frequency)
+        assert_eq!(cfg.perf, Some(vec![0, 0, 0, 0, 1024, 512, 256, 2]));
     }
 
     #[test]

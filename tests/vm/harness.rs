@@ -144,6 +144,12 @@ impl VmOutput {
         read(&self.dir.join("files").join(name))
     }
 
+    /// A JSON-lines file the guest left in /out (a `--trace`), one `T` per non-empty line; a
+    /// line that does not parse is an error naming the file and the line.
+    pub fn records<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
+        parse_records(name, &self.file(name)?)
+    }
+
     pub fn result(&self, key: &str) -> Result<&str> {
         self.results.get(key).map(String::as_str).ok_or_else(|| {
             format!(
@@ -177,6 +183,16 @@ impl VmOutput {
 fn head(text: &str) -> &str {
     let end = text.char_indices().nth(600).map_or(text.len(), |(i, _)| i);
     &text[..end]
+}
+
+/// JSON lines `text` (from file `name`) as one `T` per non-empty line; a line that does not
+/// parse is an error naming the file and the line.
+pub fn parse_records<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> Result<Vec<T>> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{name} line {}: {e}", i + 1)))
+        .collect()
 }
 
 fn read(path: &Path) -> Result<String> {
