@@ -194,3 +194,36 @@ fn a_removed_task_owns_nothing_from_now_and_its_capacity_admits_another_at_once(
     assert!(p.remove(V).0);
     assert!(!p.remove(V).0);
 }
+
+/// Independent oracle: implicit-deadline periodic tasks released together are EDF-feasible on
+/// one CPU iff their utilization is at most 1 (Liu and Layland). a and b use 40 of 100 slots,
+/// so a task of `wcet` every `period` slots fits iff 40 + (100 / period) · wcet <= 100.
+#[test]
+fn acceptance_equals_the_utilization_bound_for_every_period_and_wcet() {
+    let plan = load("admitted");
+    let mut cases = 0;
+    for period in (1..=FRAME).filter(|p| FRAME.is_multiple_of(*p)) {
+        for wcet in 1..=period {
+            let mut p = online(&plan, 2);
+            p.advance(None).expect("step");
+            for s in 0..30 {
+                p.advance(Some(s)).expect("step");
+            }
+            let task = PeriodicTask {
+                task: V,
+                cpu: 0,
+                period,
+                wcet,
+            };
+            let fits = 40 + FRAME / period * wcet <= FRAME;
+            let got = p.admit_periodic(&task);
+            assert_eq!(
+                matches!(got, PeriodicOutcome::Accepted { from_slot: 300, .. }),
+                fits,
+                "{wcet} every {period}: {got:?}"
+            );
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 217);
+}
