@@ -169,3 +169,46 @@ fn set_policy_sends_the_policy_and_exits_0_ok_1_error() {
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("unknown policy \"turbo\""), "{err}");
 }
+
+#[test]
+fn admit_periodic_and_remove_send_the_task_and_exit_0_accepted_3_rejected_1_error() {
+    let dir = temp_dir("periodic");
+    let cases = [
+        (
+            "admit-periodic",
+            "{\"ok\":true,\"accepted\":true,\"cpu\":1,\"from_slot\":400}\n",
+            0,
+        ),
+        (
+            "admit-periodic",
+            "{\"ok\":true,\"accepted\":false,\"why\":\"80 slots every 100 slots on cpu 1: frame infeasible\"}\n",
+            3,
+        ),
+        (
+            "admit-periodic",
+            "{\"ok\":false,\"error\":\"task = \\\"a\\\": is not declared\"}\n",
+            1,
+        ),
+        (
+            "remove",
+            "{\"ok\":true,\"removed\":true,\"from_slot\":642}\n",
+            0,
+        ),
+        (
+            "remove",
+            "{\"ok\":false,\"error\":\"task = \\\"vm\\\": is not running\"}\n",
+            1,
+        ),
+    ];
+    for (i, (op, reply, code)) in cases.into_iter().enumerate() {
+        let sock = dir.join(format!("s{i}"));
+        let server = serve_once(&sock, Some(reply));
+        let out = ctl(&sock, &[op, "--task", "vm"]);
+        assert_eq!(
+            server.join().expect("server"),
+            format!("{{\"op\":\"{}\",\"task\":\"vm\"}}\n", op.replace('-', "_"))
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
+        assert_eq!(out.status.code(), Some(code), "{op}: {reply}");
+    }
+}

@@ -1,8 +1,8 @@
 //! `scx_tt ctl --socket PATH status | switch-table PLAN.json | admit-firm ... | set-policy
-//! NAME`: one request to a running `scx_tt --table plan.json --control PATH` (docs/control.md).
-//! Prints the reply line.
-//! Exit codes: 0 the reply says ok (admit-firm: accepted), 1 an error reply, 2 the socket cannot
-//! be reached (or gives no reply), 3 admit-firm rejected.
+//! NAME | admit-periodic --task NAME | remove --task NAME`: one request to a running
+//! `scx_tt --table plan.json --control PATH` (docs/control.md). Prints the reply line.
+//! Exit codes: 0 the reply says ok (admit-firm, admit-periodic: accepted), 1 an error reply, 2
+//! the socket cannot be reached (or gives no reply), 3 admit-firm or admit-periodic rejected.
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
@@ -53,10 +53,27 @@ pub enum CtlCmd {
         #[arg(value_name = "POLICY")]
         policy: Policy,
     },
+    /// Planner mode: admit tt task NAME, declared `"start": "admitted"` in the plan, with its
+    /// plan timing on its CPU (exact EDF test of that CPU's frame). Exit 0 accepted (the reply
+    /// names the first slot it runs in, `from_slot`), 3 rejected.
+    AdmitPeriodic {
+        /// A task of the plan declared `"start": "admitted"`.
+        #[arg(long, value_name = "NAME")]
+        task: String,
+    },
+    /// Planner mode: tt task NAME owns no slot from the planner's next undecided slot on (the
+    /// reply's `from_slot`); its capacity is free for admissions at once.
+    Remove {
+        #[arg(long, value_name = "NAME")]
+        task: String,
+    },
 }
 
 pub fn run(args: CtlArgs) -> Result<i32> {
-    let admission = matches!(args.cmd, CtlCmd::AdmitFirm { .. });
+    let admission = matches!(
+        args.cmd,
+        CtlCmd::AdmitFirm { .. } | CtlCmd::AdmitPeriodic { .. }
+    );
     let request = match args.cmd {
         CtlCmd::Status => Request::Status,
         CtlCmd::SwitchTable { plan } => Request::SwitchTable {
@@ -73,6 +90,8 @@ pub fn run(args: CtlArgs) -> Result<i32> {
             deadline_slots,
         },
         CtlCmd::SetPolicy { policy } => Request::SetPolicy { policy },
+        CtlCmd::AdmitPeriodic { task } => Request::AdmitPeriodic { task },
+        CtlCmd::Remove { task } => Request::Remove { task },
     };
     let unreachable = |what: &str, e: std::io::Error| {
         eprintln!(

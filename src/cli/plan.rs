@@ -164,6 +164,14 @@ fn check(files: &[PathBuf]) -> anyhow::Result<i32> {
         };
         println!("{}: ok", file.display());
         print!("{}", summary(&plan));
+        for t in plan.tasks.iter().filter(|t| !t.start.is_table()) {
+            eprintln!(
+                "  warning: task {:?} has start \"admitted\": it owns no slot until admitted \
+                 (scx_tt --planner ... --control PATH, then `scx_tt ctl ... admit-periodic \
+                 --task {}`); without --planner it never runs in slots",
+                t.name, t.name
+            );
+        }
         if let Ok(online) = &online {
             if let Err(errs) = plan.check_cpus_exist(online) {
                 for e in errs.iter() {

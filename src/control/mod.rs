@@ -1,5 +1,6 @@
 //! The control protocol of `scx_tt --table plan.json --control PATH` (docs/control.md): status
-//! queries and table switches at run time; in planner mode firm admissions and policy swaps. Pure: requests come in as text, the time through a
+//! queries and table switches at run time; in planner mode firm admissions, policy swaps,
+//! periodic admissions and removals. Pure: requests come in as text, the time through a
 //! clock and plans through a loader the caller passes, decisions go out as values. The
 //! socket lives in the binary (src/cli/run/control_socket.rs), the kernel write in
 //! `Scheduler::switch_table`.
@@ -40,10 +41,12 @@ pub mod online;
 pub mod request;
 
 pub use compat::{mismatches, Mismatch};
-pub use online::{FirmJob, FirmOutcome, OnlinePlanner, PlannerModeError};
+pub use online::{
+    FirmJob, FirmOutcome, OnlinePlanner, PeriodicOutcome, PeriodicTask, PlannerModeError,
+};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
-use crate::plan::{LoadError, Plan};
+use crate::plan::{Class, LoadError, Plan, Start};
 use crate::planner::Policy;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -88,6 +91,14 @@ pub enum ControlError {
     UnknownTask { name: String, tt: String },
     #[error("task = {name:?}: is not a tt task; firm jobs run in a tt task's threads on its CPU (its tt tasks: {tt})")]
     NotTt { name: String, tt: String },
+    #[error("task = {name:?}: is not declared \"start\": \"admitted\" in the plan; only such a task can be admitted as a periodic task (they are: {admittable})")]
+    NotAdmittable { name: String, admittable: String },
+    #[error(
+        "task = {name:?}: is already running (admitted from slot {from_slot}); remove it first"
+    )]
+    AlreadyAdmitted { name: String, from_slot: u64 },
+    #[error("task = {name:?}: is not running (it {why}); nothing to remove")]
+    NotRunning { name: String, why: String },
 }
 
 fn join(items: &[Mismatch]) -> String {
@@ -140,6 +151,26 @@ pub enum Reply {
         policy: String,
         from_slot: u64,
     },
+    /// `admit_periodic` accepted: the task runs on CPU `cpu` from `from_slot` on (a frame
+    /// start).
+    PeriodicAdmitted {
+        ok: bool,
+        accepted: bool,
+        cpu: u32,
+        from_slot: u64,
+    },
+    /// `admit_periodic` rejected: the planner's reason (the EDF miss on the task's CPU).
+    PeriodicRejected {
+        ok: bool,
+        accepted: bool,
+        why: String,
+    },
+    /// `remove` done: the task owns no slot from `from_slot` on.
+    Removed {
+        ok: bool,
+        removed: bool,
+        from_slot: u64,
+    },
     Error {
         ok: bool,
         error: String,
@@ -162,6 +193,9 @@ impl Reply {
             | Reply::Admitted { ok, .. }
             | Reply::Rejected { ok, .. }
             | Reply::PolicySet { ok, .. }
+            | Reply::PeriodicAdmitted { ok, .. }
+            | Reply::PeriodicRejected { ok, .. }
+            | Reply::Removed { ok, .. }
             | Reply::Error { ok, .. } => *ok,
         }
     }
@@ -179,8 +213,23 @@ impl Reply {
 pub struct PlannerStatus {
     pub policy: String,
     pub lead_slots: u64,
+    /// Firm admissions.
     pub admissions_accepted: u64,
     pub admissions_rejected: u64,
+    /// Tasks admitted (`admit_periodic`) or removed at run time, latest state of each, in the
+    /// order of their first change.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskChange>,
+}
+
+/// The run-time state of a task that was admitted or removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskChange {
+    pub task: String,
+    /// `admitted` or `removed`.
+    pub state: String,
+    /// The first slot of that state.
+    pub from_slot: u64,
 }
 
 /// A validated, compatible switch for the caller to write to the kernel; `Control::committed`
@@ -206,6 +255,12 @@ pub enum Step {
     /// Planner mode: set the planner's policy (one of `online::KERNEL_POLICIES`), then call
     /// `policy_set` with the first slot it decides.
     SetPolicy(Policy),
+    /// Planner mode: run this periodic admission on the planner, then call
+    /// `periodic_admission`.
+    AdmitPeriodic(PeriodicTask),
+    /// Planner mode: remove plan task `task` from the planner, then call `removed` with the
+    /// first slot decided without it.
+    Remove { task: usize },
 }
 
 /// A table switch that was written to the kernel, for the exit report.
@@ -251,6 +306,7 @@ impl Control {
             lead_slots,
             admissions_accepted: 0,
             admissions_rejected: 0,
+            tasks: Vec::new(),
         });
         self
     }
@@ -310,6 +366,12 @@ impl Control {
                 .firm_job(&task, wcet_slots, deadline_slots, now_ns)
                 .map(Step::AdmitFirm),
             Ok(Request::SetPolicy { policy }) => self.set_policy(policy),
+            Ok(Request::AdmitPeriodic { task }) => {
+                self.periodic_task(&task).map(Step::AdmitPeriodic)
+            }
+            Ok(Request::Remove { task }) => {
+                self.running_task(&task).map(|task| Step::Remove { task })
+            }
             Err(e) => Err(e.into()),
         };
         result.unwrap_or_else(|e| Step::Reply(Reply::error(&e)))
@@ -365,6 +427,152 @@ impl Control {
             deadline_slots,
             deadline_slot: self.slot_at(now_ns) + deadline_slots,
         })
+    }
+
+    /// The latest run-time change of task `name`, if any.
+    fn change(&self, name: &str) -> Option<&TaskChange> {
+        self.planner
+            .as_ref()
+            .and_then(|p| p.tasks.iter().find(|c| c.task == name))
+    }
+
+    /// Records task `name`'s new state from `from_slot` on.
+    fn record(&mut self, name: &str, state: &str, from_slot: u64) {
+        let Some(p) = self.planner.as_mut() else {
+            return;
+        };
+        let change = TaskChange {
+            task: name.into(),
+            state: state.into(),
+            from_slot,
+        };
+        match p.tasks.iter_mut().find(|c| c.task == name) {
+            Some(c) => *c = change,
+            None => p.tasks.push(change),
+        }
+    }
+
+    /// Validates an `admit_periodic` request: planner mode, a task declared `"start":
+    /// "admitted"` (which implies tt with a CPU) and not running now.
+    fn periodic_task(&self, name: &str) -> Result<PeriodicTask, ControlError> {
+        if self.planner.is_none() {
+            return Err(ControlError::NotPlannerMode {
+                op: "admit_periodic",
+            });
+        }
+        let admittable = self
+            .plan
+            .tasks
+            .iter()
+            .filter(|t| !t.start.is_table())
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let not_admittable = || ControlError::NotAdmittable {
+            name: name.into(),
+            admittable: if admittable.is_empty() {
+                "none".into()
+            } else {
+                admittable.clone()
+            },
+        };
+        let Some(task) = self.plan.tasks.iter().position(|t| t.name == name) else {
+            return Err(not_admittable());
+        };
+        let (Start::Admitted { period, wcet }, Some(cpu)) = (
+            self.plan.tasks[task].start,
+            online::firm_cpu(&self.plan, task),
+        ) else {
+            return Err(not_admittable());
+        };
+        if let Some(c) = self.change(name).filter(|c| c.state == "admitted") {
+            return Err(ControlError::AlreadyAdmitted {
+                name: name.into(),
+                from_slot: c.from_slot,
+            });
+        }
+        Ok(PeriodicTask {
+            task,
+            cpu,
+            period,
+            wcet,
+        })
+    }
+
+    /// Validates a `remove` request: planner mode, a tt task that runs now (in the table and
+    /// not removed, or admitted).
+    fn running_task(&self, name: &str) -> Result<usize, ControlError> {
+        if self.planner.is_none() {
+            return Err(ControlError::NotPlannerMode { op: "remove" });
+        }
+        let tt = self
+            .plan
+            .tasks
+            .iter()
+            .filter(|t| t.class == Class::Tt)
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some(task) = self.plan.tasks.iter().position(|t| t.name == name) else {
+            return Err(ControlError::UnknownTask {
+                name: name.into(),
+                tt,
+            });
+        };
+        if self.plan.tasks[task].class != Class::Tt {
+            return Err(ControlError::NotTt {
+                name: name.into(),
+                tt,
+            });
+        }
+        let why = match self.change(name) {
+            Some(c) if c.state == "admitted" => return Ok(task),
+            Some(c) => format!("was removed from slot {}", c.from_slot),
+            None if self.plan.tasks[task].start.is_table() => return Ok(task),
+            None => "is declared \"start\": \"admitted\" and was not admitted".into(),
+        };
+        Err(ControlError::NotRunning {
+            name: name.into(),
+            why,
+        })
+    }
+
+    /// Records the planner's answer to an `admit_periodic` and encodes the reply (CPU ids).
+    pub fn periodic_admission(&mut self, t: &PeriodicTask, outcome: &PeriodicOutcome) -> Reply {
+        match outcome {
+            PeriodicOutcome::Accepted { cpu, from_slot } => {
+                let name = self.plan.tasks[t.task].name.clone();
+                self.record(&name, "admitted", *from_slot);
+                Reply::PeriodicAdmitted {
+                    ok: true,
+                    accepted: true,
+                    cpu: self.plan.managed.get(*cpu).copied().unwrap_or(u32::MAX),
+                    from_slot: *from_slot,
+                }
+            }
+            PeriodicOutcome::Rejected(r) => Reply::PeriodicRejected {
+                ok: true,
+                accepted: false,
+                why: format!(
+                    "{} slots every {} slots on cpu {}: {r}",
+                    t.wcet,
+                    t.period,
+                    self.plan.managed.get(t.cpu).copied().unwrap_or(u32::MAX)
+                ),
+            },
+        }
+    }
+
+    /// Records that plan task `task` owns no slot from `from_slot` on; returns the reply.
+    pub fn removed(&mut self, task: usize, from_slot: u64) -> Reply {
+        if let Some(name) = self.plan.tasks.get(task).map(|t| t.name.clone()) {
+            self.record(&name, "removed", from_slot);
+        }
+        Reply::Removed {
+            ok: true,
+            removed: true,
+            from_slot,
+        }
     }
 
     /// Validates a `set_policy` request: planner mode, a policy of the kernel path.
@@ -476,3 +684,6 @@ impl Control {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod periodic_tests;

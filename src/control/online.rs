@@ -37,13 +37,24 @@
 //! # Task ids
 //! Planner task ids below the number of plan tasks are plan task indices; each admitted firm
 //! job gets a fresh id, mapped back to the plan task whose threads run it (`task_of`).
+//!
+//! # Periodic admissions and removals
+//! A plan task declared `"start": "admitted"` is in no template until
+//! [`OnlinePlanner::admit_periodic`] adds its instances (planner task id = its plan index) to
+//! its CPU's template: tested on that CPU alone (EDF over the template plus its instances, like
+//! `CpuState::add_periodic`), so an accepted task runs on the CPU its threads are pinned to.
+//! It joins from the first frame the planner has not built yet (`from_slot`, a frame start;
+//! docs/planner.md "Frames and horizon"). [`OnlinePlanner::remove`] drops a task from the
+//! template and finishes its live jobs: the slots from `now()` on are decided without it (the
+//! ones already decided and written keep it), and its capacity is free for admissions at once.
 
 use crate::energy::model::PowerModel;
 use crate::energy::perf::cpuperf_target;
 use crate::plan::{Class, Plan};
 use crate::planner::cpu::{Capacity, UNIT};
+use crate::planner::offline::{edf, Job};
 use crate::planner::policy::{Freqs, FreqsError, Policy, Run};
-use crate::planner::runtime::{Admission, Planner, PlannerConfig, StepError};
+use crate::planner::runtime::{Admission, Planner, PlannerConfig, Rejection, StepError};
 use crate::planner::sim::planner_inputs;
 use crate::sched::config::{NO_TASK, PERF_ONE};
 use thiserror::Error;
@@ -111,6 +122,27 @@ pub enum FirmOutcome {
     },
     /// Not enough spare capacity on the task's CPU before `cap.deadline`.
     Rejected(Capacity),
+}
+
+/// A validated periodic admission: plan task `task` (declared `"start": "admitted"`), `wcet`
+/// slots every `period` slots (deadline the period) on managed CPU index `cpu`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeriodicTask {
+    pub task: usize,
+    pub cpu: usize,
+    pub period: u64,
+    pub wcet: u64,
+}
+
+/// The planner's answer to a [`PeriodicTask`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PeriodicOutcome {
+    /// In the template of managed CPU index `cpu`; it runs from `from_slot` on (the first slot
+    /// of the first frame not yet built).
+    Accepted { cpu: usize, from_slot: u64 },
+    /// The template plus its instances misses a deadline under EDF on its CPU (or the request
+    /// is invalid); nothing changed.
+    Rejected(Rejection),
 }
 
 /// The entries of one (managed CPU index, frame slot) to write: the cpuperf target (first)
@@ -326,6 +358,58 @@ impl OnlinePlanner {
             }
         }
     }
+
+    /// Admission test and template insertion of periodic task `t` on its own CPU only (see the
+    /// module doc). A rejection changes nothing.
+    pub fn admit_periodic(&mut self, t: &PeriodicTask) -> PeriodicOutcome {
+        let Some(state) = self.planner.cpus().get(t.cpu) else {
+            return PeriodicOutcome::Rejected(Rejection::Invalid(format!(
+                "managed CPU index {} does not exist",
+                t.cpu
+            )));
+        };
+        if t.period > 0 && self.frame.is_multiple_of(t.period) && (1..=t.period).contains(&t.wcet) {
+            // `Planner::admit_periodic` would try the other CPUs after a miss on this one
+            let mut jobs = state.template.clone();
+            jobs.extend((0..self.frame / t.period).map(|k| Job {
+                task: t.task,
+                instance: k as u32,
+                release: k * t.period,
+                deadline: (k + 1) * t.period,
+                wcet: t.wcet,
+            }));
+            if let Err(miss) = edf(&jobs, self.frame) {
+                return PeriodicOutcome::Rejected(Rejection::Infeasible { cpu: t.cpu, miss });
+            }
+        }
+        match self
+            .planner
+            .admit_periodic(t.task, t.wcet, t.period, Some(t.cpu))
+        {
+            Admission::Accepted { cpu, bound } if cpu == t.cpu => PeriodicOutcome::Accepted {
+                cpu,
+                from_slot: bound,
+            },
+            // not reached (the same test on the same template); undo rather than run it
+            // on a CPU its threads are not on
+            Admission::Accepted { cpu, .. } => {
+                self.planner.remove_task(t.task);
+                PeriodicOutcome::Rejected(Rejection::Invalid(format!(
+                    "the planner placed it on CPU index {cpu}, not its own {}",
+                    t.cpu
+                )))
+            }
+            Admission::Rejected(r) => PeriodicOutcome::Rejected(r),
+        }
+    }
+
+    /// Removes plan task `task` (its periodic instances; firm jobs admitted for it keep their
+    /// guarantee) and returns the first slot decided without it: `now()`. `false` in the first
+    /// field when the planner had nothing of it.
+    pub fn remove(&mut self, task: usize) -> (bool, u64) {
+        let found = self.planner.remove_task(task);
+        (found, self.planner.now())
+    }
 }
 
 /// Sets `held` to `new`; `Some(new)` when that changed it (an entry to write).
@@ -368,3 +452,6 @@ pub fn firm_cpu(plan: &Plan, task: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod periodic_tests;

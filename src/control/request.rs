@@ -9,7 +9,7 @@ use thiserror::Error;
 /// The longest request line accepted, newline excluded.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
-const OPS: &str = "status, switch_table, admit_firm, set_policy";
+const OPS: &str = "status, switch_table, admit_firm, set_policy, admit_periodic, remove";
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Request {
@@ -28,6 +28,12 @@ pub enum Request {
     /// `{"op":"set_policy","policy":"bss"|"dvfs"}` (planner mode): the planner decides the
     /// slots from its next undecided one on under `policy`.
     SetPolicy { policy: Policy },
+    /// `{"op":"admit_periodic","task":"NAME"}` (planner mode): admit tt task NAME, declared
+    /// `"start": "admitted"`, with its plan timing on its CPU.
+    AdmitPeriodic { task: String },
+    /// `{"op":"remove","task":"NAME"}` (planner mode): tt task NAME owns no slot from the
+    /// planner's next undecided one on.
+    Remove { task: String },
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -119,24 +125,8 @@ impl Request {
                     &["op", "task", "wcet_slots", "deadline_slots"],
                     FIELDS,
                 )?;
-                let task = match obj.get("task") {
-                    None => {
-                        return Err(RequestError::MissingField {
-                            op: "admit_firm",
-                            field: "task",
-                        })
-                    }
-                    Some(Value::String(t)) => t.clone(),
-                    Some(other) => {
-                        return Err(RequestError::FieldType {
-                            field: "task",
-                            value: other.to_string(),
-                            expected: "a string (the name of a tt task of the plan)",
-                        })
-                    }
-                };
                 Ok(Request::AdmitFirm {
-                    task,
+                    task: task_name(&obj, "admit_firm")?,
                     wcet_slots: positive(&obj, "wcet_slots")?,
                     deadline_slots: positive(&obj, "deadline_slots")?,
                 })
@@ -159,6 +149,18 @@ impl Request {
                     })?,
                 };
                 Ok(Request::SetPolicy { policy })
+            }
+            "admit_periodic" => {
+                only_fields(&obj, "admit_periodic", &["op", "task"], "op, task")?;
+                Ok(Request::AdmitPeriodic {
+                    task: task_name(&obj, "admit_periodic")?,
+                })
+            }
+            "remove" => {
+                only_fields(&obj, "remove", &["op", "task"], "op, task")?;
+                Ok(Request::Remove {
+                    task: task_name(&obj, "remove")?,
+                })
             }
             other => Err(RequestError::UnknownOp(Value::from(other).to_string())),
         }
@@ -184,8 +186,25 @@ impl Request {
             Request::SetPolicy { policy } => {
                 serde_json::json!({ "op": "set_policy", "policy": policy.name() })
             }
+            Request::AdmitPeriodic { task } => {
+                serde_json::json!({ "op": "admit_periodic", "task": task })
+            }
+            Request::Remove { task } => serde_json::json!({ "op": "remove", "task": task }),
         };
         format!("{value}\n")
+    }
+}
+
+/// The required `task` field of `op`: a task name.
+fn task_name(obj: &Map<String, Value>, op: &'static str) -> Result<String, RequestError> {
+    match obj.get("task") {
+        None => Err(RequestError::MissingField { op, field: "task" }),
+        Some(Value::String(t)) => Ok(t.clone()),
+        Some(other) => Err(RequestError::FieldType {
+            field: "task",
+            value: other.to_string(),
+            expected: "a string (the name of a tt task of the plan)",
+        }),
     }
 }
 
@@ -256,6 +275,10 @@ mod tests {
             Request::SetPolicy {
                 policy: Policy::DpmDvfs,
             },
+            Request::AdmitPeriodic { task: "vm".into() },
+            Request::Remove {
+                task: "a \"b\"".into(),
+            },
         ] {
             let line = r.to_line();
             assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
@@ -288,7 +311,7 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm, \
-             set_policy)"
+             set_policy, admit_periodic, remove)"
         );
         assert_eq!(
             Request::parse(r#"{"op":7}"#),
@@ -418,5 +441,31 @@ mod tests {
             "x".repeat(MAX_REQUEST_BYTES)
         );
         assert_eq!(Request::parse(&line), Err(RequestError::TooLong));
+    }
+
+    #[test]
+    fn admit_periodic_and_remove_parse_and_name_every_bad_field() {
+        assert_eq!(
+            Request::parse(r#"{"op":"admit_periodic","task":"vm"}"#),
+            Ok(Request::AdmitPeriodic { task: "vm".into() })
+        );
+        assert_eq!(
+            Request::parse(r#"{"op":"remove","task":"a"}"#),
+            Ok(Request::Remove { task: "a".into() })
+        );
+        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
+        assert_eq!(
+            err(r#"{"op":"admit_periodic"}"#),
+            "task: is required for op admit_periodic"
+        );
+        assert_eq!(err(r#"{"op":"remove"}"#), "task: is required for op remove");
+        assert_eq!(
+            err(r#"{"op":"remove","task":3}"#),
+            "task = 3: must be a string (the name of a tt task of the plan)"
+        );
+        assert_eq!(
+            err(r#"{"op":"admit_periodic","task":"vm","wcet_slots":3}"#),
+            "wcet_slots: unknown field for op admit_periodic (its fields: op, task)"
+        );
     }
 }

@@ -54,6 +54,8 @@ fn reply(step: Step) -> Reply {
         Step::Switch(s) => panic!("expected a reply, got a switch to {}", s.table),
         Step::AdmitFirm(j) => panic!("expected a reply, got an admission of {j:?}"),
         Step::SetPolicy(p) => panic!("expected a reply, got a policy swap to {p}"),
+        Step::AdmitPeriodic(t) => panic!("expected a reply, got a periodic admission {t:?}"),
+        Step::Remove { task } => panic!("expected a reply, got a removal of task {task}"),
     }
 }
 

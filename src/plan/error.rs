@@ -106,6 +106,14 @@ pub enum Rule {
     },
     #[error("cannot be derived: no task has a period, give frame_slots")]
     FrameUnknown,
+    #[error("must be \"table\" or \"admitted\"")]
+    Start,
+    #[error("is only for tt tasks (a be task owns no slots)")]
+    StartNotTt,
+    #[error("start = \"admitted\" needs period+wcet or utilization+latency_us timing with the deadline equal to the period and no offset (it is admitted as an implicit-deadline periodic task)")]
+    StartTiming,
+    #[error("start = \"admitted\" cannot be combined with an explicit table (the table is the slots owned from the start; give one or the other)")]
+    StartWithTable,
     #[error("start must be before end {end}")]
     RangeEmpty { end: u64 },
     #[error("overlaps the range at {0}")]

@@ -3,7 +3,7 @@
 //!
 //! Fields are only ever added within a version; renaming or removing one bumps `version`.
 
-use super::{Class, Plan, Selector};
+use super::{Class, Plan, Selector, Start};
 use crate::planner::offline::Slot;
 use serde::Serialize;
 use std::fmt::Write;
@@ -30,8 +30,12 @@ pub struct TaskReport {
     /// Assigned CPU (`tt`), restriction (`be`), or null (`be` on any managed CPU).
     pub cpu: Option<u32>,
     pub selector: Selector,
-    /// Slots per frame (0 for `be`).
+    /// Slots per frame (0 for `be`, and for a task not in the table until admitted).
     pub demand_slots: u64,
+    /// Only for `start: "admitted"`: `{"admitted":{"period":P,"wcet":W}}`, not in the table
+    /// until a planner-mode `admit_periodic` admits it.
+    #[serde(skip_serializing_if = "Start::is_table")]
+    pub start: Start,
 }
 
 #[derive(Debug, Serialize)]
@@ -92,6 +96,7 @@ pub fn explain(plan: &Plan) -> Explain {
                 .filter(|j| j.task == i)
                 .map(|j| j.wcet)
                 .sum(),
+            start: t.start,
         })
         .collect();
     let cpus = plan
@@ -171,11 +176,18 @@ pub fn render_text(e: &Explain) -> String {
             Class::Tt => "tt",
             Class::Be => "be",
         };
-        let _ = writeln!(
+        let _ = write!(
             s,
             "task {:<16} {class} cpu {cpu:<4} demand {} slots/frame",
             t.name, t.demand_slots
         );
+        let _ = match t.start {
+            Start::Table => writeln!(s),
+            Start::Admitted { period, wcet } => writeln!(
+                s,
+                " (period {period} wcet {wcet}: not in the table until admitted)"
+            ),
+        };
     }
     for c in &e.cpus {
         let _ = writeln!(

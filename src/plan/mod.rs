@@ -105,6 +105,28 @@ pub struct Task {
     /// The managed CPU a `tt` task was assigned to (given or by the partitioning heuristic).
     /// For a `be` task: the CPU it is restricted to, or `None` for any managed CPU.
     pub cpu: Option<u32>,
+    /// When a `tt` task starts owning slots (`be` tasks: always `Table`).
+    #[serde(skip_serializing_if = "Start::is_table")]
+    pub start: Start,
+}
+
+/// When a task owns slots: from the start (in the table), or only once admitted at run time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Start {
+    /// In the offline table, the intervals and the planner's template from slot 0.
+    #[default]
+    Table,
+    /// Declared (its threads are found and loaded) but in no table, interval or template until
+    /// a planner-mode `admit_periodic` admits it: `wcet` slots every `period` slots, deadline
+    /// the period, released at multiples of the period.
+    Admitted { period: Slot, wcet: u64 },
+}
+
+impl Start {
+    pub fn is_table(&self) -> bool {
+        *self == Start::Table
+    }
 }
 
 /// How the threads of a task are found at run time.

@@ -81,6 +81,11 @@ pub struct RawTask {
     // Timing model 3: explicit jobs inside the frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<Vec<RawJob>>,
+
+    /// `"table"` (default: owns slots from the start) or `"admitted"` (declared and loaded, but
+    /// owns no slot until a planner-mode `admit_periodic` admits it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<String>,
 }
 
 /// A QEMU process, by pid or by its `-name`; exactly one.
@@ -161,6 +166,7 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "utilization",
             "latency_us",
             "jobs",
+            "start",
         ],
     ),
     ("qemu", &["pid", "name"]),
@@ -221,6 +227,7 @@ mod tests {
             utilization: Some(0.5),
             latency_us: Some(1),
             jobs: Some(vec![]),
+            start: Some("table".into()),
         };
         let value = serde_json::to_value(&task).unwrap();
         let mut keys: Vec<&str> = value

@@ -13,7 +13,7 @@ use super::error::{PlanError, PlanErrors, Rule};
 use super::raw::{RawPlan, RawTask};
 use super::table::check_table;
 use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
-use super::{Class, CpuPlan, Plan, QemuSelector, Selector, Task};
+use super::{Class, CpuPlan, Plan, QemuSelector, Selector, Start, Task};
 use crate::planner::offline::{edf, intervals, Job, Slot};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -55,6 +55,7 @@ struct Checked {
     class: Class,
     cpu: Option<u32>,
     timing: Option<Timing>,
+    start: Start,
 }
 
 /// What stage 1 establishes.
@@ -85,6 +86,7 @@ impl TryFrom<RawPlan> for Plan {
                 selector: t.selector.clone(),
                 class: t.class,
                 cpu,
+                start: t.start,
             })
             .collect();
         let mut cpus: Vec<CpuPlan> = f
@@ -313,16 +315,72 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         }
         None => None,
     };
+    let timing = match timing {
+        Some(t) => Some(t?),
+        None => None,
+    };
+    let start = check_start(t, cx, class, timing.as_ref(), errs)?;
     Some(Checked {
         name: name?,
         selector: selector?,
         class: class?,
         cpu: t.cpu,
-        timing: match timing {
-            Some(t) => Some(t?),
-            None => None,
-        },
+        timing,
+        start,
     })
+}
+
+/// `start`: "table" (the default) or "admitted" on a tt task with an explicit `cpu` and
+/// implicit-deadline periodic (or VM) timing, in a plan without an explicit table. `None` (with
+/// errors pushed) when invalid.
+fn check_start(
+    t: &RawTask,
+    cx: &TaskCx,
+    class: Option<Class>,
+    timing: Option<&Timing>,
+    errs: &mut Errors,
+) -> Option<Start> {
+    let path = format!("{}.start", cx.path);
+    let value = match t.start.as_deref() {
+        None | Some("table") => return Some(Start::Table),
+        Some("admitted") => "admitted",
+        Some(other) => {
+            errs.value(path, other, Rule::Start);
+            return None;
+        }
+    };
+    let before = errs.0.len();
+    if class == Some(Class::Be) {
+        errs.value(path.as_str(), value, Rule::StartNotTt);
+    }
+    if cx.table_given {
+        errs.value(path.as_str(), value, Rule::StartWithTable);
+    }
+    if class == Some(Class::Tt) && t.cpu.is_none() {
+        errs.push(
+            format!("{}.cpu", cx.path),
+            None,
+            Rule::MissingWhen("for a tt task with start \"admitted\""),
+        );
+    }
+    if class == Some(Class::Tt) && t.jobs.is_some() {
+        errs.value(path.as_str(), value, Rule::StartTiming);
+    }
+    let start = match timing {
+        Some(&Timing::Periodic {
+            period,
+            wcet,
+            offset: 0,
+            deadline,
+        }) if deadline == period => Some(Start::Admitted { period, wcet }),
+        Some(Timing::Periodic { .. }) => {
+            errs.value(path.as_str(), value, Rule::StartTiming);
+            None
+        }
+        // jobs (reported above) or invalid timing (reported by check_timing)
+        _ => None,
+    };
+    start.filter(|_| errs.0.len() == before)
 }
 
 fn timing_fields(t: &RawTask) -> [(&'static str, bool); 7] {
@@ -687,7 +745,10 @@ fn partition(tasks: &[Checked], managed: &[u32], frame: Slot) -> Vec<Option<u32>
     let demand = |t: &Checked| t.timing.as_ref().map_or(0, |x| x.demand(frame));
     let mut load: Vec<u64> = vec![0; managed.len()];
     let mut cpu_of: Vec<Option<u32>> = tasks.iter().map(|t| t.cpu).collect();
-    for t in tasks.iter().filter(|t| t.class == Class::Tt) {
+    for t in tasks
+        .iter()
+        .filter(|t| t.class == Class::Tt && t.start.is_table())
+    {
         if let Some(pos) = t.cpu.and_then(|c| managed.iter().position(|&m| m == c)) {
             load[pos] += demand(t);
         }
@@ -706,7 +767,8 @@ fn partition(tasks: &[Checked], managed: &[u32], frame: Slot) -> Vec<Option<u32>
     cpu_of
 }
 
-/// The jobs of the frame per managed CPU: tasks in plan order, instances in time order.
+/// The jobs of the frame per managed CPU: tasks in plan order, instances in time order. Tasks
+/// with `start: "admitted"` have none (they join the planner's template when admitted).
 fn cpu_jobs(
     tasks: &[Checked],
     cpu_of: &[Option<u32>],
@@ -716,7 +778,9 @@ fn cpu_jobs(
     let pos: HashMap<u32, usize> = managed.iter().enumerate().map(|(p, &c)| (c, p)).collect();
     let mut on: Vec<Vec<usize>> = vec![Vec::new(); managed.len()];
     for (i, t) in tasks.iter().enumerate() {
-        if let (Class::Tt, Some(p)) = (t.class, cpu_of[i].and_then(|c| pos.get(&c))) {
+        if let (Class::Tt, Start::Table, Some(p)) =
+            (t.class, t.start, cpu_of[i].and_then(|c| pos.get(&c)))
+        {
             on[*p].push(i);
         }
     }
@@ -741,4 +805,139 @@ fn cpu_jobs(
             jobs
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::plan::{from_str, Start};
+
+    /// One managed CPU 1; tasks a (in the table) and `extra` (the task under test).
+    fn plan_with(extra: &str, table: bool) -> String {
+        let table = if table {
+            r#", "table": [{ "cpu": 1, "ranges": [{ "start": 0, "end": 2, "task": "a" }] }]"#
+        } else {
+            ""
+        };
+        format!(
+            r#"{{ "slot_us": 10000, "cpus": {{ "managed": [1], "housekeeping": [0] }},
+              "tasks": [ {{ "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 10, "wcet": 2 }},
+                         {extra} ]{table} }}"#
+        )
+    }
+
+    fn errors(text: &str) -> Vec<String> {
+        match from_str(text) {
+            Ok(_) => Vec::new(),
+            Err(e) => e.iter().map(|e| e.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn an_admitted_task_is_loaded_but_owns_no_job_slot_or_interval() {
+        let text = plan_with(
+            r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 15, "start": "admitted" }"#,
+            false,
+        );
+        let plan = from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        // its period still shapes the frame, and it would not fit next to a (the point of
+        // admitting it later: the table does not have to)
+        assert_eq!(plan.frame_slots, 20);
+        assert_eq!(
+            plan.tasks[1].start,
+            Start::Admitted {
+                period: 20,
+                wcet: 15
+            }
+        );
+        assert_eq!(plan.tasks[1].cpu, Some(1));
+        assert_eq!(plan.tasks[0].start, Start::Table);
+        let c = &plan.cpus[0];
+        assert!(c.jobs.iter().all(|j| j.task == 0), "{:?}", c.jobs);
+        assert_eq!(c.jobs.len(), 2);
+        let busy: u64 = c.table.iter().map(|r| r.end - r.start).sum();
+        assert_eq!(busy, 4);
+        let sc: i64 = c.intervals.iter().map(|iv| iv.sc.max(0)).sum();
+        assert_eq!(sc, 16, "{:?}", c.intervals);
+    }
+
+    #[test]
+    fn vm_timing_becomes_the_admitted_period_and_wcet() {
+        let text = plan_with(
+            r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "utilization": 0.25, "latency_us": 150000, "start": "admitted" }"#,
+            false,
+        );
+        let plan = from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        let Start::Admitted { period, wcet } = plan.tasks[1].start else {
+            panic!("{:?}", plan.tasks[1].start);
+        };
+        // L/(2(1-U)) = 15 / 1.5 = 10 slots; ⌈0.25 · 10⌉ = 3
+        assert_eq!((period, wcet), (10, 3));
+    }
+
+    #[test]
+    fn start_table_is_the_default_and_equal_to_absent() {
+        let with = plan_with(
+            r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "start": "table" }"#,
+            false,
+        );
+        let without = plan_with(
+            r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3 }"#,
+            false,
+        );
+        let (a, b) = (
+            from_str(&with).expect("valid"),
+            from_str(&without).expect("valid"),
+        );
+        assert_eq!(a.cpus[0].table, b.cpus[0].table);
+        assert_eq!(a.cpus[0].jobs.len(), 3);
+        assert_eq!(a.tasks[1].start, Start::Table);
+    }
+
+    #[test]
+    fn bad_starts_name_the_field_the_value_and_the_rule() {
+        let cases: &[(&str, bool, &str)] = &[
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "start": "later" }"#,
+                false,
+                r#"tasks[1].start = "later": must be "table" or "admitted""#,
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "be", "start": "admitted" }"#,
+                false,
+                r#"tasks[1].start = "admitted": is only for tt tasks"#,
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "period": 20, "wcet": 3, "start": "admitted" }"#,
+                false,
+                r#"tasks[1].cpu: is required for a tt task with start "admitted""#,
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "jobs": [{ "release": 0, "deadline": 5, "wcet": 1 }], "start": "admitted" }"#,
+                false,
+                r#"tasks[1].start = "admitted": start = "admitted" needs period+wcet or utilization+latency_us timing"#,
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "deadline": 10, "start": "admitted" }"#,
+                false,
+                "with the deadline equal to the period and no offset",
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "offset": 1, "deadline": 19, "start": "admitted" }"#,
+                false,
+                "with the deadline equal to the period and no offset",
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "start": "admitted" }"#,
+                true,
+                r#"tasks[1].start = "admitted": start = "admitted" cannot be combined with an explicit table"#,
+            ),
+        ];
+        for (task, table, want) in cases {
+            let errs = errors(&plan_with(task, *table));
+            assert!(
+                errs.iter().any(|e| e.contains(want)),
+                "{task}: want {want:?}, got {errs:?}"
+            );
+        }
+    }
 }

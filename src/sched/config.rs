@@ -163,7 +163,7 @@ impl SchedConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{CpuPlan, Selector, Task};
+    use crate::plan::{CpuPlan, Selector, Start, Task};
     use crate::planner::offline::{Job, Range};
 
     fn task(name: &str, class: Class, cpu: Option<u32>) -> Task {
@@ -172,6 +172,7 @@ mod tests {
             selector: Selector::Pid(1),
             class,
             cpu,
+            start: Start::Table,
         }
     }
 

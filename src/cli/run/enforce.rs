@@ -435,6 +435,29 @@ fn answer(
             println!("scx_tt: set_policy {before} -> {policy} from slot {from}");
             return control.policy_set(policy, from);
         }
+        Step::AdmitPeriodic(task) => {
+            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
+                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
+            };
+            let outcome = p.admit_periodic(&task);
+            drop(p);
+            let reply = control.periodic_admission(&task, &outcome);
+            println!(
+                "scx_tt: admit_periodic (task {}): {}",
+                task.task,
+                reply.to_line().trim_end()
+            );
+            return reply;
+        }
+        Step::Remove { task } => {
+            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
+                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
+            };
+            let (_, from) = p.remove(task);
+            drop(p);
+            println!("scx_tt: remove (task {task}): no slots from slot {from}");
+            return control.removed(task, from);
+        }
     };
     let table = match SchedConfig::from_plan(&switch.plan, guard_us, online) {
         Ok(cfg) => cfg.table,

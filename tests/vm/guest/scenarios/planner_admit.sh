@@ -1,0 +1,45 @@
+# Periodic admissions in planner mode (docs/planner.md, "Kernel path"): scx_tt --planner bss
+# enforces planner_admit.json (one managed CPU, tt-a and tt-b in the table, tt-v and tt-w
+# declared "start": "admitted", 10 ms slots, frame 20) with --control and --trace. After 2 s
+# `scx_tt ctl` admits tt-w (too big: rejected, exit 3), tt-a (not declared admitted: exit 1) and
+# tt-v (accepted: exit 0), asks the status; 2 s later removes tt-v (exit 0), removes it again
+# (exit 1) and asks the status; scx_tt runs on to tt.duration_s (default 6). Leaves the trace,
+# the summary, every reply and results (exit codes, sched_ext state, socket left).
+. /tt/lib.sh
+D=$(cmdline_arg tt.duration_s); D=${D:-6}
+SOCK=/run/tt.sock
+PLAN=/tt/plans/planner_admit.json
+
+# ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
+ctl() {
+  name=$1; shift
+  scx_tt ctl --socket $SOCK "$@" > $OUT/$name.reply 2> $OUT/$name.err
+  rc=$?
+  echo "tt-vm: ctl $*: rc $rc"
+  cat $OUT/$name.reply $OUT/$name.err
+  result "${name}_rc" $rc
+}
+
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+run_scx_tt warmup --table $PLAN --planner bss --duration-s 1
+
+echo "tt-vm: run scx_tt --table $PLAN --planner bss --control $SOCK"
+scx_tt --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
+  --trace $OUT/admit.trace.jsonl --summary-json $OUT/admit.json --timeline-slots 40 \
+  > $OUT/admit.out 2> $OUT/admit.err &
+pid=$!
+sleep 2
+ctl reject admit-periodic --task tt-w
+ctl bad admit-periodic --task tt-a
+ctl accept admit-periodic --task tt-v
+ctl status status
+sleep 2
+ctl remove remove --task tt-v
+ctl again remove --task tt-v
+ctl status2 status
+wait $pid
+result planner_rc $?
+result planner_state "$(scx_state)"
+cat $OUT/admit.out $OUT/admit.err
+[ -e $SOCK ] && result socket_left yes || result socket_left no
+exit 0
