@@ -25,7 +25,8 @@ enum Cmd {
     Plan(cli::plan::PlanCmd),
     /// Run the slot-shifting planner on a virtual slot clock (no root, no sched_ext).
     Simulate(cli::simulate::SimulateArgs),
-    /// Talk to a running `scx_tt --control PATH`: status, switch-table, admit-firm, set-policy (docs/control.md).
+    /// Talk to a running `scx_tt --control PATH`: status, switch-table, admit-firm,
+    /// admit-periodic, remove, set-policy (docs/control.md).
     Ctl(cli::ctl::CtlArgs),
 }
 

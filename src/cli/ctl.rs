@@ -36,7 +36,7 @@ pub enum CtlCmd {
         #[arg(value_name = "PLAN.json")]
         plan: PathBuf,
     },
-    /// Planner mode (`--planner bss`): admit a firm job of WCET slots for tt task NAME, due
+    /// Planner mode (`--planner bss|dvfs`): admit a firm job of WCET slots for tt task NAME, due
     /// DEADLINE slots after the current slot. Exit 0 accepted, 3 rejected.
     AdmitFirm {
         /// A tt task of the plan (the job runs in its threads, on its CPU).
