@@ -273,25 +273,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
 }
 
 fn check_summary(c: &mut Checks, s: &Summary) -> u64 {
-    for cpu in s.managed() {
-        c.check(
-            cpu.foreign_ns == 0,
-            format!("cpu {}: foreign {} ns (want 0)", cpu.cpu, cpu.foreign_ns),
-        );
-    }
-    let slots = s.duration_ns / (s.slot_us * 1000).max(1);
-    let late = s.planner_late_slots;
-    let pct = harness::pct(late.unwrap_or(0), slots);
-    println!("--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %)");
-    c.check(
-        late.is_some(),
-        "the summary JSON has planner_late_slots".into(),
-    );
-    c.check_timing(
-        pct <= LATE_PCT,
-        format!("planner_late_slots {late:?} is {pct:.2} % of {slots} slots (<= {LATE_PCT} %)"),
-    );
-    late.unwrap_or(0)
+    harness::check_planner_summary(c, s, None, &[], LATE_PCT)
 }
 
 fn measure(label: &str) -> Checks {

@@ -423,6 +423,54 @@ impl Checks {
     }
 }
 
+/// The summary checks every planner-mode VM test makes: 0 ns foreign on every managed CPU
+/// (exact); each `tt` task (but those in `skip`) delivered at least `min_delivered_pct` % of its
+/// owned time, if given (timing); `planner_late_slots` present (exact) and at most `late_pct` %
+/// of the run's slots (timing). Returns the late-slot count.
+pub fn check_planner_summary(
+    c: &mut Checks,
+    s: &Summary,
+    min_delivered_pct: Option<f64>,
+    skip: &[&str],
+    late_pct: f64,
+) -> u64 {
+    for cpu in s.managed() {
+        c.check(
+            cpu.foreign_ns == 0,
+            format!("cpu {}: foreign {} ns (want 0)", cpu.cpu, cpu.foreign_ns),
+        );
+    }
+    if let Some(min) = min_delivered_pct {
+        for t in s
+            .tasks
+            .iter()
+            .filter(|t| t.class == "tt" && !skip.contains(&t.name.as_str()))
+        {
+            c.check_timing(
+                t.planned_ns > 0 && t.delivered_pct() >= min,
+                format!(
+                    "{}: delivered {:.1} % of its owned time (>= {min} %)",
+                    t.name,
+                    t.delivered_pct()
+                ),
+            );
+        }
+    }
+    let slots = s.duration_ns / (s.slot_us * 1000).max(1);
+    let late = s.planner_late_slots;
+    let pct = pct(late.unwrap_or(0), slots);
+    println!("--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %)");
+    c.check(
+        late.is_some(),
+        "the summary JSON has planner_late_slots".into(),
+    );
+    c.check_timing(
+        pct <= late_pct,
+        format!("planner_late_slots {late:?} is {pct:.2} % of {slots} slots (<= {late_pct} %)"),
+    );
+    late.unwrap_or(0)
+}
+
 /// How many times a scenario with timing bounds is measured at most. A TCG guest on this
 /// 2-core, itself virtualised, machine sometimes loses its vCPU threads for 5-40 ms at a time
 /// (host steal); a 10 s measurement then misses a timing bound although the scheduler did
