@@ -24,7 +24,7 @@ mod harness;
 use harness::{Checks, Summary, VmOutput};
 use scx_tt::plan::{self, Plan};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
-use scx_tt::trace::{SlotKind, SlotRecord};
+use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 6;
 const MIN_DELIVERED_PCT: f64 = 90.0;
@@ -117,31 +117,16 @@ impl Expect {
     }
 }
 
-fn owner_of(r: &SlotRecord) -> Option<&str> {
-    (r.kind == SlotKind::Tt)
-        .then_some(r.task.as_deref())
-        .flatten()
-}
-
-fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
-    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
-    serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
-}
-
-fn rc(out: &VmOutput, name: &str) -> String {
-    out.result(&format!("{name}_rc")).unwrap_or("?").to_string()
-}
-
 /// The accepted admission: (first_slot, deadline_slot).
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let status = reply(out, "status");
+    let status = out.reply("status");
     println!("  status: {status}");
     c.check(
         status["planner"]["policy"] == "bss" && status["planner"]["lead_slots"] == LEAD,
         "status names the planner policy bss and its lead".into(),
     );
-    let rej = reply(out, "reject");
+    let rej = out.reply("reject");
     println!("  reject: {rej}");
     let deadline = rej["deadline_slot"].as_u64().unwrap_or(0);
     let cur = deadline.saturating_sub(REJECT_DEADLINE);
@@ -150,31 +135,31 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
         .collect();
     let available = rej["available"].as_i64();
     c.check(
-        rc(out, "reject") == "3"
+        out.rc("reject") == "3"
             && rej["accepted"] == false
             && rej["needed"] == REJECT_WCET
             && available.is_some_and(|a| candidates.iter().any(|&(_, f)| f == a)),
         format!(
             "{REJECT_WCET} slots due in {REJECT_DEADLINE} are rejected (client exit {}): \
              available {available:?}, computed here for the planner's next slot (F: free) {:?}",
-            rc(out, "reject"),
+            out.rc("reject"),
             candidates
         ),
     );
     let bad = out.file("bad.reply").unwrap_or_default();
     println!("  bad:    {}", bad.trim());
     c.check(
-        rc(out, "bad") == "1" && bad.contains("task = \\\"nope\\\": no task of the plan"),
+        out.rc("bad") == "1" && bad.contains("task = \\\"nope\\\": no task of the plan"),
         format!(
             "an unknown task is refused naming it (client exit {})",
-            rc(out, "bad")
+            out.rc("bad")
         ),
     );
-    let acc = reply(out, "accept");
+    let acc = out.reply("accept");
     println!("  accept: {acc}");
     let first = acc["first_slot"].as_u64();
     let dl = acc["deadline_slot"].as_u64();
-    let ok = rc(out, "accept") == "0"
+    let ok = out.rc("accept") == "0"
         && acc["accepted"] == true
         && acc["cpu"] == 1
         && matches!((first, dl), (Some(f), Some(d)) if (FIRM_DEADLINE - LEAD - 1..FIRM_DEADLINE).contains(&(d - f)));
@@ -183,7 +168,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
         format!(
             "{FIRM_WCET} slots for tt-a due in {FIRM_DEADLINE} are accepted on CPU 1 (client exit \
              {}): first_slot {first:?}, deadline_slot {dl:?} (deadline - first in {}..{})",
-            rc(out, "accept"),
+            out.rc("accept"),
             FIRM_DEADLINE - LEAD - 1,
             FIRM_DEADLINE
         ),
@@ -191,10 +176,10 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     let sw = out.file("switch.reply").unwrap_or_default();
     println!("  switch: {}", sw.trim());
     c.check(
-        rc(out, "switch") == "1" && sw.contains("refused in planner mode"),
+        out.rc("switch") == "1" && sw.contains("refused in planner mode"),
         format!(
             "switch_table is refused in planner mode (client exit {})",
-            rc(out, "switch")
+            out.rc("switch")
         ),
     );
     for (key, want) in [
@@ -238,12 +223,12 @@ fn check_trace(
     };
     let wrong = |from: u64, to: u64| -> Vec<String> {
         cpu1.iter()
-            .filter(|r| (from..to).contains(&r.slot) && owner_of(r) != e.owner(r.slot))
+            .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) != e.owner(r.slot))
             .map(|r| {
                 format!(
                     "slot {}: {:?} want {:?}",
                     r.slot,
-                    owner_of(r),
+                    harness::tt_owner(r),
                     e.owner(r.slot)
                 )
             })
@@ -275,7 +260,7 @@ fn check_trace(
     );
     let count = |task: &str, from: u64, to: u64| {
         cpu1.iter()
-            .filter(|r| (from..to).contains(&r.slot) && owner_of(r) == Some(task))
+            .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) == Some(task))
             .count() as u64
     };
     let recorded = cpu1

@@ -21,7 +21,7 @@ mod harness;
 
 use harness::{Checks, Summary, VmOutput};
 use scx_tt::plan::{self, Plan, Start};
-use scx_tt::trace::{SlotKind, SlotRecord};
+use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 6;
 const MIN_DELIVERED_PCT: f64 = 90.0;
@@ -75,49 +75,34 @@ impl Expect {
     }
 }
 
-fn owner_of(r: &SlotRecord) -> Option<&str> {
-    (r.kind == SlotKind::Tt)
-        .then_some(r.task.as_deref())
-        .flatten()
-}
-
-fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
-    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
-    serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
-}
-
-fn rc(out: &VmOutput, name: &str) -> String {
-    out.result(&format!("{name}_rc")).unwrap_or("?").to_string()
-}
-
 /// (F, R) of the accepted admission and the removal.
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let rej = reply(out, "reject");
+    let rej = out.reply("reject");
     println!("  reject: {rej}");
     let why = rej["why"].as_str().unwrap_or("");
     c.check(
-        rc(out, "reject") == "3"
+        out.rc("reject") == "3"
             && rej["accepted"] == false
             && why.contains("14 slots every 20 slots on cpu 1")
             && why.contains("frame infeasible on CPU index 0"),
         format!(
             "tt-w (14 of 20 next to 8 of 20) is rejected with the EDF miss (client exit {})",
-            rc(out, "reject")
+            out.rc("reject")
         ),
     );
     let bad = out.file("bad.reply").unwrap_or_default();
     println!("  bad:    {}", bad.trim());
     c.check(
-        rc(out, "bad") == "1" && bad.contains("is not declared \\\"start\\\": \\\"admitted\\\""),
+        out.rc("bad") == "1" && bad.contains("is not declared \\\"start\\\": \\\"admitted\\\""),
         format!(
             "tt-a (in the table) cannot be admitted (client exit {})",
-            rc(out, "bad")
+            out.rc("bad")
         ),
     );
-    let acc = reply(out, "accept");
+    let acc = out.reply("accept");
     println!("  accept: {acc}");
-    let status = reply(out, "status");
+    let status = out.reply("status");
     println!("  status: {status}");
     let asked = status["slot"].as_u64();
     let f = acc["from_slot"].as_u64();
@@ -127,12 +112,12 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     let f_ok = matches!((f, asked), (Some(f), Some(s))
         if f % e.frame == 0 && (s / e.frame + 2..=s / e.frame + 4).contains(&(f / e.frame)));
     c.check(
-        rc(out, "accept") == "0" && acc["accepted"] == true && acc["cpu"] == 1 && f_ok,
+        out.rc("accept") == "0" && acc["accepted"] == true && acc["cpu"] == 1 && f_ok,
         format!(
             "tt-v is accepted on CPU 1 (client exit {}) from F = {f:?}: a frame start, the \
              third after the planner's frame at the request (status right after: slot \
              {asked:?})",
-            rc(out, "accept")
+            out.rc("accept")
         ),
     );
     let listed = &status["planner"]["tasks"];
@@ -142,29 +127,29 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             && listed[0]["from_slot"] == acc["from_slot"],
         format!("status lists tt-v admitted from F: {listed}"),
     );
-    let rem = reply(out, "remove");
+    let rem = out.reply("remove");
     println!("  remove: {rem}");
-    let status2 = reply(out, "status2");
+    let status2 = out.reply("status2");
     println!("  status2: {status2}");
     let r = rem["from_slot"].as_u64();
     let after = status2["slot"].as_u64();
     c.check(
-        rc(out, "remove") == "0"
+        out.rc("remove") == "0"
             && rem["removed"] == true
             && matches!((r, after), (Some(r), Some(s)) if r <= s + REMOVE_SLACK),
         format!(
             "tt-v is removed (client exit {}) from R = {r:?}, at most {REMOVE_SLACK} slots \
              after the slot of the status that followed ({after:?})",
-            rc(out, "remove")
+            out.rc("remove")
         ),
     );
     let again = out.file("again.reply").unwrap_or_default();
     println!("  again:  {}", again.trim());
     c.check(
-        rc(out, "again") == "1" && again.contains("is not running (it was removed from slot"),
+        out.rc("again") == "1" && again.contains("is not running (it was removed from slot"),
         format!(
             "a second removal is refused (client exit {})",
-            rc(out, "again")
+            out.rc("again")
         ),
     );
     let listed = &status2["planner"]["tasks"];
@@ -206,7 +191,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u
     };
     let count = |task: &str, from: u64, to: u64| {
         cpu1.iter()
-            .filter(|x| (from..to).contains(&x.slot) && owner_of(x) == Some(task))
+            .filter(|x| (from..to).contains(&x.slot) && harness::tt_owner(x) == Some(task))
             .count() as u64
     };
     let records =

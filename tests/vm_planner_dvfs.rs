@@ -28,7 +28,7 @@ use scx_tt::plan::{self, Plan};
 use scx_tt::planner::sim::planner_inputs;
 use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run, UNIT};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
-use scx_tt::trace::{SlotKind, SlotRecord};
+use scx_tt::trace::SlotRecord;
 
 /// The plan: planner.json with 60 % instead of 40 % of the slots busy, so that dvfs picks
 /// several frequencies (at 40 % every job stretches down to the minimum, 1.0 of 2.3 GHz).
@@ -103,50 +103,35 @@ impl Expect {
     }
 }
 
-fn owner_of(r: &SlotRecord) -> Option<&str> {
-    (r.kind == SlotKind::Tt)
-        .then_some(r.task.as_deref())
-        .flatten()
-}
-
-fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
-    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
-    serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
-}
-
-fn rc(out: &VmOutput, name: &str) -> String {
-    out.result(&format!("{name}_rc")).unwrap_or("?").to_string()
-}
-
 /// The swap's `from_slot`.
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
     println!("--- replies");
     for (name, policy) in [("status_dvfs", "dvfs"), ("status_bss", "bss")] {
-        let s = reply(out, name);
+        let s = out.reply(name);
         println!("  {name}: {s}");
         c.check(
-            rc(out, name) == "0" && s["planner"]["policy"] == policy,
+            out.rc(name) == "0" && s["planner"]["policy"] == policy,
             format!("{name}: status names the policy in force {policy}"),
         );
     }
     let refuse = out.file("refuse.reply").unwrap_or_default();
     println!("  refuse: {}", refuse.trim());
     c.check(
-        rc(out, "refuse") == "1"
+        out.rc("refuse") == "1"
             && refuse.contains("policy = \\\"dpm\\\": the kernel path runs bss or dvfs only"),
         format!(
             "set-policy dpm is refused naming the value and the rule (client exit {})",
-            rc(out, "refuse")
+            out.rc("refuse")
         ),
     );
-    let swap = reply(out, "swap");
+    let swap = out.reply("swap");
     println!("  swap:   {swap}");
     let from = swap["from_slot"].as_u64();
     c.check(
-        rc(out, "swap") == "0" && swap["ok"] == true && swap["policy"] == "bss" && from.is_some(),
+        out.rc("swap") == "0" && swap["ok"] == true && swap["policy"] == "bss" && from.is_some(),
         format!(
             "set-policy bss is accepted (client exit {}), from_slot {from:?}",
-            rc(out, "swap")
+            out.rc("swap")
         ),
     );
     for (key, want) in [
@@ -173,7 +158,7 @@ fn compare(
             wrong.push(format!("slot {}: beyond the expectations", r.slot));
             continue;
         };
-        let got = (owner_of(r), r.freq);
+        let got = (harness::tt_owner(r), r.freq);
         if got.0 == w.owner.as_deref() && (got.1 - w.freq).abs() <= FREQ_TOLERANCE {
             ok += 1;
         } else if r.late_ns.unwrap_or(0) > slot_ns as i64 {
@@ -259,7 +244,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
     );
     let moved = cpu1
         .iter()
-        .filter(|r| r.slot >= clean_from && owner_of(r) != e.static_owner(r.slot))
+        .filter(|r| r.slot >= clean_from && harness::tt_owner(r) != e.static_owner(r.slot))
         .count();
     let n_clean = cpu1.iter().filter(|r| r.slot >= clean_from).count();
     exact(

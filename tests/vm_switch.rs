@@ -23,7 +23,7 @@ mod harness;
 use harness::{Checks, Summary, Vm, VmOutput};
 use scx_tt::plan::{self, Plan};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
-use scx_tt::trace::{SlotKind, SlotRecord};
+use scx_tt::trace::SlotRecord;
 use std::collections::BTreeMap;
 
 const DURATION_S: u64 = 9;
@@ -63,21 +63,9 @@ impl Table {
     }
 }
 
-/// The slot owner a trace record shows (`tt` records name it; be and idle slots have none).
-fn recorded_owner(r: &SlotRecord) -> Option<&str> {
-    (r.kind == SlotKind::Tt)
-        .then_some(r.task.as_deref())
-        .flatten()
-}
-
 fn read_trace(out: &VmOutput) -> Vec<SlotRecord> {
     out.records("switch.trace.jsonl")
         .unwrap_or_else(|e| panic!("{e}"))
-}
-
-fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
-    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
-    serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
 }
 
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
@@ -91,7 +79,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("bad")
         ),
     );
-    let good = reply(out, "good");
+    let good = out.reply("good");
     println!("  good:   {good}");
     let switch_slot = good["switch_slot"].as_u64();
     c.check(
@@ -101,7 +89,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("good")
         ),
     );
-    let back = reply(out, "back");
+    let back = out.reply("back");
     println!("  back:   {back}");
     let back_slot = back["switch_slot"].as_u64();
     c.check(
@@ -112,8 +100,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("back")
         ),
     );
-    let before = reply(out, "status_before");
-    let after = reply(out, "status_after");
+    let before = out.reply("status_before");
+    let after = out.reply("status_after");
     println!("  status before: {before}\n  status after:  {after}");
     c.check(
         before["table"] == "/tt/plans/switch_a.json" && before["frame_slots"] == 8,
@@ -175,7 +163,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summa
     for r in trace {
         let p = phase(r.slot);
         let want = tables[p].owner(r.cpu, r.slot);
-        let got = recorded_owner(r);
+        let got = harness::tt_owner(r);
         if want != got {
             wrong.push(format!(
                 "cpu {} slot {}: owner {got:?}, want {want:?}",

@@ -144,6 +144,20 @@ impl VmOutput {
         read(&self.dir.join("files").join(name))
     }
 
+    /// The JSON reply a control client in the guest saved as NAME.reply; `Null` when it is
+    /// absent or not JSON (the checks then name what was expected).
+    pub fn reply(&self, name: &str) -> serde_json::Value {
+        let text = self.file(&format!("{name}.reply")).unwrap_or_default();
+        serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The exit code the guest reported as result NAME_rc, or "?".
+    pub fn rc(&self, name: &str) -> String {
+        self.result(&format!("{name}_rc"))
+            .unwrap_or("?")
+            .to_string()
+    }
+
     /// A JSON-lines file the guest left in /out (a `--trace`), one `T` per non-empty line; a
     /// line that does not parse is an error naming the file and the line.
     pub fn records<T: serde::de::DeserializeOwned>(&self, name: &str) -> Result<Vec<T>> {
@@ -183,6 +197,14 @@ impl VmOutput {
 fn head(text: &str) -> &str {
     let end = text.char_indices().nth(600).map_or(text.len(), |(i, _)| i);
     &text[..end]
+}
+
+/// The task a trace record shows owning its slot: `tt` records name it; be and idle slots have
+/// none.
+pub fn tt_owner(r: &scx_tt::trace::SlotRecord) -> Option<&str> {
+    (r.kind == scx_tt::trace::SlotKind::Tt)
+        .then_some(r.task.as_deref())
+        .flatten()
 }
 
 /// JSON lines `text` (from file `name`) as one `T` per non-empty line; a line that does not
