@@ -58,6 +58,17 @@ run_scx_tt() {
   return $rc
 }
 
+# ctl NAME ARGS...: one `scx_tt ctl --socket $SOCK` request; the reply goes to NAME.reply,
+# stderr to NAME.err, the exit code into the results as NAME_rc (scenarios set SOCK).
+ctl() {
+  name=$1; shift
+  scx_tt ctl --socket "$SOCK" "$@" > "$OUT/$name.reply" 2> "$OUT/$name.err"
+  rc=$?
+  echo "tt-vm: ctl $*: rc $rc"
+  cat "$OUT/$name.reply" "$OUT/$name.err"
+  result "${name}_rc" $rc
+}
+
 send_out_files() {
   for f in $OUT/*; do
     [ -f "$f" ] || continue

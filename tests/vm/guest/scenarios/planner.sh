@@ -9,16 +9,6 @@ D=$(cmdline_arg tt.duration_s); D=${D:-6}
 SOCK=/run/tt.sock
 PLAN=/tt/plans/planner.json
 
-# ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
-ctl() {
-  name=$1; shift
-  scx_tt ctl --socket $SOCK "$@" > $OUT/$name.reply 2> $OUT/$name.err
-  rc=$?
-  echo "tt-vm: ctl $*: rc $rc"
-  cat $OUT/$name.reply $OUT/$name.err
-  result "${name}_rc" $rc
-}
-
 # Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
 run_scx_tt warmup --table $PLAN --planner bss --duration-s 2
 

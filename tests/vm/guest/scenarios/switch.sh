@@ -10,16 +10,6 @@ D=$(cmdline_arg tt.duration_s); D=${D:-9}
 SOCK=/run/tt.sock
 PLANS=/tt/plans
 
-# ctl NAME ARGS...: one `scx_tt ctl` request; reply in NAME.reply, exit code as NAME_rc.
-ctl() {
-  name=$1; shift
-  scx_tt ctl --socket $SOCK "$@" > $OUT/$name.reply 2> $OUT/$name.err
-  rc=$?
-  echo "tt-vm: ctl $*: rc $rc"
-  cat $OUT/$name.reply $OUT/$name.err
-  result "${name}_rc" $rc
-}
-
 foreign=$(start_busy_loop)
 # An error after the socket was created (guard band longer than the slot): the socket goes too.
 run_scx_tt errpath --table $PLANS/switch_a.json --guard-us 20000 --control /run/tt-err.sock
