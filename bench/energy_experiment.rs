@@ -10,8 +10,8 @@
 //! Writes `DIR/energy_experiment.svg` and `DIR/energy_experiment.txt` (default `bench/results`).
 //! See docs/energy.md for the set-up and every difference from the paper.
 
-use scx_tt::energy::experiment::{run, task_set, Case, Exec, RunResult, Variant, VARIANTS};
 use scx_tt::energy::model::{self, PowerModel};
+use scx_tt::sim::experiment::{run, task_set, Case, Exec, RunResult, Variant, VARIANTS};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -246,7 +246,7 @@ fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64
         s,
         "package W = uncore {:.1} W + housekeeping core + {} x managed core; all figures are model estimates, not measurements",
         model.uncore_w,
-        scx_tt::energy::experiment::managed_cores(model)
+        scx_tt::sim::experiment::managed_cores(model)
     );
     let bss = variant("bss");
     for (ei, (ename, _)) in EXECS.iter().enumerate() {
@@ -444,7 +444,7 @@ fn svg(model: &PowerModel, res: &Results) -> String {
         r#"<text x="{ml}" y="{}">This plot: simulation with power model {} (an estimate, docs/energy.md); package = uncore + housekeeping core + {} managed cores.</text>"#,
         ly + 48.0,
         model.name,
-        scx_tt::energy::experiment::managed_cores(model)
+        scx_tt::sim::experiment::managed_cores(model)
     );
     let _ = writeln!(s, "</svg>");
     s

@@ -23,10 +23,10 @@
 #[path = "planner_common.rs"]
 mod common;
 
+use scx_tt::abi::NO_TASK;
 use scx_tt::planner::offline::{self, Job};
 use scx_tt::planner::runtime::CpuInput;
-use scx_tt::planner::{Admission, Freqs, Planner, PlannerConfig, Policy};
-use scx_tt::sched::config::NO_TASK;
+use scx_tt::planner::{Admission, Freqs, Placement, Planner, PlannerConfig, Policy};
 use std::hint::black_box;
 use std::time::Instant;
 
@@ -121,7 +121,12 @@ fn admissions(inputs: &[CpuInput], frame: u64, named: bool) -> (Vec<u64>, u32, f
         let k = k as u64;
         let (wcet, deadline, _, _) = request(k, now, frame, cpus);
         let t0 = Instant::now();
-        let a = p.admit_firm(10_000 + k as usize, wcet, deadline, cpu_of(k));
+        let a = p.admit_firm(
+            10_000 + k as usize,
+            wcet,
+            deadline,
+            Placement::prefer(cpu_of(k)),
+        );
         *sample = t0.elapsed().as_nanos() as u64;
         accepted += matches!(a, Admission::Accepted { .. }) as u32;
         black_box(a);
@@ -130,7 +135,12 @@ fn admissions(inputs: &[CpuInput], frame: u64, named: bool) -> (Vec<u64>, u32, f
     let t0 = Instant::now();
     for k in 0..TRIES {
         let (wcet, deadline, _, _) = request(k, now, frame, cpus);
-        black_box(p.admit_firm(10_000 + k as usize, wcet, deadline, cpu_of(k)));
+        black_box(p.admit_firm(
+            10_000 + k as usize,
+            wcet,
+            deadline,
+            Placement::prefer(cpu_of(k)),
+        ));
     }
     let batch = t0.elapsed().as_nanos() as f64 / TRIES as f64;
     (samples, accepted, batch)

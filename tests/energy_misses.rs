@@ -3,8 +3,8 @@
 //! plain slot shifting. (The benchmark runs 10 sets per combination and also fails on a miss;
 //! this test runs 2 per combination so it stays fast.)
 
-use scx_tt::energy::experiment::{run, task_set, Case, Exec, VARIANTS};
 use scx_tt::energy::model;
+use scx_tt::sim::experiment::{run, task_set, Case, Exec, VARIANTS};
 use std::path::Path;
 
 #[test]

@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use scx_tt::planner::offline::Job;
 use scx_tt::planner::runtime::CpuInput;
 use scx_tt::planner::{
-    Admission, Freqs, JobEvent, Observation, Planner, PlannerConfig, Policy, Run,
+    Admission, Freqs, JobEvent, Observation, Placement, Planner, PlannerConfig, Policy, Run,
 };
 
 const FRAME: u64 = 40;
@@ -263,7 +263,7 @@ fn differ(
                 }
                 Some(rel) => {
                     let got = matches!(
-                        p.admit_firm(task, c, s + rel, None),
+                        p.admit_firm(task, c, s + rel, Placement::Any),
                         Admission::Accepted { .. }
                     );
                     let want = r.admit(s + 1, task, c, s + rel);

@@ -12,7 +12,7 @@ use proptest::prelude::*;
 use scx_tt::planner::cpu::JobKind;
 use scx_tt::planner::offline::Job;
 use scx_tt::planner::runtime::{CpuInput, Rejection};
-use scx_tt::planner::{Admission, Freqs, Observation, Planner, PlannerConfig, Policy};
+use scx_tt::planner::{Admission, Freqs, Observation, Placement, Planner, PlannerConfig, Policy};
 
 const FRAME: u64 = 60;
 
@@ -116,7 +116,7 @@ proptest! {
                 let loads: Vec<u64> = p.cpus().iter().map(|c| c.load_slots()).collect();
                 let fits = |c: usize| caps[c].available >= wcet as i64;
                 let task = 10_000 + next;
-                let got = p.admit_firm(task, wcet, deadline, requested);
+                let got = p.admit_firm(task, wcet, deadline, Placement::prefer(requested));
                 match got {
                     Admission::Accepted { cpu, bound } => {
                         let want = match requested {
@@ -172,7 +172,7 @@ fn equal_cpus_take_turns() {
     // Loads 12, 12, 12 (6 instances × 2 slots): CPU 0 (tie, lower index), then 1, then 2, then
     // 0 again (13, 13, 13 after one job of 1 slot each).
     let got: Vec<usize> = (0..4)
-        .map(|k| match p.admit_firm(500 + k, 1, 30, None) {
+        .map(|k| match p.admit_firm(500 + k, 1, 30, Placement::Any) {
             Admission::Accepted { cpu, .. } => cpu,
             other => panic!("job {k}: {other:?}"),
         })

@@ -7,7 +7,7 @@ use scx_tt::planner::cpu::{CpuState, UNIT};
 use scx_tt::planner::offline::Job;
 use scx_tt::planner::runtime::CpuInput;
 use scx_tt::planner::{
-    Admission, Freqs, JobEvent, Observation, Planner, PlannerConfig, Policy, Run,
+    Admission, Freqs, JobEvent, Observation, Placement, Planner, PlannerConfig, Policy, Run,
 };
 use std::collections::HashMap;
 
@@ -258,7 +258,7 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
             with.extend((0..FRAME / period).map(|k| (k * period, (k + 1) * period, wcet)));
             let feasible = edf_feasible(0, 0, &with);
             let accepted = matches!(
-                p.admit_periodic(task, wcet, period, None),
+                p.admit_periodic(task, wcet, period, Placement::Any),
                 Admission::Accepted { .. }
             );
             if accepted != feasible {
@@ -284,7 +284,7 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
             jobs.push((now, now + rel, wcet));
             // A DPM idle period may be ended early for an admission: no slot is blocked.
             let feasible = edf_feasible(now, now, &jobs);
-            match p.admit_firm(task, wcet, now + rel, None) {
+            match p.admit_firm(task, wcet, now + rel, Placement::Any) {
                 Admission::Accepted { .. } => {
                     tally.accepted += 1;
                     if !feasible {

@@ -3,7 +3,9 @@
 use scx_tt::planner::cpu::UNIT;
 use scx_tt::planner::offline::Job;
 use scx_tt::planner::runtime::{CpuInput, Rejection};
-use scx_tt::planner::{Admission, Freqs, Observation, Planner, PlannerConfig, Policy, Run};
+use scx_tt::planner::{
+    Admission, Freqs, Observation, Placement, Planner, PlannerConfig, Policy, Run,
+};
 
 const SLOT_NS: u64 = 1_000_000;
 
@@ -68,7 +70,7 @@ fn acceptance_splits_the_interval_containing_the_deadline() {
     assert_eq!(ivs(&p)[0], (0, 10, 6));
     // Firm job, 3 slots before slot 15, from slot 1 on:
     // available = sc([0,10)) + min(15 - 10, sc([10,20))) = 6 + min(5, 4) = 10 >= 3: accept.
-    let a = p.admit_firm(2, 3, 15, None);
+    let a = p.admit_firm(2, 3, 15, Placement::Any);
     assert_eq!(a, Admission::Accepted { cpu: 0, bound: 15 });
     // Split [10,20) at 15: [15,20) keeps B: sc = 4 - 5 = -1 (B borrows one slot);
     // [10,15): min(5, 4) = 4, minus the new job's 3 = 1; borrow of [0,10) unchanged (1 >= 0).
@@ -89,7 +91,7 @@ fn rejection_reports_needed_and_available_slots() {
         Freqs::max_only(),
     );
     p.step(0, &[]).unwrap();
-    match p.admit_firm(2, 12, 15, None) {
+    match p.admit_firm(2, 12, 15, Placement::Any) {
         Admission::Rejected(Rejection::Capacity { cpu, cap }) => {
             assert_eq!(
                 (cpu, cap.needed, cap.available, cap.deadline),
@@ -126,7 +128,7 @@ fn negotiation_moves_a_rejected_job_to_another_cpu() {
     );
     p.step(0, &[]).unwrap();
     assert_eq!(
-        p.admit_firm(5, 2, 10, Some(0)),
+        p.admit_firm(5, 2, 10, Placement::Prefer(0)),
         Admission::Accepted { cpu: 1, bound: 10 }
     );
 }
@@ -181,12 +183,12 @@ fn periodic_addition_runs_from_the_first_frame_not_yet_built_and_removal_returns
     );
     p.step(0, &[]).unwrap();
     assert_eq!(
-        p.admit_periodic(2, 2, 10, None),
+        p.admit_periodic(2, 2, 10, Placement::Any),
         Admission::Accepted { cpu: 0, bound: 60 }
     );
     // Another 9-slot task every 10 slots cannot fit (4 + 2 + 9 > 10 in [0,10)).
     assert!(matches!(
-        p.admit_periodic(3, 9, 10, None),
+        p.admit_periodic(3, 9, 10, Placement::Any),
         Admission::Rejected(Rejection::Infeasible { .. })
     ));
     let mut p_slots = 0;
@@ -347,7 +349,7 @@ fn an_admission_keeps_a_dpm_idle_period_when_the_job_fits_after_it_and_ends_it_o
     // idle slots leaves 10 >= 2: the idle period stays, B runs 17-19 (deadline 20 first),
     // the firm job 20-21.
     assert_eq!(
-        p.admit_firm(7, 2, 30, None),
+        p.admit_firm(7, 2, 30, Placement::Any),
         Admission::Accepted { cpu: 0, bound: 30 }
     );
     let runs: Vec<Run> = (3..22).map(|s| p.step(s, &[]).unwrap()[0].run).collect();
@@ -371,7 +373,7 @@ fn an_admission_keeps_a_dpm_idle_period_when_the_job_fits_after_it_and_ends_it_o
     p.step(1, &[FULL]).unwrap();
     p.step(2, &[DONE]).unwrap();
     assert_eq!(
-        p.admit_firm(7, 12, 17, None),
+        p.admit_firm(7, 12, 17, Placement::Any),
         Admission::Accepted { cpu: 0, bound: 17 }
     );
     let d = p.step(3, &[]).unwrap()[0];
@@ -393,7 +395,7 @@ fn a_deadline_already_past_is_rejected_with_zero_available() {
     for s in 0..5 {
         p.step(s, &[]).unwrap();
     }
-    match p.admit_firm(1, 1, 3, None) {
+    match p.admit_firm(1, 1, 3, Placement::Any) {
         Admission::Rejected(Rejection::Capacity { cap, .. }) => assert_eq!(cap.available, 0),
         other => panic!("{other:?}"),
     }

@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 use scx_tt::plan;
-use scx_tt::planner::power::{PlaceholderPower, PowerModel};
-use scx_tt::planner::sim::{self, ExecModel, SimConfig, SimOutput};
 use scx_tt::planner::{Freqs, Policy};
+use scx_tt::sim::power::{PlaceholderPower, SlotPower};
+use scx_tt::sim::{self, ExecModel, SimConfig, SimOutput};
 use scx_tt::trace::{SlotKind, SlotRecord};
 
 fn run(plan: &plan::Plan, arrivals: &[sim::Arrival], policy: Policy, exec: ExecModel) -> SimOutput {

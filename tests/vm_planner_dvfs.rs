@@ -5,7 +5,7 @@
 //! exit 1), a swap to bss (exit 0, reply `from_slot` F) and the status again (policy bss).
 //!
 //! The expectations come from the library, not from scx_tt: a `Planner` built from the plan
-//! (`planner_inputs`, `Freqs::xeon_default()`, as `scx_tt` without `--power-model`) is stepped
+//! (`Plan::planner_inputs`, `Freqs::xeon_default()`, as `scx_tt` without `--power-model`) is stepped
 //! here under dvfs up to F - 1 and under bss from F on, every planned job running its whole slot
 //! (no admissions). Checks:
 //!   - every record before F carries the planner's frequency for its slot (`freq` = the cpuperf
@@ -25,7 +25,6 @@ mod harness;
 use harness::{Checks, Summary, VmOutput};
 use scx_tt::energy::perf::cpuperf_target;
 use scx_tt::plan::{self, Plan};
-use scx_tt::planner::sim::planner_inputs;
 use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run, UNIT};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::trace::SlotRecord;
@@ -75,7 +74,7 @@ impl Expect {
     /// The planner's decisions for slots `0..to`: dvfs before `swap`, bss from `swap` on.
     fn decisions(&self, swap: u64, to: u64) -> Vec<Want> {
         let mut p = Planner::new(
-            &planner_inputs(&self.plan),
+            &self.plan.planner_inputs(),
             self.frame,
             PlannerConfig {
                 policy: Policy::Dvfs,

@@ -374,9 +374,8 @@ impl Accounting {
 
 /// The normalised frequency a sample's tick requested (1.0 when it requested none).
 fn sample_freq(s: &SlotSample) -> f64 {
-    s.perf.map_or(1.0, |p| {
-        f64::from(p) / f64::from(crate::sched::config::PERF_ONE)
-    })
+    s.perf
+        .map_or(1.0, |p| f64::from(p) / f64::from(crate::abi::PERF_ONE))
 }
 
 fn freq_shares(r: &FreqResidency) -> Vec<FreqShare> {

@@ -3,7 +3,7 @@
  * The ABI between src/bpf/tt_sched.bpf.c and the Rust loader (src/sched/, via bindgen).
  *
  * Every constant and struct that crosses the boundary lives here. Sizes are checked with
- * _Static_assert below and with const asserts in src/sched/abi.rs; change both together.
+ * _Static_assert below and with const asserts in src/abi.rs (which also holds the constants); change both together.
  * Times are nanoseconds of CLOCK_MONOTONIC (bpf_ktime_get_ns()), named *_ns.
  */
 #ifndef __TT_INTF_H

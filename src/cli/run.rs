@@ -16,9 +16,9 @@ mod planner_loop;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use scx_tt::control::online;
 use scx_tt::energy::model::{self, PowerModel};
 use scx_tt::plan;
+use scx_tt::planner::kernel_path as online;
 use scx_tt::planner::Policy;
 use std::path::{Path, PathBuf};
 
@@ -95,7 +95,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Err(e) => return Err(e).context("loading the plan"),
     };
     if let Some(policy) = args.planner {
-        online::check(&plan, policy, args.planner_lead_slots)?;
+        online::check(policy, args.planner_lead_slots, plan.frame_slots)?;
         if args.perf_table.is_some() {
             bail!(
                 "--perf-table with --planner {policy}: refused (the perf table follows frame \

@@ -37,13 +37,13 @@
 //! 3. Only a plan compatible with the running one is ever handed to the kernel.
 
 pub mod compat;
-pub mod online;
 pub mod request;
 
-pub use compat::{mismatches, Mismatch};
-pub use online::{
-    FirmJob, FirmOutcome, OnlinePlanner, PeriodicOutcome, PeriodicTask, PlannerModeError,
+pub use crate::planner::kernel_path::{
+    self as online, FirmJob, FirmOutcome, KernelPlanner, PeriodicOutcome, PeriodicTask,
+    PlannerModeError,
 };
+pub use compat::{mismatches, Mismatch};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
 use crate::plan::{Class, LoadError, Plan, Start};
@@ -395,7 +395,7 @@ impl Control {
         name: &str,
         wcet: u64,
         deadline_slots: u64,
-        now_ns: u64,
+        _now_ns: u64,
     ) -> Result<FirmJob, ControlError> {
         if self.planner.is_none() {
             return Err(ControlError::NotPlannerMode { op: "admit_firm" });
@@ -414,7 +414,7 @@ impl Control {
                 tt,
             });
         };
-        let Some(cpu) = online::firm_cpu(&self.plan, task) else {
+        let Some(cpu) = self.plan.tt_cpu_index(task) else {
             return Err(ControlError::NotTt {
                 name: name.into(),
                 tt,
@@ -425,7 +425,6 @@ impl Control {
             cpu,
             wcet,
             deadline_slots,
-            deadline_slot: self.slot_at(now_ns) + deadline_slots,
         })
     }
 
@@ -479,10 +478,9 @@ impl Control {
         let Some(task) = self.plan.tasks.iter().position(|t| t.name == name) else {
             return Err(not_admittable());
         };
-        let (Start::Admitted { period, wcet }, Some(cpu)) = (
-            self.plan.tasks[task].start,
-            online::firm_cpu(&self.plan, task),
-        ) else {
+        let (Start::Admitted { period, wcet }, Some(cpu)) =
+            (self.plan.tasks[task].start, self.plan.tt_cpu_index(task))
+        else {
             return Err(not_admittable());
         };
         if let Some(c) = self.change(name).filter(|c| c.state == "admitted") {

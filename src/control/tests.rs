@@ -388,7 +388,6 @@ fn admit_firm_names_the_task_cpu_and_the_absolute_deadline_then_counts_the_answe
             cpu: 0,
             wcet: 20,
             deadline_slots: 60,
-            deadline_slot: 73
         }
     );
     let accepted = c.admission(&FirmOutcome::Accepted {

@@ -9,8 +9,6 @@
 //! - [`cpufreq`]: cpufreq policies, the `userspace` governor, raise-before / lower-after.
 //! - [`idle`]: per-CPU `pm_qos_resume_latency_us` limits for DPM.
 //! - [`meter`]: measured (powercap RAPL) or estimated energy, labelled.
-//! - [`sim_power`]: the model as `simulate`'s per-slot power charge.
-//! - [`experiment`]: the EASS paper's power experiment in simulation (`bench/energy_experiment.rs`).
 //!
 //! Pure parts (model, estimate, residency, perf, the frequency decisions of cpufreq) take values
 //! and return values. Every OS effect goes through a trait with a real backend rooted at a
@@ -19,11 +17,9 @@
 
 pub mod cpufreq;
 pub mod estimate;
-pub mod experiment;
 pub mod idle;
 pub mod meter;
 pub mod model;
 pub mod perf;
 pub mod residency;
-pub mod sim_power;
 pub mod sysfs;

@@ -17,6 +17,7 @@
 //! Models are JSON files in `models/` (format 1, documented in docs/energy.md) and are validated
 //! here: every rule violation is a [`ModelError`] naming the field.
 
+use crate::planner::policy::{Freqs, FreqsError};
 use serde::Deserialize;
 use std::path::Path;
 use thiserror::Error;
@@ -249,6 +250,26 @@ fn validate_cluster(i: usize, rc: RawCluster) -> Result<Cluster, ModelError> {
 }
 
 impl PowerModel {
+    /// The frequencies EASS-DVFS chooses from: the P-states of the cluster holding CPU `cpu`
+    /// (the first cluster if none does), normalised to that cluster's highest.
+    pub fn dvfs_freqs(&self, cpu: u32) -> Result<Freqs, FreqsError> {
+        let cluster = self
+            .clusters
+            .iter()
+            .find(|c| (c.first_cpu..c.first_cpu + c.cpu_count).contains(&cpu))
+            .or(self.clusters.first());
+        let Some(cluster) = cluster else {
+            return Err(FreqsError::Empty);
+        };
+        let max = f64::from(cluster.max_mhz());
+        let normalised: Vec<f64> = cluster
+            .pstates
+            .iter()
+            .map(|p| f64::from(p.mhz) / max)
+            .collect();
+        Freqs::new(&normalised)
+    }
+
     /// The cluster CPU `cpu` belongs to.
     pub fn cluster_of(&self, cpu: u32) -> Option<&Cluster> {
         self.clusters

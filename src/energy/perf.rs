@@ -5,8 +5,7 @@
 //! frequency. The planner's normalised frequency `f ∈ (0, 1]` is relative to the same maximum, so
 //! the target is `⌈f · 1024⌉`, rounded up so a job never runs slower than planned.
 
-/// `SCX_CPUPERF_ONE` of the kernel's sched_ext ABI.
-pub const CPUPERF_ONE: u32 = 1024;
+use crate::abi::PERF_ONE as CPUPERF_ONE;
 
 /// The cpuperf target for normalised frequency `freq`: `⌈freq · 1024⌉` clamped to `[1, 1024]`;
 /// NaN or non-positive values give the minimum target 1.

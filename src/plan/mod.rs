@@ -23,6 +23,7 @@ pub use error::{LoadError, PlanError, PlanErrors, Rule};
 pub use raw::RawPlan;
 
 use crate::planner::offline::{Interval, Job, Range, Slot};
+use crate::planner::runtime::CpuInput;
 use serde::Serialize;
 use std::path::Path;
 
@@ -94,6 +95,35 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// One entry per managed CPU, same order as `managed`.
     pub cpus: Vec<CpuPlan>,
+}
+
+impl Plan {
+    /// The planner's view of the plan: per managed CPU (plan order), its frame's jobs (task ids
+    /// are plan task indices) and whether a `be` task may use its slack. The input of
+    /// `simulate` and of the kernel path's planner mode.
+    pub fn planner_inputs(&self) -> Vec<CpuInput> {
+        self.cpus
+            .iter()
+            .map(|c| CpuInput {
+                jobs: c.jobs.clone(),
+                has_be: self
+                    .tasks
+                    .iter()
+                    .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
+            })
+            .collect()
+    }
+
+    /// The managed CPU index (position in `managed`) of tt task `task`, whose threads run on
+    /// that CPU only; `None` for a be task or an index out of range.
+    pub fn tt_cpu_index(&self, task: usize) -> Option<usize> {
+        let t = self.tasks.get(task)?;
+        if t.class != Class::Tt {
+            return None;
+        }
+        let cpu = t.cpu?;
+        self.managed.iter().position(|&c| c == cpu)
+    }
 }
 
 /// A task of the plan.

@@ -5,16 +5,18 @@
 //! - [`policy`]: per-slot decisions under `bss`, `dpm`, `dvfs`, `dpm+dvfs`.
 //! - [`runtime`]: [`Planner`], all managed CPUs: `step(slot, observations) -> decisions`,
 //!   admission with multicore negotiation.
-//! - [`sim`]: a virtual slot clock driving the planner over a plan and arrivals (`simulate`).
-//! - [`power`]: the placeholder power model used by `simulate`.
+//! - [`kernel_path`]: the kernel path's adapter: decisions `lead` slots ahead of the BPF slot
+//!   clock as table and cpuperf entry writes, late slots, admissions on a task's own CPU.
+//!
+//! Inputs are plain values (`CpuInput`, slots, observations); nothing here reads a plan file,
+//! a clock or a BPF map (the simulation driver is `crate::sim`, the kernel edge `src/cli/run`).
 
 pub mod cpu;
+pub mod kernel_path;
 pub mod offline;
 pub mod policy;
-pub mod power;
 pub mod runtime;
-pub mod sim;
 
 pub use cpu::{JobEvent, JobKind, UNIT};
 pub use policy::{Decision, Freqs, Policy, Run};
-pub use runtime::{Admission, Observation, Planner, PlannerConfig, StepError};
+pub use runtime::{Admission, Observation, Placement, Planner, PlannerConfig, StepError};

@@ -72,6 +72,31 @@ pub enum StepError {
     Observations { got: usize, cpus: usize },
 }
 
+/// Where an admission may place its job or task (CPU indices of the managed CPUs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// This CPU only: a rejection there is final (a task whose threads run on one CPU).
+    Only(usize),
+    /// This CPU first, then the others by the negotiation order.
+    Prefer(usize),
+    /// Any CPU, by the negotiation order.
+    Any,
+}
+
+impl Placement {
+    /// `Prefer(cpu)` for `Some(cpu)`, else `Any`.
+    pub fn prefer(cpu: Option<usize>) -> Placement {
+        cpu.map_or(Placement::Any, Placement::Prefer)
+    }
+
+    fn preferred(self) -> Option<usize> {
+        match self {
+            Placement::Only(c) | Placement::Prefer(c) => Some(c),
+            Placement::Any => None,
+        }
+    }
+}
+
 /// Reply to an admission request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Admission {
@@ -221,17 +246,26 @@ impl Planner {
     }
 
     /// Admits a firm aperiodic job released now: `wcet` slots before slot `deadline` (absolute,
-    /// exclusive), preferably on CPU index `cpu`.
+    /// exclusive), on a CPU `place` allows (see [`Placement`]).
     pub fn admit_firm(
         &mut self,
         task: usize,
         wcet: u64,
         deadline: Slot,
-        cpu: Option<usize>,
+        place: Placement,
     ) -> Admission {
         let now = self.next_slot;
         let n = self.cpus.len();
-        let requested = cpu.filter(|&c| c < n);
+        if let Placement::Only(i) = place {
+            if i >= n {
+                return Admission::Rejected(Rejection::Invalid(no_cpu(i, n)));
+            }
+            return match self.try_firm(i, now, task, wcet, deadline) {
+                Ok(a) => a,
+                Err(cap) => Admission::Rejected(Rejection::Capacity { cpu: i, cap }),
+            };
+        }
+        let requested = place.preferred().filter(|&c| c < n);
         // The CPU with the most free capacity among those that rejected, with its numbers.
         let mut best: Option<(usize, Capacity)> = None;
         let mut reject = |i: usize, cap: Capacity| {
@@ -304,7 +338,7 @@ impl Planner {
         task: usize,
         wcet: u64,
         period: Slot,
-        cpu: Option<usize>,
+        place: Placement,
     ) -> Admission {
         if period == 0 || !self.frame.is_multiple_of(period) {
             return Admission::Rejected(Rejection::Invalid(format!(
@@ -334,7 +368,14 @@ impl Planner {
                 self.frame as i64 - demand as i64
             })
             .collect();
-        let order = negotiation_order(cpu, self.cpus.len(), |i| spare[i]);
+        let n = self.cpus.len();
+        let order = match place {
+            Placement::Only(i) if i >= n => {
+                return Admission::Rejected(Rejection::Invalid(no_cpu(i, n)))
+            }
+            Placement::Only(i) => vec![i],
+            _ => negotiation_order(place.preferred(), n, |i| spare[i]),
+        };
         let mut first_miss = None;
         for &i in &order {
             match self.cpus[i].add_periodic(&instances) {
@@ -381,6 +422,10 @@ impl Planner {
         }
         found
     }
+}
+
+fn no_cpu(i: usize, n: usize) -> String {
+    format!("managed CPU index {i} does not exist ({n} managed CPUs)")
 }
 
 /// The requested CPU first, then all others by decreasing `free` (ties: lower index).

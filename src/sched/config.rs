@@ -4,11 +4,7 @@
 use crate::plan::{Class, Plan};
 use thiserror::Error;
 
-/// "no task" in the table (matches TT_NO_TASK in src/bpf/intf.h).
-pub const NO_TASK: u32 = u32::MAX;
-/// Limits of src/bpf/intf.h (checked against the bindgen values in the loader).
-pub const MAX_CPUS: u32 = 256;
-pub const MAX_TASKS: usize = 512;
+use crate::abi::{MAX_CPUS, MAX_TABLE_ENTRIES, MAX_TASKS, NO_TASK};
 
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
@@ -43,9 +39,6 @@ pub struct SchedConfig {
     /// Same layout as `table`: cpuperf target per slot (1..=PERF_ONE), 0 to leave it alone.
     pub perf: Option<Vec<u32>>,
 }
-
-/// Full performance for `scx_bpf_cpuperf_set` (TT_PERF_ONE in src/bpf/intf.h).
-pub const PERF_ONE: u32 = crate::energy::perf::CPUPERF_ONE;
 
 /// A normalised frequency in (0, 1] as a cpuperf target in 1..=PERF_ONE, rounded up (a slot
 /// never asks for less than its table says): the same conversion as planner mode's dvfs.
@@ -88,7 +81,7 @@ impl SchedConfig {
             .collect();
         let frame = plan.frame_slots;
         let entries = 2 * plan.managed.len() as u64 * frame;
-        if entries > u32::MAX as u64 / 4 {
+        if entries > MAX_TABLE_ENTRIES {
             return Err(ConfigError::TableTooLarge {
                 cpus: plan.managed.len(),
                 frame,

@@ -3,10 +3,11 @@
 //! buffer and counters; `shutdown` (also run by Drop) disarms, detaches and waits for
 //! `disabled`.
 
-use super::config::{SchedConfig, MAX_CPUS, MAX_TASKS, NO_TASK, PERF_ONE};
+use super::affinity;
+use super::config::SchedConfig;
 use super::system::SysFs;
+use crate::abi::{self, MAX_TASKS, NO_TASK};
 use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
-use crate::bpf_intf as abi;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::plan::Class;
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput, RingBuffer, RingBufferBuilder};
@@ -16,17 +17,6 @@ use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 use thiserror::Error;
-
-// The ABI of src/bpf/intf.h, checked on the Rust side (the C side has _Static_assert).
-const _: () = assert!(size_of::<abi::tt_task_ctx>() == 8);
-const _: () = assert!(size_of::<abi::tt_arm_arg>() == 8);
-const _: () = assert!(size_of::<abi::tt_slot_rec>() == 88);
-const _: () = assert!(size_of::<abi::tt_task_stats>() == 24);
-const _: () = assert!(size_of::<abi::tt_cpu_stats>() == 80);
-const _: () = assert!(abi::tt_limits_TT_MAX_CPUS == MAX_CPUS);
-const _: () = assert!(abi::tt_limits_TT_MAX_TASKS as usize == MAX_TASKS);
-const _: () = assert!(abi::TT_NO_TASK == NO_TASK);
-const _: () = assert!(abi::tt_limits_TT_PERF_ONE == PERF_ONE);
 
 #[derive(Debug, Error)]
 pub enum LoadError {
@@ -122,47 +112,6 @@ fn map_err(map: &'static str) -> impl Fn(libbpf_rs::Error) -> LoadError {
     move |e| LoadError::Map {
         map,
         msg: e.to_string(),
-    }
-}
-
-/// Nanoseconds of CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns().
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn set_affinity(cpus: &[u32]) -> std::io::Result<()> {
-    // SAFETY: cpu_set_t is plain data; CPU_SET stays inside it for cpu < CPU_SETSIZE.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for &c in cpus
-            .iter()
-            .filter(|&&c| (c as usize) < libc::CPU_SETSIZE as usize)
-        {
-            libc::CPU_SET(c as usize, &mut set);
-        }
-        if libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
-}
-
-fn current_affinity() -> Vec<u32> {
-    // SAFETY: sched_getaffinity fills the set we own.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
-        }
-        (0..libc::CPU_SETSIZE as u32)
-            .filter(|&c| libc::CPU_ISSET(c as usize, &set))
-            .collect()
     }
 }
 
@@ -331,7 +280,7 @@ impl<'a> Scheduler<'a> {
                 ),
             });
         }
-        let pending = self.data_mut()?.table_switch_slot != u64::MAX;
+        let pending = self.data_mut()?.table_switch_slot != abi::NO_SWITCH;
         let bss = self.bss_mut()?;
         if pending {
             // fold the previous switch: both lookups now agree on the half in use
@@ -339,7 +288,7 @@ impl<'a> Scheduler<'a> {
         }
         let next = 1 - bss.table_active;
         if pending {
-            self.data_mut()?.table_switch_slot = u64::MAX;
+            self.data_mut()?.table_switch_slot = abi::NO_SWITCH;
         }
         write_u32_array(&self.skel.maps.table, (next as usize * half) as u32, table)
             .map_err(map_err("table"))?;
@@ -353,7 +302,7 @@ impl<'a> Scheduler<'a> {
     /// planner mode of `scx_tt --planner`, which never switches tables): it owns a duplicate of
     /// the table map's fd and the index of the active half.
     pub fn table_writer(&mut self) -> Result<TableWriter, LoadError> {
-        if self.data_mut()?.table_switch_slot != u64::MAX {
+        if self.data_mut()?.table_switch_slot != abi::NO_SWITCH {
             return Err(LoadError::Map {
                 map: "table",
                 msg: "a table switch is pending: entries would go to the wrong half".into(),
@@ -431,7 +380,7 @@ impl<'a> Scheduler<'a> {
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::gettid() } as u32;
         let marker = abi::tt_task_ctx {
-            task: abi::TT_LOADER_TASK,
+            task: abi::LOADER_TASK,
             inherited: 0,
         };
         // SAFETY: tt_task_ctx is plain old data of the size checked above.
@@ -441,9 +390,9 @@ impl<'a> Scheduler<'a> {
             .task_ctx
             .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
             .map_err(map_err("task_ctx"))?;
-        let saved = current_affinity();
+        let saved = affinity::get();
         let result = self.managed.clone().into_iter().try_for_each(|cpu| {
-            set_affinity(&[cpu]).map_err(|e| LoadError::Arm {
+            affinity::set(&[cpu]).map_err(|e| LoadError::Arm {
                 cpu,
                 msg: e.to_string(),
             })?;
@@ -458,7 +407,7 @@ impl<'a> Scheduler<'a> {
                 }),
             }
         });
-        if let Err(e) = set_affinity(&saved) {
+        if let Err(e) = affinity::set(&saved) {
             eprintln!("scx_tt: warning: restoring the loader's CPU affinity: {e}");
         }
         result

@@ -2,22 +2,23 @@
 
 use super::control_socket::ControlSocket;
 use super::energy::LiveEnergy;
-use super::planner_loop::{PlannerLoop, SlotClock, Writers};
+use super::planner_loop::{PlannerLoop, Writers};
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{
     render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TableSwitch,
     TaskInfo, TaskState,
 };
-use scx_tt::control::online::{freqs_of_model, initial_perf};
-use scx_tt::control::{Control, ControlError, OnlinePlanner, Reply, Step};
+use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::{Control, ControlError, KernelPlanner, Reply, Step};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::{self, Plan, Selector};
+use scx_tt::planner::kernel_path::{initial_perf, KernelPathConfig};
 use scx_tt::planner::Freqs;
 use scx_tt::resolve::{ProcFs, ResolveError};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
-use scx_tt::sched::loader::{monotonic_ns, Scheduler};
+use scx_tt::sched::loader::Scheduler;
 use scx_tt::sched::spawn::Spawned;
 use scx_tt::sched::system::{check_root, SysFs};
 use std::cell::RefCell;
@@ -208,12 +209,17 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
                 freqs.ppm()
             ));
             let shared = Arc::new(Mutex::new(
-                OnlinePlanner::new(
-                    plan,
-                    policy,
-                    args.planner_lead_slots,
+                KernelPlanner::new(
+                    &plan.planner_inputs(),
+                    plan.tasks.len(),
+                    KernelPathConfig {
+                        policy,
+                        lead: args.planner_lead_slots,
+                        frame_slots: plan.frame_slots,
+                        slot_ns: cfg.slot_ns,
+                        freqs,
+                    },
                     cfg.table.clone(),
-                    freqs,
                 )
                 .context("planner mode")?,
             ));
@@ -225,10 +231,7 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
                 shared.clone(),
                 writers,
                 cfg.frame_slots,
-                SlotClock {
-                    t0_ns,
-                    slot_ns: cfg.slot_ns,
-                },
+                SlotClock::new(t0_ns, cfg.slot_ns),
                 plan.housekeeping.first().copied(),
             )?;
             control = control.with_planner(policy.name(), args.planner_lead_slots);
@@ -399,7 +402,7 @@ fn answer(
     sched: &mut Scheduler,
     guard_us: u64,
     online: &[u32],
-    planner: &Option<Arc<Mutex<OnlinePlanner>>>,
+    planner: &Option<Arc<Mutex<KernelPlanner>>>,
 ) -> Reply {
     let switch = match control.handle(line, monotonic_ns, |p| plan::from_file(p)) {
         Step::Reply(reply) => return reply,
@@ -410,8 +413,7 @@ fn answer(
                 return Reply::error(&ControlError::Kernel("the planner is not available".into()));
             };
             // the deadline from the slot in progress now that the planner thread cannot step
-            let job = job.due_from(control.slot_at(monotonic_ns()));
-            let outcome = p.admit_firm(&job);
+            let outcome = p.admit_firm(&job, control.slot_at(monotonic_ns()));
             drop(p);
             let reply = control.admission(&outcome);
             println!(
@@ -498,7 +500,7 @@ fn dvfs_freqs(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<Freqs> 
         return Ok(Freqs::xeon_default());
     }
     let cpu = plan.managed.first().copied().unwrap_or(0);
-    freqs_of_model(model, cpu).with_context(|| {
+    model.dvfs_freqs(cpu).with_context(|| {
         format!(
             "the P-states of power model {} as dvfs frequencies",
             model.name

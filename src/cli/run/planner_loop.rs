@@ -1,12 +1,14 @@
 //! The planner thread of `scx_tt --planner bss|dvfs` (docs/planner.md, "Kernel path"): on a
 //! housekeeping CPU, once per slot of the BPF slot clock (`t0_ns + k · slot_ns`, the epoch the
-//! loader armed the timers with), it steps the shared [`OnlinePlanner`] up to `lead` slots
+//! loader armed the timers with), it steps the shared [`KernelPlanner`] up to `lead` slots
 //! ahead and writes the changed entries (each slot's cpuperf target first, then its owner). The pure part (which slots, which entries, late
-//! slots) is `OnlinePlanner::advance`; this file is the clock, the thread and the map writes.
+//! slots) is `KernelPlanner::advance`; this file is the clock, the thread and the map writes.
 
 use anyhow::{anyhow, Context, Result};
-use scx_tt::control::OnlinePlanner;
-use scx_tt::sched::loader::{monotonic_ns, TableWriter};
+use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
+use scx_tt::planner::kernel_path::KernelPlanner;
+use scx_tt::sched::affinity;
+use scx_tt::sched::loader::TableWriter;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -25,24 +27,10 @@ pub struct Writers {
     pub perf: TableWriter,
 }
 
-/// The slot grid of the BPF timers.
-#[derive(Clone, Copy)]
-pub struct SlotClock {
-    pub t0_ns: u64,
-    pub slot_ns: u64,
-}
-
-impl SlotClock {
-    /// The slot in progress at `now_ns`, `None` before slot 0.
-    fn slot_at(self, now_ns: u64) -> Option<u64> {
-        (now_ns >= self.t0_ns).then(|| (now_ns - self.t0_ns) / self.slot_ns)
-    }
-}
-
 impl PlannerLoop {
     /// Starts the thread, pinned to `cpu` (a housekeeping CPU) when given.
     pub fn start(
-        online: Arc<Mutex<OnlinePlanner>>,
+        online: Arc<Mutex<KernelPlanner>>,
         writers: Writers,
         frame_slots: u64,
         clock: SlotClock,
@@ -93,17 +81,9 @@ impl Drop for PlannerLoop {
 /// Pin to the housekeeping CPU and ask for SCHED_FIFO; warn (and go on) when refused.
 fn prepare_thread(cpu: Option<u32>) {
     if let Some(cpu) = cpu {
-        // SAFETY: a zeroed cpu_set_t is valid; CPU_SET stays within it (cpu < CPU_SETSIZE).
-        let ret = unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu as usize, &mut set);
-            libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set)
-        };
-        if ret != 0 {
-            eprintln!(
-                "scx_tt: warning: pinning the planner thread to CPU {cpu}: {}",
-                std::io::Error::last_os_error()
-            );
+        let ret = affinity::set(&[cpu]);
+        if let Err(e) = ret {
+            eprintln!("scx_tt: warning: pinning the planner thread to CPU {cpu}: {e}");
         }
     }
     let param = libc::sched_param {
@@ -120,7 +100,7 @@ fn prepare_thread(cpu: Option<u32>) {
 }
 
 fn run(
-    online: &Mutex<OnlinePlanner>,
+    online: &Mutex<KernelPlanner>,
     writers: &Writers,
     frame_slots: u64,
     clock: SlotClock,
@@ -150,28 +130,10 @@ fn run(
         }
         // wake just after the next boundary of the slot clock
         let next = match cur {
-            Some(c) => clock.t0_ns + (c + 1) * clock.slot_ns,
+            Some(c) => clock.start_ns(c + 1),
             None => clock.t0_ns,
         };
-        sleep_until(next);
+        sleep_until_ns(next);
     }
     Ok(())
-}
-
-/// Absolute CLOCK_MONOTONIC sleep (no drift); returns early on a signal, which only makes the
-/// loop look at the clock again.
-fn sleep_until(ns: u64) {
-    let ts = libc::timespec {
-        tv_sec: (ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: ts is a valid timespec; the remaining-time pointer may be null for TIMER_ABSTIME.
-    unsafe {
-        libc::clock_nanosleep(
-            libc::CLOCK_MONOTONIC,
-            libc::TIMER_ABSTIME,
-            &ts,
-            std::ptr::null_mut(),
-        );
-    }
 }

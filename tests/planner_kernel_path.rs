@@ -1,11 +1,22 @@
-//! Planner mode: decisions against the static table, the lead and late slots, firm admissions.
+//! The planner's kernel-path adapter (`scx_tt::planner::kernel_path`, planner mode): decisions
+//! against the static table, the lead and late slots, firm admissions, policy swaps, and
+//! (module `periodic`) periodic admissions and removals. Fixtures are at the top; both parts
+//! build planners through `planner()`.
 
-use super::*;
-use crate::plan::{self, gen};
-use crate::sched::config::SchedConfig;
+use scx_tt::abi::{NO_TASK, PERF_ONE};
+use scx_tt::energy::perf::cpuperf_target;
+use scx_tt::plan::{self, gen, Plan};
+use scx_tt::planner::cpu::{Capacity, UNIT};
+use scx_tt::planner::kernel_path::{
+    initial_perf, perf_of_ppm, Advance, FirmJob, FirmOutcome, KernelPathConfig, KernelPlanner,
+    PeriodicOutcome, PeriodicTask, PlannerModeError,
+};
+use scx_tt::planner::runtime::Rejection;
+use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run};
+use scx_tt::sched::config::SchedConfig;
 
-const DEMO: &str = include_str!("../../../schedules/demo.json");
-const GENERATED: &str = include_str!("../../../schedules/generated.json");
+const DEMO: &str = include_str!("../schedules/demo.json");
+const GENERATED: &str = include_str!("../schedules/generated.json");
 
 /// One managed CPU, tt tasks a (period 50, wcet 10) and b (period 100, wcet 20), a be task;
 /// 10 ms slots, frame 100: the VM test's plan shape.
@@ -32,8 +43,26 @@ fn static_table(plan: &Plan) -> Vec<u32> {
         .table
 }
 
-fn online(plan: &Plan, lead: u64) -> OnlinePlanner {
-    OnlinePlanner::new(plan, Policy::Bss, lead, static_table(plan), freqs()).expect("planner mode")
+/// The kernel-path planner of `plan` under `policy`, `lead` slots ahead, the maps holding
+/// `table` (a refusal is returned).
+fn planner(
+    plan: &Plan,
+    policy: Policy,
+    lead: u64,
+    table: Vec<u32>,
+) -> Result<KernelPlanner, PlannerModeError> {
+    let cfg = KernelPathConfig {
+        policy,
+        lead,
+        frame_slots: plan.frame_slots,
+        slot_ns: plan.slot_us * 1000,
+        freqs: freqs(),
+    };
+    KernelPlanner::new(&plan.planner_inputs(), plan.tasks.len(), cfg, table)
+}
+
+fn online(plan: &Plan, lead: u64) -> KernelPlanner {
+    planner(plan, Policy::Bss, lead, static_table(plan)).expect("planner mode")
 }
 
 /// Every decision of `frames` frames, as table entries (CPU-major like the table), from a
@@ -42,8 +71,7 @@ fn decided(plan: &Plan, frames: u64) -> Vec<Vec<u32>> {
     let n = plan.managed.len();
     let frame = plan.frame_slots as usize;
     let mut table = vec![u32::MAX - 1; n * frame];
-    let mut p =
-        OnlinePlanner::new(plan, Policy::Bss, 1, table.clone(), freqs()).expect("planner mode");
+    let mut p = planner(plan, Policy::Bss, 1, table.clone()).expect("planner mode");
     let mut out = vec![vec![NO_TASK; n * frame]; frames as usize];
     // lead 1: advance(Some(s)) decides slot s + 1, advance(None) slot 0
     let mut cur = None;
@@ -151,8 +179,7 @@ fn the_planner_stays_lead_slots_ahead_and_counts_slots_it_decided_late() {
 #[test]
 fn late_slots_are_never_written() {
     let plan = load(ONE_CPU);
-    let mut p =
-        OnlinePlanner::new(&plan, Policy::Bss, 2, vec![u32::MAX - 1; 100], freqs()).expect("ok");
+    let mut p = planner(&plan, Policy::Bss, 2, vec![u32::MAX - 1; 100]).expect("ok");
     p.advance(None).expect("step");
     let a = p.advance(Some(40)).expect("step");
     assert_eq!(a.late, 41 - 2);
@@ -161,7 +188,7 @@ fn late_slots_are_never_written() {
 }
 
 /// Slots of `task` in the written table entries of slots `from..to` (frame 100, one CPU).
-fn owned(p: &mut OnlinePlanner, plan: &Plan, cur: &mut u64, to: u64, task: u32) -> Vec<u64> {
+fn owned(p: &mut KernelPlanner, plan: &Plan, cur: &mut u64, to: u64, task: u32) -> Vec<u64> {
     let mut table = static_table(plan);
     let mut slots = Vec::new();
     while p.now() < to {
@@ -196,14 +223,12 @@ fn an_accepted_firm_job_gets_its_slots_on_its_cpu_before_its_deadline() {
         cpu: 0,
         wcet: 20,
         deadline_slots: 60,
-        deadline_slot: 0,
-    }
-    .due_from(cur);
+    };
     let FirmOutcome::Accepted {
         cpu,
         deadline_slot,
         first_slot,
-    } = p.admit_firm(&job)
+    } = p.admit_firm(&job, cur)
     else {
         panic!("expected an acceptance");
     };
@@ -240,10 +265,10 @@ fn a_rejection_reports_the_free_slots_before_the_deadline() {
         cpu: 0,
         wcet: 31,
         deadline_slots: 30,
-        deadline_slot: 130,
     };
+    // deadlines count from slot 100 here (the caller passes the slot in progress)
     assert_eq!(
-        p.admit_firm(&job),
+        p.admit_firm(&job, 100),
         FirmOutcome::Rejected(Capacity {
             needed: 31,
             available: 30,
@@ -251,20 +276,26 @@ fn a_rejection_reports_the_free_slots_before_the_deadline() {
         })
     );
     // [0, 60): a's first job (10) must be done by 50: 50 free
-    let FirmOutcome::Rejected(cap) = p.admit_firm(&FirmJob {
-        wcet: 51,
-        deadline_slot: 160,
-        ..job.clone()
-    }) else {
+    let FirmOutcome::Rejected(cap) = p.admit_firm(
+        &FirmJob {
+            wcet: 51,
+            deadline_slots: 60,
+            ..job.clone()
+        },
+        100,
+    ) else {
         panic!("expected a rejection");
     };
     assert_eq!((cap.needed, cap.available, cap.deadline), (51, 50, 160));
     // exactly the free capacity fits; then nothing is left before 130
     assert!(matches!(
-        p.admit_firm(&FirmJob {
-            wcet: 30,
-            ..job.clone()
-        }),
+        p.admit_firm(
+            &FirmJob {
+                wcet: 30,
+                ..job.clone()
+            },
+            100
+        ),
         FirmOutcome::Accepted {
             deadline_slot: 130,
             first_slot: 100,
@@ -272,7 +303,7 @@ fn a_rejection_reports_the_free_slots_before_the_deadline() {
         }
     ));
     assert_eq!(
-        p.admit_firm(&FirmJob { wcet: 1, ..job }),
+        p.admit_firm(&FirmJob { wcet: 1, ..job }, 100),
         FirmOutcome::Rejected(Capacity {
             needed: 1,
             available: 0,
@@ -288,13 +319,15 @@ fn a_deadline_already_decided_is_rejected_with_nothing_available() {
     p.advance(None).expect("step");
     p.advance(Some(0)).expect("step");
     // slots up to 4 are written: a deadline at 5 leaves nothing
-    let out = p.admit_firm(&FirmJob {
-        task: 0,
-        cpu: 0,
-        wcet: 1,
-        deadline_slots: 5,
-        deadline_slot: 5,
-    });
+    let out = p.admit_firm(
+        &FirmJob {
+            task: 0,
+            cpu: 0,
+            wcet: 1,
+            deadline_slots: 5,
+        },
+        0,
+    );
     assert!(
         matches!(out, FirmOutcome::Rejected(c) if c.available == 0),
         "{out:?}"
@@ -305,7 +338,7 @@ fn a_deadline_already_decided_is_rejected_with_nothing_available() {
 fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
     let plan = load(ONE_CPU);
     let err = |policy, lead, table: Vec<u32>| {
-        OnlinePlanner::new(&plan, policy, lead, table, freqs())
+        planner(&plan, policy, lead, table)
             .err()
             .expect("refused")
             .to_string()
@@ -332,7 +365,7 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
         r#"{ "version": 1, "slot_us": 10000, "cpus": { "managed": [1], "housekeeping": [0] },
           "tasks": [ { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 4, "wcet": 1 } ] }"#,
     );
-    let e = OnlinePlanner::new(&small, Policy::Bss, 3, static_table(&small), freqs())
+    let e = planner(&small, Policy::Bss, 3, static_table(&small))
         .err()
         .expect("refused");
     assert!(
@@ -340,16 +373,16 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
             .starts_with("--planner-lead-slots 3: must be at most the frame of 4 slots minus 2"),
         "{e}"
     );
-    assert!(OnlinePlanner::new(&small, Policy::Bss, 2, static_table(&small), freqs()).is_ok());
+    assert!(planner(&small, Policy::Bss, 2, static_table(&small)).is_ok());
 }
 
 #[test]
 fn only_tt_tasks_with_a_cpu_take_firm_jobs() {
     let plan = load(ONE_CPU);
-    assert_eq!(firm_cpu(&plan, 0), Some(0));
-    assert_eq!(firm_cpu(&plan, 1), Some(0));
-    assert_eq!(firm_cpu(&plan, 2), None, "be");
-    assert_eq!(firm_cpu(&plan, 3), None, "no such task");
+    assert_eq!(plan.tt_cpu_index(0), Some(0));
+    assert_eq!(plan.tt_cpu_index(1), Some(0));
+    assert_eq!(plan.tt_cpu_index(2), None, "be");
+    assert_eq!(plan.tt_cpu_index(3), None, "no such task");
 }
 
 /// One managed CPU, tt tasks a (period 50, wcet 10) and b (period 100, wcet 20), no be task:
@@ -407,7 +440,7 @@ impl Maps {
 
 /// Steps `p` (lead 1) through slot `to - 1`, one slot per call as the planner thread does on
 /// time; returns (slot, cpu) -> (owner, perf) as the maps hold them once that slot is written.
-fn run_to(p: &mut OnlinePlanner, maps: &mut Maps, cpus: usize, to: u64) -> Vec<Vec<(u32, u32)>> {
+fn run_to(p: &mut KernelPlanner, maps: &mut Maps, cpus: usize, to: u64) -> Vec<Vec<(u32, u32)>> {
     let mut out = Vec::new();
     while p.now() < to {
         let t = p.now();
@@ -419,8 +452,8 @@ fn run_to(p: &mut OnlinePlanner, maps: &mut Maps, cpus: usize, to: u64) -> Vec<V
     out
 }
 
-fn sim_dvfs(plan: &Plan, frames: u64) -> Vec<crate::trace::SlotRecord> {
-    use crate::planner::sim::{simulate, ExecModel, SimConfig};
+fn sim_dvfs(plan: &Plan, frames: u64) -> Vec<scx_tt::trace::SlotRecord> {
+    use scx_tt::sim::{simulate, ExecModel, SimConfig};
     let cfg = SimConfig {
         policy: Policy::Dvfs,
         freqs: freqs(),
@@ -428,7 +461,7 @@ fn sim_dvfs(plan: &Plan, frames: u64) -> Vec<crate::trace::SlotRecord> {
         exec: ExecModel::Factor(1.0),
         keep_records: true,
     };
-    let power = crate::planner::power::PlaceholderPower::default();
+    let power = scx_tt::sim::power::PlaceholderPower::default();
     simulate(plan, &[], &cfg, &power, &mut |_| {})
         .expect("simulates")
         .records
@@ -442,8 +475,7 @@ fn without_admissions_dvfs_writes_the_frequencies_and_owners_simulate_decides() 
         let frames = 3;
         let records = sim_dvfs(&plan, frames);
         assert_eq!(records.len() as u64, frames * plan.frame_slots * n as u64);
-        let mut p = OnlinePlanner::new(&plan, Policy::Dvfs, 1, static_table(&plan), freqs())
-            .expect("planner mode");
+        let mut p = planner(&plan, Policy::Dvfs, 1, static_table(&plan)).expect("planner mode");
         let mut maps = Maps::new(&plan);
         let written = run_to(&mut p, &mut maps, n, frames * plan.frame_slots);
         let (mut below_max, mut owner_moved) = (0, 0);
@@ -457,7 +489,7 @@ fn without_admissions_dvfs_writes_the_frequencies_and_owners_simulate_decides() 
             let want_owner = r.task.as_ref().map_or(NO_TASK, |t| {
                 plan.tasks.iter().position(|x| &x.name == t).expect("task") as u32
             });
-            let want_owner = if r.kind == crate::trace::SlotKind::Be {
+            let want_owner = if r.kind == scx_tt::trace::SlotKind::Be {
                 NO_TASK
             } else {
                 want_owner
@@ -507,10 +539,7 @@ fn under_bss_nothing_is_written_to_the_perf_map() {
 #[test]
 fn a_firm_admission_raises_the_frequency_of_the_following_slots() {
     let plan = load(NO_BE);
-    let mk = || {
-        OnlinePlanner::new(&plan, Policy::Dvfs, 1, static_table(&plan), freqs())
-            .expect("planner mode")
-    };
+    let mk = || planner(&plan, Policy::Dvfs, 1, static_table(&plan)).expect("planner mode");
     let (mut with, mut without) = (mk(), mk());
     let (mut m_with, mut m_without) = (Maps::new(&plan), Maps::new(&plan));
     run_to(&mut with, &mut m_with, 1, 100);
@@ -522,10 +551,9 @@ fn a_firm_admission_raises_the_frequency_of_the_following_slots() {
         cpu: 0,
         wcet: 20,
         deadline_slots: 60,
-        deadline_slot: 160,
     };
     assert!(matches!(
-        with.admit_firm(&job),
+        with.admit_firm(&job, 100),
         FirmOutcome::Accepted {
             first_slot: 100,
             ..
@@ -563,11 +591,10 @@ fn a_firm_admission_raises_the_frequency_of_the_following_slots() {
 #[test]
 fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_ones() {
     let plan = load(NO_BE);
-    let mut p = OnlinePlanner::new(&plan, Policy::Dvfs, 2, static_table(&plan), freqs())
-        .expect("planner mode");
+    let mut p = planner(&plan, Policy::Dvfs, 2, static_table(&plan)).expect("planner mode");
     let mut maps = Maps::new(&plan);
     let mut reference = Planner::new(
-        &planner_inputs(&plan),
+        &plan.planner_inputs(),
         plan.frame_slots,
         PlannerConfig {
             policy: Policy::Dvfs,
@@ -577,7 +604,7 @@ fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_o
     );
     let mut cur = None;
     let mut decided = Vec::new();
-    let step_to = |p: &mut OnlinePlanner, maps: &mut Maps, cur: &mut Option<u64>, to: u64| {
+    let step_to = |p: &mut KernelPlanner, maps: &mut Maps, cur: &mut Option<u64>, to: u64| {
         while cur.is_none_or(|c| c < to) {
             maps.apply(&p.advance(*cur).expect("in order"));
             *cur = Some(cur.map_or(0, |c| c + 1));
@@ -625,10 +652,10 @@ fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_o
 
 #[test]
 fn dvfs_frequencies_come_from_the_power_models_pstates_or_the_default() {
-    let model = crate::energy::model::from_str(include_str!("../../../models/xeon-gold-5218.json"))
+    let model = scx_tt::energy::model::from_str(include_str!("../models/xeon-gold-5218.json"))
         .expect("bundled model");
     let cluster = &model.clusters[0];
-    let f = freqs_of_model(&model, 1).expect("valid P-states");
+    let f = model.dvfs_freqs(1).expect("valid P-states");
     assert_eq!(f.ppm().len(), cluster.pstates.len());
     assert_eq!(f.ppm().last(), Some(&(UNIT as u32)));
     let lowest = f64::from(cluster.min_mhz()) / f64::from(cluster.max_mhz());
@@ -641,4 +668,231 @@ fn dvfs_frequencies_come_from_the_power_models_pstates_or_the_default() {
         .ppm()
         .windows(2)
         .all(|w| perf_of_ppm(w[0]) < perf_of_ppm(w[1])));
+}
+
+/// Periodic admissions of tasks declared `"start": "admitted"`, and removals.
+mod periodic {
+    use super::*;
+    use scx_tt::plan::Start;
+
+    /// `ONE_CPU` of tests.rs plus three admitted tasks on CPU 1: v (period 50, wcet 10) fits next
+    /// to a and b (40 of 100 slots), w (period 100, wcet 80) never does, x (period 100, wcet 50)
+    /// only without v. `{v}` is v's start.
+    const PLAN: &str = r#"{ "version": 1, "slot_us": 10000,
+  "cpus": { "managed": [1], "housekeeping": [0] },
+  "tasks": [
+    { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 50, "wcet": 10 },
+    { "name": "b", "pid": 11, "class": "tt", "cpu": 1, "period": 100, "wcet": 20 },
+    { "name": "c", "pid": 12, "class": "be" },
+    { "name": "v", "pid": 13, "class": "tt", "cpu": 1, "period": 50, "wcet": 10, "start": "{v}" },
+    { "name": "w", "pid": 14, "class": "tt", "cpu": 1, "period": 100, "wcet": 80, "start": "admitted" },
+    { "name": "x", "pid": 15, "class": "tt", "cpu": 1, "period": 100, "wcet": 50, "start": "admitted" }
+  ] }"#;
+    const A: u32 = 0;
+    const B: u32 = 1;
+    const V: usize = 3;
+    const W: usize = 4;
+    const X: usize = 5;
+    const FRAME: u64 = 100;
+
+    fn load(v_start: &str) -> Plan {
+        plan::from_str(&PLAN.replace("{v}", v_start)).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn online(plan: &Plan, lead: u64) -> KernelPlanner {
+        super::online(plan, lead)
+    }
+
+    fn periodic(plan: &Plan, task: usize) -> PeriodicTask {
+        let Start::Admitted { period, wcet } = plan.tasks[task].start else {
+            panic!("{} is not declared admitted", plan.tasks[task].name);
+        };
+        PeriodicTask {
+            task,
+            cpu: 0,
+            period,
+            wcet,
+        }
+    }
+
+    /// Runs the kernel-side loop with lead 2 over `slots` slots: before slot `s` starts (the
+    /// thread has decided up to `s + 1`), `act(s, planner)` may admit or remove. Returns the
+    /// owner of every slot as the table held it when the slot ran.
+    fn run(plan: &Plan, slots: u64, mut act: impl FnMut(u64, &mut KernelPlanner)) -> Vec<u32> {
+        let mut p = online(plan, 2);
+        let online: Vec<u32> = (0..4).collect();
+        let mut table = SchedConfig::from_plan(plan, 0, &online)
+            .expect("config")
+            .table;
+        let apply = |adv: Advance, table: &mut Vec<u32>| {
+            for w in adv.writes {
+                if let Some(task) = w.task {
+                    table[w.frame_slot as usize] = task;
+                }
+            }
+        };
+        apply(p.advance(None).expect("step"), &mut table);
+        let mut owners = Vec::new();
+        for s in 0..slots {
+            act(s, &mut p);
+            apply(p.advance(Some(s)).expect("step"), &mut table);
+            assert_eq!(p.late_slots(), 0);
+            owners.push(table[(s % FRAME) as usize]);
+        }
+        owners
+    }
+
+    fn count(owners: &[u32], from: u64, to: u64, task: u32) -> usize {
+        owners[from as usize..to as usize]
+            .iter()
+            .filter(|&&t| t == task)
+            .count()
+    }
+
+    #[test]
+    fn an_admitted_task_owns_nothing_before_its_first_frame_and_then_what_a_table_task_would() {
+        let plan = load("admitted");
+        let mut reply = None;
+        let owners = run(&plan, 6 * FRAME, |s, p| {
+            if s == 130 {
+                reply = Some(p.admit_periodic(&periodic(&plan, V)));
+            }
+        });
+        let Some(PeriodicOutcome::Accepted { cpu, from_slot }) = reply else {
+            panic!("expected an acceptance, got {reply:?}");
+        };
+        // admitted during frame k = 1: frame 2 is being built with the old template, v joins from
+        // frame k + 3 (docs/planner.md "Frames and horizon")
+        assert_eq!(cpu, 0);
+        assert_eq!(from_slot, (130 / FRAME + 3) * FRAME);
+        assert_eq!(
+            count(&owners, 0, from_slot, V as u32),
+            0,
+            "nothing before F"
+        );
+        // From F on, the decisions equal those of a planner that had v in its table from slot 0.
+        let reference = run(&load("table"), 6 * FRAME, |_, _| {});
+        assert_eq!(
+            &owners[from_slot as usize..],
+            &reference[from_slot as usize..],
+            "from F = {from_slot} on"
+        );
+        for f in from_slot / FRAME..6 {
+            let (lo, hi) = (f * FRAME, (f + 1) * FRAME);
+            for (task, share) in [(V as u32, 20), (A, 20), (B, 20)] {
+                assert_eq!(count(&owners, lo, hi, task), share, "frame {f} task {task}");
+            }
+            for k in 0..2 {
+                let (plo, phi) = (lo + k * 50, lo + (k + 1) * 50);
+                assert_eq!(
+                    count(&owners, plo, phi, V as u32),
+                    10,
+                    "period [{plo}, {phi})"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_rejection_names_the_edf_miss_and_changes_no_entry() {
+        let plan = load("admitted");
+        let mut reply = None;
+        let owners = run(&plan, 4 * FRAME, |s, p| {
+            if s == 130 {
+                let before = p.now();
+                reply = Some(p.admit_periodic(&periodic(&plan, W)));
+                assert_eq!(p.now(), before);
+            }
+        });
+        let Some(PeriodicOutcome::Rejected(r @ Rejection::Infeasible { cpu: 0, miss })) = &reply
+        else {
+            panic!("expected an EDF miss on CPU index 0, got {reply:?}");
+        };
+        assert_eq!(miss.wcet, 80);
+        assert!(miss.remaining > 0);
+        assert!(
+            r.to_string().contains("frame infeasible on CPU index 0"),
+            "{r}"
+        );
+        let untouched = run(&plan, 4 * FRAME, |_, _| {});
+        assert_eq!(owners, untouched, "a rejection changes no entry");
+    }
+
+    #[test]
+    fn a_removed_task_owns_nothing_from_now_and_its_capacity_admits_another_at_once() {
+        let plan = load("table");
+        let mut removed = None;
+        let mut before_removal = None;
+        let mut after_removal = None;
+        let owners = run(&plan, 6 * FRAME, |s, p| {
+            if s == 140 {
+                // x needs 50 of the 40 free slots per frame while v runs
+                before_removal = Some(p.admit_periodic(&periodic(&plan, X)));
+                removed = Some(p.remove(V));
+                after_removal = Some(p.admit_periodic(&periodic(&plan, X)));
+            }
+        });
+        assert!(
+            matches!(before_removal, Some(PeriodicOutcome::Rejected(_))),
+            "{before_removal:?}"
+        );
+        let Some((true, from)) = removed else {
+            panic!("{removed:?}");
+        };
+        assert_eq!(from, 142, "slots 140 and 141 were decided (lead 2)");
+        let Some(PeriodicOutcome::Accepted { from_slot, .. }) = after_removal else {
+            panic!("x fits once v is gone: {after_removal:?}");
+        };
+        assert_eq!(from_slot, (140 / FRAME + 3) * FRAME);
+        assert_eq!(
+            count(&owners, from, 6 * FRAME, V as u32),
+            0,
+            "v after {from}"
+        );
+        assert!(count(&owners, 100, from, V as u32) > 0, "v ran before");
+        assert_eq!(count(&owners, 0, from_slot, X as u32), 0);
+        for f in from_slot / FRAME..6 {
+            let (lo, hi) = (f * FRAME, (f + 1) * FRAME);
+            for (task, share) in [(X as u32, 50), (A, 20), (B, 20)] {
+                assert_eq!(count(&owners, lo, hi, task), share, "frame {f} task {task}");
+            }
+        }
+        // Removing again finds nothing.
+        let mut p = online(&plan, 2);
+        assert!(p.remove(V).0);
+        assert!(!p.remove(V).0);
+    }
+
+    /// Independent oracle: implicit-deadline periodic tasks released together are EDF-feasible on
+    /// one CPU iff their utilization is at most 1 (Liu and Layland). a and b use 40 of 100 slots,
+    /// so a task of `wcet` every `period` slots fits iff 40 + (100 / period) · wcet <= 100.
+    #[test]
+    fn acceptance_equals_the_utilization_bound_for_every_period_and_wcet() {
+        let plan = load("admitted");
+        let mut cases = 0;
+        for period in (1..=FRAME).filter(|p| FRAME.is_multiple_of(*p)) {
+            for wcet in 1..=period {
+                let mut p = online(&plan, 2);
+                p.advance(None).expect("step");
+                for s in 0..30 {
+                    p.advance(Some(s)).expect("step");
+                }
+                let task = PeriodicTask {
+                    task: V,
+                    cpu: 0,
+                    period,
+                    wcet,
+                };
+                let fits = 40 + FRAME / period * wcet <= FRAME;
+                let got = p.admit_periodic(&task);
+                assert_eq!(
+                    matches!(got, PeriodicOutcome::Accepted { from_slot: 300, .. }),
+                    fits,
+                    "{wcet} every {period}: {got:?}"
+                );
+                cases += 1;
+            }
+        }
+        assert_eq!(cases, 217);
+    }
 }

@@ -1,4 +1,4 @@
-//! The power model as `simulate`'s per-slot charge ([`crate::planner::power::PowerModel`]), so
+//! The power model as `simulate`'s per-slot charge ([`super::power::SlotPower`]), so
 //! `scx_tt simulate` can report energy from `models/*.json` instead of the placeholder.
 //!
 //! ```text
@@ -8,11 +8,11 @@
 //! DPM idle period of n slots:  deepest state fitting n · slot, plus one transition
 //! ```
 //! Charges one cluster (the managed CPUs' cluster); the same arithmetic as
-//! [`super::estimate`] for a single CPU.
+//! [`crate::energy::estimate`] for a single CPU.
 
-use super::estimate::IdleGovernor;
-use super::model::Cluster;
-use crate::planner::power::PowerModel as SlotPower;
+use super::power::SlotPower;
+use crate::energy::estimate::IdleGovernor;
+use crate::energy::model::Cluster;
 
 #[derive(Clone, Debug)]
 pub struct ModelPower {

@@ -13,7 +13,7 @@
 //! policies, they are not a measurement.
 
 /// Energy of slots.
-pub trait PowerModel {
+pub trait SlotPower {
     /// Joules of one busy slot of `slot_s` seconds at normalised frequency `f`.
     fn busy_j(&self, f: f64, slot_s: f64) -> f64;
     /// Joules of one idle slot outside a DPM idle period (the CPU polls the next slot).
@@ -46,7 +46,7 @@ impl Default for PlaceholderPower {
     }
 }
 
-impl PowerModel for PlaceholderPower {
+impl SlotPower for PlaceholderPower {
     fn busy_j(&self, f: f64, slot_s: f64) -> f64 {
         (self.static_w + self.dynamic_w * f * f * f) * slot_s
     }

@@ -23,12 +23,12 @@
 //! (`Shallowest` = POLL), EASS-DPM and dpm+dvfs use the deepest state that fits the idle period.
 //! The extra baseline `bss+cstates` is BSS with a stock cpuidle governor under a per-slot tick.
 
-use super::estimate::{estimate, EstimateError, EstimateOptions, IdleGovernor, Unlisted};
-use super::model::PowerModel;
+use super::power::PlaceholderPower;
+use super::{simulate, Arrival, ArrivalKind, ExecModel, SimConfig, SimError};
+use crate::energy::estimate::{estimate, EstimateError, EstimateOptions, IdleGovernor, Unlisted};
+use crate::energy::model::PowerModel;
 use crate::plan::gen::{generate, GenError, GenParams, SplitMix64};
 use crate::plan::Plan;
-use crate::planner::power::PlaceholderPower;
-use crate::planner::sim::{simulate, Arrival, ArrivalKind, ExecModel, SimConfig, SimError};
 use crate::planner::{Freqs, Policy};
 use thiserror::Error;
 

@@ -20,12 +20,18 @@
 //! `[lo, hi] · wcet` from a seeded generator (`ExecModel::Range`); a factor above 1 makes jobs
 //! overrun, which the planner cuts off at their WCET and reports.
 
-use super::cpu::{JobEvent, JobKind, UNIT};
-use super::policy::{Freqs, Policy, Run};
-use super::power::PowerModel;
-use super::runtime::{Admission, CpuInput, Observation, Planner, PlannerConfig, Rejection};
-use crate::plan::{Class, Plan};
+pub mod experiment;
+pub mod model_power;
+pub mod power;
+
+use crate::plan::Plan;
+use crate::planner::cpu::{JobEvent, JobKind, UNIT};
+use crate::planner::policy::{Freqs, Policy, Run};
+use crate::planner::runtime::{
+    Admission, Observation, Placement, Planner, PlannerConfig, Rejection,
+};
 use crate::trace::{SlotKind, SlotRecord};
+use power::SlotPower;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
@@ -135,7 +141,7 @@ pub enum SimError {
     #[error("arrival {name:?}: {why}")]
     Arrival { name: String, why: String },
     #[error(transparent)]
-    Step(#[from] super::runtime::StepError),
+    Step(#[from] crate::planner::StepError),
 }
 
 /// Parses `arrivals.json` (a JSON list of [`Arrival`]).
@@ -156,34 +162,18 @@ impl Rng {
     }
 }
 
-/// The planner's view of `plan`: per managed CPU (plan order), its frame's jobs (task ids are
-/// plan task indices) and whether a `be` task may use its slack. Shared by `simulate` and the
-/// kernel path's planner mode (`scx_tt --planner`).
-pub fn planner_inputs(plan: &Plan) -> Vec<CpuInput> {
-    plan.cpus
-        .iter()
-        .map(|c| CpuInput {
-            jobs: c.jobs.clone(),
-            has_be: plan
-                .tasks
-                .iter()
-                .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
-        })
-        .collect()
-}
-
 /// Runs `plan` plus `arrivals` for `cfg.frames` frames; `sink` sees every slot record.
 pub fn simulate(
     plan: &Plan,
     arrivals: &[Arrival],
     cfg: &SimConfig,
-    power: &dyn PowerModel,
+    power: &dyn SlotPower,
     sink: &mut dyn FnMut(&SlotRecord),
 ) -> Result<SimOutput, SimError> {
     let frame = plan.frame_slots;
     let slot_ns = plan.slot_us * 1000;
     let slot_s = plan.slot_us as f64 * 1e-6;
-    let inputs = planner_inputs(plan);
+    let inputs = plan.planner_inputs();
     let mut planner = Planner::new(
         &inputs,
         frame,
@@ -387,7 +377,7 @@ fn reject_reason(why: &Rejection, plan: &Plan) -> String {
     }
 }
 
-fn close_idle_run(run: &mut (u64, bool), st: &mut CpuStats, power: &dyn PowerModel, slot_s: f64) {
+fn close_idle_run(run: &mut (u64, bool), st: &mut CpuStats, power: &dyn SlotPower, slot_s: f64) {
     let (len, dpm) = *run;
     if len == 0 {
         return;
@@ -457,11 +447,11 @@ fn submit(
         }
         (ArrivalKind::Aperiodic, Some(d), _) => {
             rec.kind = "firm";
-            planner.admit_firm(task, a.wcet, a.at_slot + d, cpu)
+            planner.admit_firm(task, a.wcet, a.at_slot + d, Placement::prefer(cpu))
         }
         (ArrivalKind::Periodic, _, Some(p)) => {
             rec.kind = "periodic";
-            planner.admit_periodic(task, a.wcet, p, cpu)
+            planner.admit_periodic(task, a.wcet, p, Placement::prefer(cpu))
         }
         (ArrivalKind::Periodic, _, None) => return Err(bad("periodic without period".into())),
         (ArrivalKind::Remove, ..) => unreachable!("handled above"),

@@ -1,8 +1,9 @@
-//! Planner mode of the kernel path (`scx_tt --table plan.json --planner bss|dvfs`,
+//! The planner's kernel-path adapter (`scx_tt --table plan.json --planner bss|dvfs`,
 //! docs/planner.md "Kernel path"): the online [`Planner`] decides every slot `lead` slots ahead
 //! of the BPF slot clock, and its decisions become table entries and cpuperf targets. Pure: the
 //! caller reads the clock, writes the entries to the BPF maps and serialises access (the
-//! planner thread and the control socket share one `OnlinePlanner` behind a lock).
+//! planner thread and the control socket share one [`KernelPlanner`] behind a lock). Inputs
+//! are plain values (`CpuInput`s, the frame, the initial table), not a plan.
 //!
 //! # Slot clock and lead
 //! ```text
@@ -23,7 +24,7 @@
 //! the slot's cpuperf target `⌈f · 1024⌉` ([`perf_of_ppm`]), which the BPF tick of slot `t`
 //! passes to `scx_bpf_cpuperf_set`. Planner mode always loads the perf map, every entry at
 //! [`PERF_ONE`] ([`initial_perf`]), so under bss nothing is ever written to it and a swap to
-//! dvfs ([`OnlinePlanner::set_policy`]) needs no reload. Perf before owner: a write that races
+//! dvfs ([`KernelPlanner::set_policy`]) needs no reload. Perf before owner: a write that races
 //! the tick of its own slot (a late slot) then never runs the new owner at the old target; a
 //! write in time (the normal case) is read by that tick in full whatever the order.
 //!
@@ -38,25 +39,28 @@
 //! Planner task ids below the number of plan tasks are plan task indices; each admitted firm
 //! job gets a fresh id, mapped back to the plan task whose threads run it (`task_of`).
 //!
+//! # Placement
+//! A tt task's threads run on its own managed CPU only, so every admission here is
+//! [`Placement::Only`] that CPU: the planner's own test decides, nothing is re-run here.
+//!
 //! # Periodic admissions and removals
 //! A plan task declared `"start": "admitted"` is in no template until
-//! [`OnlinePlanner::admit_periodic`] adds its instances (planner task id = its plan index) to
-//! its CPU's template: tested on that CPU alone (EDF over the template plus its instances, like
+//! [`KernelPlanner::admit_periodic`] adds its instances (planner task id = its plan index) to
+//! its CPU's template: tested on that CPU alone (EDF over the template plus its instances,
 //! `CpuState::add_periodic`), so an accepted task runs on the CPU its threads are pinned to.
 //! It joins from the first frame the planner has not built yet (`from_slot`, a frame start;
-//! docs/planner.md "Frames and horizon"). [`OnlinePlanner::remove`] drops a task from the
+//! docs/planner.md "Frames and horizon"). [`KernelPlanner::remove`] drops a task from the
 //! template and finishes its live jobs: the slots from `now()` on are decided without it (the
 //! ones already decided and written keep it), and its capacity is free for admissions at once.
 
-use crate::energy::model::PowerModel;
+use crate::abi::{NO_TASK, PERF_ONE};
 use crate::energy::perf::cpuperf_target;
-use crate::plan::{Class, Plan};
 use crate::planner::cpu::{Capacity, UNIT};
-use crate::planner::offline::{edf, Job};
-use crate::planner::policy::{Freqs, FreqsError, Policy, Run};
-use crate::planner::runtime::{Admission, Planner, PlannerConfig, Rejection, StepError};
-use crate::planner::sim::planner_inputs;
-use crate::sched::config::{NO_TASK, PERF_ONE};
+use crate::planner::offline::Slot;
+use crate::planner::policy::{Freqs, Policy, Run};
+use crate::planner::runtime::{
+    Admission, CpuInput, Placement, Planner, PlannerConfig, Rejection, StepError,
+};
 use thiserror::Error;
 
 /// `--planner-lead-slots`: allowed range.
@@ -86,28 +90,27 @@ pub enum PlannerModeError {
     Table { got: usize, expected: usize },
 }
 
+/// How the kernel path runs the planner.
+#[derive(Clone, Debug)]
+pub struct KernelPathConfig {
+    pub policy: Policy,
+    /// Slots decided ahead of the slot in progress ([`LEAD_SLOTS`], at most the frame − 2).
+    pub lead: u64,
+    pub frame_slots: Slot,
+    pub slot_ns: u64,
+    /// The frequencies dvfs chooses from.
+    pub freqs: Freqs,
+}
+
 /// A validated firm admission request: `wcet` slots for plan task `task` (a tt task) on
-/// managed CPU index `cpu`, due `deadline_slots` after the current slot: before absolute slot
-/// `deadline_slot`.
+/// managed CPU index `cpu`, due `deadline_slots` after the kernel slot in progress when the
+/// planner admits it ([`KernelPlanner::admit_firm`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FirmJob {
     pub task: usize,
     pub cpu: usize,
     pub wcet: u64,
     pub deadline_slots: u64,
-    pub deadline_slot: u64,
-}
-
-impl FirmJob {
-    /// The same job with its deadline counted from slot `cur`: the caller reads the clock again
-    /// once it holds the planner, so that the planner thread cannot step between the clock
-    /// reading and the admission.
-    pub fn due_from(&self, cur: u64) -> FirmJob {
-        FirmJob {
-            deadline_slot: cur + self.deadline_slots,
-            ..self.clone()
-        }
-    }
 }
 
 /// The planner's answer to a [`FirmJob`].
@@ -169,27 +172,7 @@ pub fn initial_perf(entries: usize) -> Vec<u32> {
     vec![PERF_ONE; entries]
 }
 
-/// The frequencies dvfs chooses from: the P-states of the power model's cluster holding
-/// managed CPU `cpu` (the first cluster if none does), normalised to its highest.
-pub fn freqs_of_model(model: &PowerModel, cpu: u32) -> Result<Freqs, FreqsError> {
-    let cluster = model
-        .clusters
-        .iter()
-        .find(|c| (c.first_cpu..c.first_cpu + c.cpu_count).contains(&cpu))
-        .or(model.clusters.first());
-    let Some(cluster) = cluster else {
-        return Err(FreqsError::Empty);
-    };
-    let max = f64::from(cluster.max_mhz());
-    let normalised: Vec<f64> = cluster
-        .pstates
-        .iter()
-        .map(|p| f64::from(p.mhz) / max)
-        .collect();
-    Freqs::new(&normalised)
-}
-
-/// What one [`OnlinePlanner::advance`] did.
+/// What one [`KernelPlanner::advance`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Advance {
     /// Slots stepped.
@@ -200,7 +183,7 @@ pub struct Advance {
     pub writes: Vec<EntryWrite>,
 }
 
-pub struct OnlinePlanner {
+pub struct KernelPlanner {
     planner: Planner,
     lead: u64,
     frame: u64,
@@ -214,19 +197,19 @@ pub struct OnlinePlanner {
     late_total: u64,
 }
 
-impl OnlinePlanner {
-    /// The planner of `plan` under `policy`, deciding `lead` slots ahead; `table` is what the
-    /// BPF table holds at start (`SchedConfig::from_plan(plan, ..).table`), the perf map holds
-    /// [`initial_perf`]; dvfs picks its frequencies from `freqs` (also after a swap to it).
+impl KernelPlanner {
+    /// The planner of `cpus` (one input per managed CPU, plan order; planner task ids below
+    /// `nr_tasks` are plan task indices) under `cfg`; `table` is what the BPF table holds at
+    /// start (`SchedConfig::table`: managed CPUs × frame entries), the perf map holds
+    /// [`initial_perf`]; dvfs picks its frequencies from `cfg.freqs` (also after a swap to it).
     pub fn new(
-        plan: &Plan,
-        policy: Policy,
-        lead: u64,
+        cpus: &[CpuInput],
+        nr_tasks: usize,
+        cfg: KernelPathConfig,
         table: Vec<u32>,
-        freqs: Freqs,
     ) -> Result<Self, PlannerModeError> {
-        check(plan, policy, lead)?;
-        let expected = plan.managed.len() * plan.frame_slots as usize;
+        check(cfg.policy, cfg.lead, cfg.frame_slots)?;
+        let expected = cpus.len() * cfg.frame_slots as usize;
         if table.len() != expected {
             return Err(PlannerModeError::Table {
                 got: table.len(),
@@ -234,20 +217,20 @@ impl OnlinePlanner {
             });
         }
         let planner = Planner::new(
-            &planner_inputs(plan),
-            plan.frame_slots,
+            cpus,
+            cfg.frame_slots,
             PlannerConfig {
-                policy,
-                freqs,
-                slot_ns: plan.slot_us * 1000,
+                policy: cfg.policy,
+                freqs: cfg.freqs,
+                slot_ns: cfg.slot_ns,
             },
         );
-        Ok(OnlinePlanner {
+        Ok(KernelPlanner {
             planner,
-            lead,
-            frame: plan.frame_slots,
-            nr_cpus: plan.managed.len(),
-            task_of: (0..plan.tasks.len() as u32).collect(),
+            lead: cfg.lead,
+            frame: cfg.frame_slots,
+            nr_cpus: cpus.len(),
+            task_of: (0..nr_tasks as u32).collect(),
             perf: initial_perf(table.len()),
             shadow: table,
             late_total: 0,
@@ -324,81 +307,46 @@ impl OnlinePlanner {
     }
 
     /// Admission test and guarantee of `job` on its own CPU only (a tt task's threads run on no
-    /// other CPU), at the planner's clock: the slots up to `now() - 1` are decided (written).
-    pub fn admit_firm(&mut self, job: &FirmJob) -> FirmOutcome {
+    /// other CPU), due `job.deadline_slots` after `cur`, the kernel slot in progress (read by
+    /// the caller while it holds this planner, so that the planner thread cannot step between
+    /// the clock reading and the admission). The slots up to `now() - 1` are decided (written).
+    pub fn admit_firm(&mut self, job: &FirmJob, cur: Slot) -> FirmOutcome {
         let now = self.planner.now();
-        let Some(state) = self.planner.cpus().get(job.cpu) else {
-            return FirmOutcome::Rejected(Capacity {
-                needed: job.wcet,
-                available: 0,
-                deadline: job.deadline_slot,
-            });
-        };
-        // The negotiation of `Planner::admit_firm` would try other CPUs after a rejection:
-        // test the task's CPU alone first, so that a call to it is accepted there.
-        let cap = state.acceptance(now, job.wcet, job.deadline_slot);
-        if cap.available < job.wcet as i64 {
-            return FirmOutcome::Rejected(cap);
-        }
+        let deadline = cur.saturating_add(job.deadline_slots);
         let id = self.task_of.len();
-        self.task_of.push(job.task as u32);
         match self
             .planner
-            .admit_firm(id, job.wcet, job.deadline_slot, Some(job.cpu))
+            .admit_firm(id, job.wcet, deadline, Placement::Only(job.cpu))
         {
-            Admission::Accepted { cpu, bound } if cpu == job.cpu => FirmOutcome::Accepted {
-                cpu,
-                deadline_slot: bound,
-                first_slot: now,
-            },
-            // not reached (same test on the same state); undo rather than run it elsewhere
-            _ => {
-                self.planner.remove_task(id);
-                FirmOutcome::Rejected(cap)
+            Admission::Accepted { cpu, bound } => {
+                self.task_of.push(job.task as u32);
+                FirmOutcome::Accepted {
+                    cpu,
+                    deadline_slot: bound,
+                    first_slot: now,
+                }
             }
+            Admission::Rejected(Rejection::Capacity { cap, .. }) => FirmOutcome::Rejected(cap),
+            // an index that is no managed CPU: nothing is available there
+            Admission::Rejected(_) => FirmOutcome::Rejected(Capacity {
+                needed: job.wcet,
+                available: 0,
+                deadline,
+            }),
         }
     }
 
     /// Admission test and template insertion of periodic task `t` on its own CPU only (see the
     /// module doc). A rejection changes nothing.
     pub fn admit_periodic(&mut self, t: &PeriodicTask) -> PeriodicOutcome {
-        let Some(state) = self.planner.cpus().get(t.cpu) else {
-            return PeriodicOutcome::Rejected(Rejection::Invalid(format!(
-                "managed CPU index {} does not exist",
-                t.cpu
-            )));
-        };
-        if t.period > 0 && self.frame.is_multiple_of(t.period) && (1..=t.period).contains(&t.wcet) {
-            // `Planner::admit_periodic` would try the other CPUs after a miss on this one
-            let mut jobs = state.template.clone();
-            jobs.extend((0..self.frame / t.period).map(|k| Job {
-                task: t.task,
-                instance: k as u32,
-                release: k * t.period,
-                deadline: (k + 1) * t.period,
-                wcet: t.wcet,
-            }));
-            if let Err(miss) = edf(&jobs, self.frame) {
-                return PeriodicOutcome::Rejected(Rejection::Infeasible { cpu: t.cpu, miss });
-            }
-        }
         match self
             .planner
-            .admit_periodic(t.task, t.wcet, t.period, Some(t.cpu))
+            .admit_periodic(t.task, t.wcet, t.period, Placement::Only(t.cpu))
         {
-            Admission::Accepted { cpu, bound } if cpu == t.cpu => PeriodicOutcome::Accepted {
+            Admission::Accepted { cpu, bound } => PeriodicOutcome::Accepted {
                 cpu,
                 from_slot: bound,
             },
-            // not reached (the same test on the same template); undo rather than run it
-            // on a CPU its threads are not on
-            Admission::Accepted { cpu, .. } => {
-                self.planner.remove_task(t.task);
-                PeriodicOutcome::Rejected(Rejection::Invalid(format!(
-                    "the planner placed it on CPU index {cpu}, not its own {}",
-                    t.cpu
-                )))
-            }
             Admission::Rejected(r) => PeriodicOutcome::Rejected(r),
         }
     }
@@ -423,35 +371,20 @@ fn update(held: &mut u32, new: u32) -> Option<u32> {
 /// The policies of the kernel path.
 pub const KERNEL_POLICIES: [Policy; 2] = [Policy::Bss, Policy::Dvfs];
 
-/// Whether `plan` can run in planner mode under `policy`, `lead` slots ahead.
-pub fn check(plan: &Plan, policy: Policy, lead: u64) -> Result<(), PlannerModeError> {
+/// Whether a frame of `frame_slots` slots can run in planner mode under `policy`, `lead`
+/// slots ahead.
+pub fn check(policy: Policy, lead: u64, frame_slots: Slot) -> Result<(), PlannerModeError> {
     if !KERNEL_POLICIES.contains(&policy) {
         return Err(PlannerModeError::Policy(policy.name().into()));
     }
     if !LEAD_SLOTS.contains(&lead) {
         return Err(PlannerModeError::LeadRange(lead));
     }
-    if lead + 2 > plan.frame_slots {
+    if lead.saturating_add(2) > frame_slots {
         return Err(PlannerModeError::LeadFrame {
             lead,
-            frame: plan.frame_slots,
+            frame: frame_slots,
         });
     }
     Ok(())
 }
-
-/// Whether `plan` task `task` can take firm jobs: a tt task (it has its own managed CPU).
-pub fn firm_cpu(plan: &Plan, task: usize) -> Option<usize> {
-    let t = plan.tasks.get(task)?;
-    if t.class != Class::Tt {
-        return None;
-    }
-    let cpu = t.cpu?;
-    plan.managed.iter().position(|&c| c == cpu)
-}
-
-#[cfg(test)]
-mod tests;
-
-#[cfg(test)]
-mod periodic_tests;
