@@ -12,6 +12,8 @@ mod energy;
 #[cfg(feature = "bpf")]
 mod enforce;
 #[cfg(feature = "bpf")]
+mod engine;
+#[cfg(feature = "bpf")]
 mod planner_loop;
 
 use anyhow::{bail, Context, Result};

@@ -37,6 +37,7 @@
 //! 3. Only a plan compatible with the running one is ever handed to the kernel.
 
 pub mod compat;
+pub mod engine;
 pub mod request;
 
 pub use crate::planner::kernel_path::{
@@ -44,8 +45,10 @@ pub use crate::planner::kernel_path::{
     PlannerModeError,
 };
 pub use compat::{mismatches, Mismatch};
+pub use engine::Engine;
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
+use crate::clock::SlotClock;
 use crate::plan::{Class, LoadError, Plan, Start};
 use crate::planner::Policy;
 use serde::{Deserialize, Serialize};
@@ -273,8 +276,8 @@ pub struct SwitchRecord {
 /// The control state of one run.
 #[derive(Debug)]
 pub struct Control {
-    slot_ns: u64,
-    t0_ns: u64,
+    /// The run's slot grid.
+    clock: SlotClock,
     /// The plan in force, or about to be when a switch is pending.
     plan: Plan,
     /// The name of the plan in force.
@@ -286,11 +289,10 @@ pub struct Control {
 }
 
 impl Control {
-    /// `plan` (named `table`) runs with slot 0 starting at `t0_ns`.
-    pub fn new(plan: Plan, table: String, t0_ns: u64) -> Self {
+    /// `plan` (named `table`) runs on the slot grid `clock`.
+    pub fn new(plan: Plan, table: String, clock: SlotClock) -> Self {
         Control {
-            slot_ns: plan.slot_us * 1000,
-            t0_ns,
+            clock,
             plan,
             table,
             pending: None,
@@ -313,7 +315,7 @@ impl Control {
 
     /// The slot `now_ns` lies in (0 before slot 0 starts).
     pub fn slot_at(&self, now_ns: u64) -> u64 {
-        now_ns.saturating_sub(self.t0_ns) / self.slot_ns.max(1)
+        self.clock.slot_or_first(now_ns)
     }
 
     /// The switch slot for a switch written at `now_ns` (property 1).
@@ -321,7 +323,7 @@ impl Control {
         let frame = self.plan.frame_slots.max(1);
         // the first e with start(e - 1) = t0 + (e - 1)·slot >= now + MIN_LEAD_NS
         let before =
-            (now_ns.saturating_sub(self.t0_ns) + MIN_LEAD_NS).div_ceil(self.slot_ns.max(1));
+            (now_ns.saturating_sub(self.clock.t0_ns) + MIN_LEAD_NS).div_ceil(self.clock.slot_ns);
         let earliest = (before + 1).max(self.slot_at(now_ns) + MIN_LEAD_SLOTS);
         earliest.div_ceil(frame) * frame
     }
@@ -659,7 +661,7 @@ impl Control {
             plan,
             table: path.display().to_string(),
             at_slot,
-            at_ns: self.t0_ns + at_slot * self.slot_ns,
+            at_ns: self.clock.start_ns(at_slot),
         })
     }
 
@@ -677,6 +679,90 @@ impl Control {
             switch_slot: switch.at_slot,
             at_ns: switch.at_ns,
         }
+    }
+
+    /// Answers one request line, doing what it asks through `engine` (the kernel's table, the
+    /// planner, the run log). A refused request changes nothing.
+    pub fn serve(&mut self, line: &str, engine: &mut impl Engine) -> Reply {
+        let step = self.handle(line, || engine.now_ns(), |p| engine.load_plan(p));
+        match step {
+            Step::Reply(reply) => reply,
+            Step::Switch(switch) => self.write_switch(switch, engine),
+            Step::AdmitFirm(job) => match engine.with_planner(|p, cur| p.admit_firm(&job, cur)) {
+                Ok(outcome) => {
+                    let reply = self.admission(&outcome);
+                    engine.note(&format!(
+                        "admit_firm {} (task {}): {}",
+                        job.wcet,
+                        job.task,
+                        reply.to_line().trim_end()
+                    ));
+                    reply
+                }
+                Err(e) => Reply::error(&ControlError::Kernel(e)),
+            },
+            Step::SetPolicy(policy) => {
+                let result = engine.with_planner(|p, _| {
+                    let before = p.policy();
+                    p.set_policy(policy).map(|from| (before, from))
+                });
+                match result {
+                    Ok(Ok((before, from))) => {
+                        engine.note(&format!("set_policy {before} -> {policy} from slot {from}"));
+                        self.policy_set(policy, from)
+                    }
+                    Ok(Err(e)) => Reply::error(&ControlError::from(e)),
+                    Err(e) => Reply::error(&ControlError::Kernel(e)),
+                }
+            }
+            Step::AdmitPeriodic(task) => {
+                match engine.with_planner(|p, _| p.admit_periodic(&task)) {
+                    Ok(outcome) => {
+                        let reply = self.periodic_admission(&task, &outcome);
+                        engine.note(&format!(
+                            "admit_periodic (task {}): {}",
+                            task.task,
+                            reply.to_line().trim_end()
+                        ));
+                        reply
+                    }
+                    Err(e) => Reply::error(&ControlError::Kernel(e)),
+                }
+            }
+            Step::Remove { task } => match engine.with_planner(|p, _| p.remove(task)) {
+                Ok((_, from)) => {
+                    engine.note(&format!("remove (task {task}): no slots from slot {from}"));
+                    self.removed(task, from)
+                }
+                Err(e) => Reply::error(&ControlError::Kernel(e)),
+            },
+        }
+    }
+
+    /// Writes a validated switch to the kernel and records it; warns when the write came after
+    /// the tick that already looked the switch slot up.
+    fn write_switch(&mut self, switch: Switch, engine: &mut impl Engine) -> Reply {
+        if let Err(e) = engine.write_table(&switch.plan, switch.at_slot) {
+            return Reply::error(&ControlError::Kernel(e));
+        }
+        let now = engine.now_ns();
+        // The tick that starts the slot before the switch slot already looks the switch slot up.
+        let decided_ns = switch.at_ns.saturating_sub(self.clock.slot_ns);
+        if now >= decided_ns {
+            engine.warn(&format!(
+                "the table was written {:.1} ms after slot {} started: the slots around the \
+                 switch may be enforced or accounted with the old table",
+                (now - decided_ns) as f64 / 1e6,
+                switch.at_slot - 1
+            ));
+        }
+        engine.note(&format!(
+            "table switch to {} at slot {} (a frame start, in {:.1} ms)",
+            switch.table,
+            switch.at_slot,
+            switch.at_ns.saturating_sub(now) as f64 / 1e6
+        ));
+        self.committed(switch)
     }
 }
 

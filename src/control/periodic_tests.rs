@@ -17,7 +17,8 @@ const PLAN: &str = r#"{ "version": 1, "slot_us": 10000,
 
 fn control(planner: bool) -> Control {
     let plan = plan::from_str(PLAN).unwrap_or_else(|e| panic!("{e}"));
-    let c = Control::new(plan, "/p/a.json".into(), T0_NS);
+    let clock = SlotClock::new(T0_NS, plan.slot_us * 1000);
+    let c = Control::new(plan, "/p/a.json".into(), clock);
     if planner {
         c.with_planner("bss", 2)
     } else {

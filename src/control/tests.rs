@@ -40,7 +40,8 @@ fn files<'a>(entries: &'a [(&'a str, String)]) -> impl Fn(&Path) -> Result<Plan,
 }
 
 fn control() -> Control {
-    Control::new(plan_of(&text(10_000, 3)), "/p/a.json".into(), T0_NS)
+    let clock = SlotClock::new(T0_NS, 10_000_000);
+    Control::new(plan_of(&text(10_000, 3)), "/p/a.json".into(), clock)
 }
 
 /// The time in the middle of slot k.
@@ -185,7 +186,11 @@ fn the_clock_is_read_again_after_loading_the_plan() {
 #[test]
 fn short_slots_get_a_lead_of_at_least_min_lead_ns() {
     // 100 us slots: 20 ms is 200 slots; frame 8 -> the first frame start >= k + 200
-    let c = Control::new(plan_of(&text(100, 3)), "a".into(), 0);
+    let c = Control::new(
+        plan_of(&text(100, 3)),
+        "a".into(),
+        SlotClock::new(0, 100_000),
+    );
     let s = c.switch_slot(50 * 100_000);
     assert_eq!(s, 256);
     assert!((s - 50) * 100_000 >= MIN_LEAD_NS);

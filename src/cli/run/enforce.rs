@@ -2,6 +2,7 @@
 
 use super::control_socket::ControlSocket;
 use super::energy::LiveEnergy;
+use super::engine::RunEngine;
 use super::planner_loop::{PlannerLoop, Writers};
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
@@ -10,10 +11,10 @@ use scx_tt::accounting::{
     TaskInfo, TaskState,
 };
 use scx_tt::clock::{monotonic_ns, SlotClock};
-use scx_tt::control::{Control, ControlError, KernelPlanner, Reply, Step};
+use scx_tt::control::{Control, KernelPlanner};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
-use scx_tt::plan::{self, Plan, Selector};
+use scx_tt::plan::{Plan, Selector};
 use scx_tt::planner::kernel_path::{initial_perf, KernelPathConfig};
 use scx_tt::planner::Freqs;
 use scx_tt::resolve::{ProcFs, ResolveError};
@@ -199,7 +200,8 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         .table
         .as_ref()
         .map_or_else(String::new, |p| p.display().to_string());
-    let mut control = Control::new(plan.clone(), table_name, t0_ns);
+    let clock = SlotClock::new(t0_ns, cfg.slot_ns);
+    let mut control = Control::new(plan.clone(), table_name, clock);
     // Planner mode: the thread starts before slot 0 and decides slots 0..lead first.
     let (planner, mut planner_loop) = match args.planner {
         Some(policy) => {
@@ -231,7 +233,7 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
                 shared.clone(),
                 writers,
                 cfg.frame_slots,
-                SlotClock::new(t0_ns, cfg.slot_ns),
+                clock,
                 plan.housekeeping.first().copied(),
             )?;
             control = control.with_planner(policy.name(), args.planner_lead_slots);
@@ -309,9 +311,14 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
         let _ = ring.consume();
         drain(&mut acc, &mut energy)?;
         if let Some(sock) = control_socket.as_mut() {
-            sock.serve(|line| {
-                answer(line, &mut control, &mut sched, guard_us, &online, &planner).to_line()
-            });
+            let mut engine = RunEngine {
+                sched: &mut sched,
+                guard_us,
+                online: &online,
+                planner: planner.as_deref(),
+                clock,
+            };
+            sock.serve(|line| control.serve(line, &mut engine).to_line());
         }
         if stop.load(Ordering::SeqCst) {
             break ExitReason::Signal;
@@ -392,105 +399,6 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     } else {
         0
     })
-}
-
-/// Answers one control request; a switch is written to the kernel here (the BPF scheduler's
-/// double-buffered table, section F of src/bpf/tt_sched.bpf.c).
-fn answer(
-    line: &str,
-    control: &mut Control,
-    sched: &mut Scheduler,
-    guard_us: u64,
-    online: &[u32],
-    planner: &Option<Arc<Mutex<KernelPlanner>>>,
-) -> Reply {
-    let switch = match control.handle(line, monotonic_ns, |p| plan::from_file(p)) {
-        Step::Reply(reply) => return reply,
-        Step::Switch(switch) => switch,
-        Step::AdmitFirm(job) => {
-            // Control only returns this in planner mode, where `planner` is set.
-            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
-                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
-            };
-            // the deadline from the slot in progress now that the planner thread cannot step
-            let outcome = p.admit_firm(&job, control.slot_at(monotonic_ns()));
-            drop(p);
-            let reply = control.admission(&outcome);
-            println!(
-                "scx_tt: admit_firm {} (task {}): {}",
-                job.wcet,
-                job.task,
-                reply.to_line().trim_end()
-            );
-            return reply;
-        }
-        Step::SetPolicy(policy) => {
-            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
-                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
-            };
-            let before = p.policy();
-            let from = match p.set_policy(policy) {
-                Ok(from) => from,
-                Err(e) => return Reply::error(&ControlError::from(e)),
-            };
-            drop(p);
-            println!("scx_tt: set_policy {before} -> {policy} from slot {from}");
-            return control.policy_set(policy, from);
-        }
-        Step::AdmitPeriodic(task) => {
-            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
-                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
-            };
-            let outcome = p.admit_periodic(&task);
-            drop(p);
-            let reply = control.periodic_admission(&task, &outcome);
-            println!(
-                "scx_tt: admit_periodic (task {}): {}",
-                task.task,
-                reply.to_line().trim_end()
-            );
-            return reply;
-        }
-        Step::Remove { task } => {
-            let Some(Ok(mut p)) = planner.as_ref().map(|p| p.lock()) else {
-                return Reply::error(&ControlError::Kernel("the planner is not available".into()));
-            };
-            let (_, from) = p.remove(task);
-            drop(p);
-            println!("scx_tt: remove (task {task}): no slots from slot {from}");
-            return control.removed(task, from);
-        }
-    };
-    let table = match SchedConfig::from_plan(&switch.plan, guard_us, online) {
-        Ok(cfg) => cfg.table,
-        Err(e) => {
-            return Reply::error(&ControlError::Plan {
-                path: switch.table.into(),
-                reason: format!("configuring the scheduler: {e}"),
-            })
-        }
-    };
-    if let Err(e) = sched.switch_table(&table, switch.at_slot) {
-        return Reply::error(&ControlError::Kernel(e.to_string()));
-    }
-    let now = monotonic_ns();
-    // The tick that starts the slot before the switch slot already looks the switch slot up.
-    let decided_ns = switch.at_ns.saturating_sub(switch.plan.slot_us * 1000);
-    if now >= decided_ns {
-        eprintln!(
-            "scx_tt: warning: the table was written {:.1} ms after slot {} started: the slots \
-             around the switch may be enforced or accounted with the old table",
-            (now - decided_ns) as f64 / 1e6,
-            switch.at_slot - 1
-        );
-    }
-    println!(
-        "scx_tt: table switch to {} at slot {} (a frame start, in {:.1} ms)",
-        switch.table,
-        switch.at_slot,
-        switch.at_ns.saturating_sub(now) as f64 / 1e6
-    );
-    control.committed(switch)
 }
 
 /// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster

@@ -1,0 +1,61 @@
+//! The run's side of the control protocol: [`scx_tt::control::Engine`] over the loaded BPF
+//! scheduler, CLOCK_MONOTONIC and the planner behind its lock.
+
+use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::Engine;
+use scx_tt::plan::{self, LoadError, Plan};
+use scx_tt::planner::kernel_path::KernelPlanner;
+use scx_tt::sched::config::SchedConfig;
+use scx_tt::sched::loader::Scheduler;
+use std::path::Path;
+use std::sync::Mutex;
+
+pub struct RunEngine<'a, 'obj> {
+    pub sched: &'a mut Scheduler<'obj>,
+    /// The guard band the run was loaded with, us (a new table is configured with it).
+    pub guard_us: u64,
+    /// The machine's online CPUs (the housekeeping set of a new table's configuration).
+    pub online: &'a [u32],
+    /// Planner mode: the planner the planner thread steps.
+    pub planner: Option<&'a Mutex<KernelPlanner>>,
+    pub clock: SlotClock,
+}
+
+impl Engine for RunEngine<'_, '_> {
+    fn now_ns(&self) -> u64 {
+        monotonic_ns()
+    }
+
+    fn load_plan(&self, path: &Path) -> Result<Plan, LoadError> {
+        plan::from_file(path)
+    }
+
+    fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String> {
+        let cfg = SchedConfig::from_plan(plan, self.guard_us, self.online)
+            .map_err(|e| format!("configuring the scheduler: {e}"))?;
+        self.sched
+            .switch_table(&cfg.table, at_slot)
+            .map_err(|e| format!("writing the table to the kernel: {e}"))
+    }
+
+    fn with_planner<R>(
+        &mut self,
+        f: impl FnOnce(&mut KernelPlanner, u64) -> R,
+    ) -> Result<R, String> {
+        let planner = self.planner.ok_or("the planner is not running")?;
+        let mut p = planner
+            .lock()
+            .map_err(|_| "the planner is not available (its lock is poisoned)".to_string())?;
+        // the slot in progress, read while the planner thread cannot step
+        let cur = self.clock.slot_or_first(monotonic_ns());
+        Ok(f(&mut p, cur))
+    }
+
+    fn note(&mut self, line: &str) {
+        println!("scx_tt: {line}");
+    }
+
+    fn warn(&mut self, line: &str) {
+        eprintln!("scx_tt: warning: {line}");
+    }
+}

@@ -1,0 +1,39 @@
+//! What the control state machine ([`super::Control`]) needs from the run: a clock, a plan
+//! loader, the kernel's table write and the planner. The run edge implements it
+//! (`src/cli/run/engine.rs`: the BPF maps, CLOCK_MONOTONIC, the planner behind its lock);
+//! tests implement it with a fake clock, plans from strings and a planner they own.
+//!
+//! The control layer decides everything (which slot a switch takes effect at, whether a task
+//! may be admitted, what the reply says, what the run log says); the engine only does what
+//! needs the machine.
+
+use crate::plan::{LoadError, Plan};
+use crate::planner::kernel_path::KernelPlanner;
+use std::path::Path;
+
+pub trait Engine {
+    /// The time now, ns of CLOCK_MONOTONIC (the clock of the BPF slot grid).
+    fn now_ns(&self) -> u64;
+
+    /// Reads and validates the plan file at `path`.
+    fn load_plan(&self, path: &Path) -> Result<Plan, LoadError>;
+
+    /// Writes `plan`'s table to the kernel so that it is in force from slot `at_slot` on, on
+    /// every managed CPU at once (the double-buffered table, src/bpf/tt_sched.bpf.c F). `Err`
+    /// says why nothing was written.
+    fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String>;
+
+    /// Planner mode: runs `f` on the planner together with the kernel slot in progress, read
+    /// while the planner is held (so that the planner thread cannot step between the reading
+    /// and `f`). `Err` when there is no planner or it cannot be had (a poisoned lock).
+    fn with_planner<R>(
+        &mut self,
+        f: impl FnOnce(&mut KernelPlanner, u64) -> R,
+    ) -> Result<R, String>;
+
+    /// A line for the run's log (stdout): what a request changed.
+    fn note(&mut self, line: &str);
+
+    /// A warning for the run's log (stderr).
+    fn warn(&mut self, line: &str);
+}
