@@ -1,14 +1,25 @@
-//! The VM test plans (tests/vm/plans/) are what the VM tests think they are: every plan loads
-//! except `invalid_*`, which fail validation with a message naming the bad field. Runs in the
-//! plain `cargo test` (no VM).
+//! The VM test plans (`tests/vm/scenarios/*/*.json`) are what the VM tests think they are:
+//! every plan loads except `invalid_*`, which fail validation with a message naming the bad
+//! field. Runs in the plain `cargo test` (no VM).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+fn scenarios() -> PathBuf {
+    crate::harness::repo().join("tests/vm/scenarios")
+}
+
+/// Every scenario folder's plans.
 fn plans() -> Vec<PathBuf> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vm/plans");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .filter_map(|e| e.ok().map(|e| e.path()))
+    let ls = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .collect()
+    };
+    let mut v: Vec<PathBuf> = ls(&scenarios())
+        .iter()
+        .filter(|d| d.is_dir())
+        .flat_map(|d| ls(d))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     v.sort();
@@ -56,9 +67,7 @@ fn lateness_plans_keep_the_measured_cpu_busy_on_a_common_grid() {
         ("lateness_1000us.json", 1000),
         ("lateness_10000us.json", 10_000),
     ] {
-        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/vm/plans")
-            .join(file);
+        let p = scenarios().join("lateness").join(file);
         let plan = scx_tt::plan::from_file(&p).unwrap_or_else(|e| panic!("{file}: {e}"));
         assert_eq!(plan.slot_us, slot_us, "{file}");
         assert_eq!(

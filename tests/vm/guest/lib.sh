@@ -1,10 +1,14 @@
-# Helpers for the guest scenarios (sourced by /init and every scenario).
+# Helpers for the guest scenarios (sourced by /init and every scenario's guest.sh).
+# /out: every file a scenario leaves here reaches the host (target/vm/runs/LABEL/files/).
 OUT=/out
 
 # Value of KEY=VALUE on the kernel command line.
 cmdline_arg() {
   tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | head -1
 }
+
+# This scenario's folder (tests/vm/scenarios/NAME/ on the host): its guest.sh and plans.
+HERE=/tt/scenarios/$(cmdline_arg tt.scenario)
 
 # Guest uptime in milliseconds (10 ms resolution).
 uptime_ms() {
@@ -56,6 +60,28 @@ run_scx_tt() {
   result "${name}_rc" $rc
   result "${name}_state" "$(scx_state)"
   return $rc
+}
+
+# start_scx_tt NAME ARGS...: starts scx_tt in the background with its stdout and stderr in
+# /out/NAME.out and /out/NAME.err; finish_scx_tt NAME waits for it.
+start_scx_tt() {
+  name=$1; shift
+  echo "tt-vm: run scx_tt $* (background)"
+  scx_tt "$@" > $OUT/$name.out 2> $OUT/$name.err &
+  SCX_TT_PID=$!
+}
+
+# finish_scx_tt NAME: waits for the scx_tt of start_scx_tt; its exit code goes into the results
+# as NAME_rc, the state after it as NAME_state, its output to the console, and with a control
+# socket $SOCK set, socket_left (yes/no: the socket still exists).
+finish_scx_tt() {
+  wait $SCX_TT_PID
+  result "${1}_rc" $?
+  result "${1}_state" "$(scx_state)"
+  cat $OUT/$1.out $OUT/$1.err
+  if [ -n "$SOCK" ]; then
+    [ -e "$SOCK" ] && result socket_left yes || result socket_left no
+  fi
 }
 
 # ctl NAME ARGS...: one `scx_tt ctl --socket $SOCK` request; the reply goes to NAME.reply,

@@ -1,5 +1,5 @@
 //! VM test, issue 5 item 2b (and item 4 where the VM can show it): scx_tt enforces
-//! tests/vm/plans/cpuperf.json (CPU 1, frame of 4 slots of 10 ms) with a perf table that asks
+//! cpuperf.json (this folder; CPU 1, frame of 4 slots of 10 ms) with a perf table that asks
 //! for a different frequency in every frame slot, and writes its trace and summary.
 //!
 //! Asserted from the trace (docs/trace-format.md, docs/run-output.md):
@@ -14,13 +14,10 @@
 //! model's P-states of the table's entries, with the shares the trace's records give them. The
 //! guest has no cpufreq either, so this checks the request path, not a frequency change.
 //!
-//! Run: `cargo test --release --test vm_cpuperf -- --ignored --nocapture` after
-//! `make vm-initrd` (`make test-vm` runs it once the Makefile's VM_TESTS lists it).
+//! Run: `cargo test --release --test vm cpuperf -- --ignored --nocapture` after
+//! `make vm-initrd` (`make test-vm` runs it).
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Vm};
+use crate::harness::{self, Checks, Vm, VmOutput};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -200,19 +197,20 @@ fn check_residency(c: &mut Checks, s: &Summary, records: &[Record]) {
 #[ignore = "boots a VM: make test-vm"]
 fn each_slot_requests_its_perf_table_entry_and_energy_is_an_estimate() {
     let row: Vec<String> = PERF_ROW.iter().map(|f| f.to_string()).collect();
-    let out = Vm::new("cpuperf")
+    Vm::new("cpuperf")
         .smp(2)
         .timeout_s(240)
         .arg("duration_s", DURATION_S)
-        .arg("plan", "/tt/plans/cpuperf.json")
+        .arg("plan", "/tt/scenarios/cpuperf/cpuperf.json")
         .arg("perf_cpu", CPU)
         .arg("perf", row.join(","))
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Checks::default();
+        .check(check);
+}
+
+fn check(out: &VmOutput, c: &mut Checks) {
     let text_out = out.file("cpuperf.out").unwrap_or_default();
     print!("{text_out}");
-    print!("{}", out.file("cpuperf.err").unwrap_or_default());
+    out.print_file("cpuperf.err");
     for key in ["cpufreq", "rapl"] {
         println!("--- guest {key}: {:?}", out.result(key));
     }
@@ -262,9 +260,8 @@ fn each_slot_requests_its_perf_table_entry_and_energy_is_an_estimate() {
         p.matched_per_entry.iter().all(|&n| n > 0),
         format!("every table entry arrived: {:?}", p.matched_per_entry),
     );
-    check_energy(&mut c, &summary, &text_out);
-    check_residency(&mut c, &summary, &records);
-    c.finish();
+    check_energy(c, &summary, &text_out);
+    check_residency(c, &summary, &records);
 }
 
 fn rec(slot: u64, freq: f64, late_ns: i64) -> Record {

@@ -6,7 +6,7 @@
 //!
 //! Each boot first runs scx_tt 3 s unmeasured (TCG translates new guest code paths on first use).
 //! Two configurations (docs/vm-harness.md):
-//!   - `-smp 2`, tests/vm/plans/demo_one_cpu.json: the demo plan's tasks on one managed CPU
+//!   - `-smp 2`, demo_one_cpu.json (this folder): the demo plan's tasks on one managed CPU
 //!     (CPU 1; spin-c shortened to fit), housekeeping CPU 0. Timing bounds hold here because
 //!     the guest has no more vCPUs than the 2-core hosts have cores:
 //!       - every tt task gets >= 90 % of its planned slot time and at most 2 % of its run
@@ -24,10 +24,7 @@
 //! its lateness histogram counts every tick; scx_tt exited 0 by duration and left sched_ext
 //! disabled. Run by `make test-vm`.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Summary, Vm};
+use crate::harness::{Checks, Summary, Vm, VmOutput};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -164,7 +161,7 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: Option<Bounds>) {
 }
 
 /// Exit code and sched_ext state after each scx_tt run of the scenario.
-fn check_exits(c: &mut Checks, out: &harness::VmOutput, runs: &[&str]) {
+fn check_exits(c: &mut Checks, out: &VmOutput, runs: &[&str]) {
     for run in runs {
         let rc = out.result(&format!("{run}_rc"));
         c.check(rc == Ok("0"), format!("{run}: scx_tt exit code {rc:?}"));
@@ -181,58 +178,63 @@ fn check_exits(c: &mut Checks, out: &harness::VmOutput, runs: &[&str]) {
     );
 }
 
-fn print_run(out: &harness::VmOutput, run: &str, title: &str, s: &Summary) {
-    print!("{}", out.file(&format!("{run}.out")).unwrap_or_default());
+fn print_run(out: &VmOutput, run: &str, title: &str, s: &Summary) {
+    out.print_file(&format!("{run}.out"));
     s.print(title);
     println!("--- {run}: slot-tick lateness");
     s.managed().for_each(|cpu| cpu.print_hist());
 }
 
-/// One boot of the delivery scenario with the demo's tasks on one CPU, checked.
-fn measure_demo_one_cpu(label: &str) -> Checks {
-    let out = Vm::new("delivery")
-        .label(label)
+/// When only timing bounds failed (a host stall can do that under TCG), the scenario is
+/// measured again (`Vm::check`).
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
+    let vm = Vm::new("delivery")
+        .label("delivery-demo_one_cpu")
         .smp(2)
         .timeout_s(300)
         .arg("duration_s", DURATION_S)
-        .arg("plan", "/tt/plans/demo_one_cpu.json")
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Checks::default();
-    check_exits(&mut c, &out, &["warmup", "quiet", "loaded"]);
-    let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
-    let loaded = out.summary("loaded.json").unwrap_or_else(|e| panic!("{e}"));
-    print_run(&out, "quiet", "quiet housekeeping CPU", &quiet);
-    print_run(
-        &out,
-        "loaded",
-        "stress-ng + cyclictest on the housekeeping CPU",
-        &loaded,
-    );
-
-    // a) and e)
-    check_run(&mut c, "quiet", &quiet, Some(ISSUE_BOUNDS));
-    check_run(&mut c, "loaded", &loaded, Some(ISSUE_BOUNDS));
-
-    // b) housekeeping load costs at most 5 points of tt delivery.
-    for q in quiet.tasks.iter().filter(|t| t.class == "tt") {
-        let Some(l) = loaded.tasks.iter().find(|t| t.name == q.name) else {
-            c.check(false, format!("loaded run lacks task {}", q.name));
-            continue;
-        };
-        let drop = q.delivered_pct() - l.delivered_pct();
-        c.check_timing(
-            drop <= MAX_LOAD_DROP_POINTS,
-            format!(
-                "{}: delivery {:.1} % quiet, {:.1} % loaded: drop {drop:.1} points (<= {MAX_LOAD_DROP_POINTS})",
-                q.name,
-                q.delivered_pct(),
-                l.delivered_pct()
-            ),
+        .arg("plan", "/tt/scenarios/delivery/demo_one_cpu.json");
+    vm.check(|out, c| {
+        check_exits(c, out, &["warmup", "quiet", "loaded"]);
+        let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
+        let loaded = out.summary("loaded.json").unwrap_or_else(|e| panic!("{e}"));
+        print_run(out, "quiet", "quiet housekeeping CPU", &quiet);
+        print_run(
+            out,
+            "loaded",
+            "stress-ng + cyclictest on the housekeeping CPU",
+            &loaded,
         );
-    }
 
-    // The outside workload next to ours: cyclictest on the housekeeping CPU.
+        // a) and e)
+        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
+        check_run(c, "loaded", &loaded, Some(ISSUE_BOUNDS));
+
+        // b) housekeeping load costs at most 5 points of tt delivery.
+        for q in quiet.tasks.iter().filter(|t| t.class == "tt") {
+            let Some(l) = loaded.tasks.iter().find(|t| t.name == q.name) else {
+                c.check(false, format!("loaded run lacks task {}", q.name));
+                continue;
+            };
+            let drop = q.delivered_pct() - l.delivered_pct();
+            c.check_timing(
+                drop <= MAX_LOAD_DROP_POINTS,
+                format!(
+                    "{}: delivery {:.1} % quiet, {:.1} % loaded: drop {drop:.1} points (<= {MAX_LOAD_DROP_POINTS})",
+                    q.name,
+                    q.delivered_pct(),
+                    l.delivered_pct()
+                ),
+            );
+        }
+        check_cyclictest(c, out);
+    });
+}
+
+/// The outside workload next to ours: cyclictest on the housekeeping CPU.
+fn check_cyclictest(c: &mut Checks, out: &VmOutput) {
     match out.json::<Cyclictest>("cyclictest.json") {
         Ok(cy) => {
             for (id, t) in &cy.thread {
@@ -249,47 +251,31 @@ fn measure_demo_one_cpu(label: &str) -> Checks {
         }
         Err(e) => c.check(false, format!("cyclictest figures: {e}")),
     }
-    c
 }
 
-/// When only timing bounds failed (a host stall can do that under TCG), the scenario is
-/// measured again, up to harness::TIMING_TRIES times; the last measurement decides and every one
-/// is printed. Exact checks are never measured again.
+/// schedules/demo.json itself at `-smp 3`.
 #[test]
 #[ignore = "boots a VM: make test-vm"]
-fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
-    harness::measure_until_settled("delivery-demo_one_cpu", measure_demo_one_cpu);
-}
-
-/// One boot of the delivery scenario with schedules/demo.json at `-smp 3`, checked.
-fn measure_demo_plan(label: &str) -> Checks {
-    let out = Vm::new("delivery")
-        .label(label)
+fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
+    let vm = Vm::new("delivery")
+        .label("delivery-demo")
         .smp(3)
         .timeout_s(300)
         .arg("duration_s", DURATION_S)
         .arg("plan", "/schedules/demo.json")
         .arg("loaded", 0)
-        .arg("guard_us", SMP3_GUARD_US)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Checks::default();
-    check_exits(&mut c, &out, &["warmup", "quiet"]);
-    let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
-    print_run(
-        &out,
-        "quiet",
-        &format!("schedules/demo.json, -smp 3, --guard-us {SMP3_GUARD_US}"),
-        &quiet,
-    );
-    check_run(&mut c, "demo", &quiet, Some(SMP3_BOUNDS));
-    c
-}
-
-#[test]
-#[ignore = "boots a VM: make test-vm"]
-fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
-    harness::measure_until_settled("delivery-demo", measure_demo_plan);
+        .arg("guard_us", SMP3_GUARD_US);
+    vm.check(|out, c| {
+        check_exits(c, out, &["warmup", "quiet"]);
+        let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
+        print_run(
+            out,
+            "quiet",
+            &format!("schedules/demo.json, -smp 3, --guard-us {SMP3_GUARD_US}"),
+            &quiet,
+        );
+        check_run(c, "demo", &quiet, Some(SMP3_BOUNDS));
+    });
 }
 
 /// The summary of the agreed interface (docs/run-output.md), 10 s of 10 ms slots on CPU 1;
@@ -383,40 +369,4 @@ fn a_guard_band_that_never_stopped_an_owner_is_an_exact_failure() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].contains("0 stopped the ending owner"), "{f:?}");
     assert!(!c.only_timing_failed());
-}
-
-#[test]
-fn timing_failures_are_measured_again_and_exact_ones_are_not() {
-    use std::cell::Cell;
-    // Two measurements that miss only a timing bound, then one that passes: three calls, pass.
-    let calls = Cell::new(0);
-    harness::measure_until_settled("t", |_| {
-        calls.set(calls.get() + 1);
-        let mut c = Checks::default();
-        c.check_timing(calls.get() == 3, format!("try {}", calls.get()));
-        c
-    });
-    assert_eq!(calls.get(), 3);
-    // An exact failure is final at once.
-    let calls = Cell::new(0);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        harness::measure_until_settled("t", |_| {
-            calls.set(calls.get() + 1);
-            let mut c = Checks::default();
-            c.check(false, "foreign time".into());
-            c
-        })
-    }));
-    assert!(result.is_err() && calls.get() == 1);
-    // Timing failures on every try fail after harness::TIMING_TRIES measurements.
-    let calls = Cell::new(0);
-    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        harness::measure_until_settled("t", |_| {
-            calls.set(calls.get() + 1);
-            let mut c = Checks::default();
-            c.check_timing(false, "late".into());
-            c
-        })
-    }));
-    assert!(result.is_err() && calls.get() == harness::TIMING_TRIES);
 }

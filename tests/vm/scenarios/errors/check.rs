@@ -2,19 +2,15 @@
 //! run without root, and a run while another sched_ext scheduler is attached exit 1 with a
 //! message naming the cause; sched_ext is `disabled` after each. Run by `make test-vm`.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Vm};
+use crate::harness::{Checks, Vm, VmOutput};
 
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn failures_exit_nonzero_with_a_clear_message_and_leave_sched_ext_disabled() {
-    let out = Vm::new("errors")
-        .timeout_s(180)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Checks::default();
+    Vm::new("errors").timeout_s(180).check(check);
+}
+
+fn check(out: &VmOutput, c: &mut Checks) {
     let ops = out.result("attached_ops").unwrap_or("").to_string();
     // (case, exit code, words the message must contain, case-insensitive); the refused second
     // scheduler must name the attached one as /sys/kernel/sched_ext/root/ops does.
@@ -79,5 +75,4 @@ fn failures_exit_nonzero_with_a_clear_message_and_leave_sched_ext_disabled() {
             out.result("first_disable_ms")
         ),
     );
-    c.finish();
 }

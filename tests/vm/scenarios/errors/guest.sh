@@ -1,7 +1,7 @@
 # Issue 3 item 6 c): bad plans and impossible runs exit non-zero with a clear message and leave
 # sched_ext disabled. Each case leaves NAME.out / NAME.err and the results NAME_rc, NAME_state.
 . /tt/lib.sh
-P=/tt/plans
+P=$HERE
 run_scx_tt invalid_plan --table $P/invalid_slot_us.json --duration-s 5
 run_scx_tt missing_pid --table $P/missing_pid.json --duration-s 5
 run_scx_tt missing_cpu --table $P/missing_cpu.json --duration-s 5

@@ -11,7 +11,7 @@ D=$(cmdline_arg tt.duration_s); D=${D:-10}
 echo 1 > /proc/sys/kernel/bpf_stats_enabled
 result bpf_stats_enabled "$(cat /proc/sys/kernel/bpf_stats_enabled)"
 for slot in 1000 10000; do
-  scx_tt --table /tt/plans/lateness_${slot}us.json --duration-s "$D" --guard-us 0 \
+  scx_tt --table $HERE/lateness_${slot}us.json --duration-s "$D" --guard-us 0 \
     --summary-json $OUT/bpf_$slot.json > $OUT/bpf_$slot.out 2> $OUT/bpf_$slot.err &
   pid=$!
   result "bpf_${slot}_enable_ms" "$(wait_state enabled 30000)"

@@ -1,5 +1,5 @@
 //! VM test of planner mode (docs/planner.md, "Kernel path"): `scx_tt --planner bss` enforces
-//! tests/vm/plans/planner.json at `-smp 2` (managed CPU 1: tt-a 10 of every 50 slots, tt-b 20 of
+//! planner.json at `-smp 2` (managed CPU 1: tt-a 10 of every 50 slots, tt-b 20 of
 //! every 100, 10 ms slots, frame 100, no explicit table) with `--control` and `--trace`. After 2 s
 //! `scx_tt ctl admit-firm` sends (a) 40 slots for tt-a due in 30 (cannot fit: rejected, exit 3),
 //! (b) a job for an unknown task (exit 1), (c) 20 slots for tt-a due in 60 (accepted, exit 0),
@@ -18,72 +18,39 @@
 //! `planner_late_slots` is printed and at most 2 % of the run's slots (see `LATE_PCT`); scx_tt
 //! exits 0, sched_ext is disabled, the socket is gone.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Summary, VmOutput};
-use scx_tt::plan::{self, Plan};
-use scx_tt::sched::config::{default_guard_us, SchedConfig};
+use crate::harness::{tt_owner, Checks, Vm, VmOutput};
+use crate::planner_checks::{self as pc, check_owners, owned, Table, CPU, LEAD, MIN_DELIVERED_PCT};
 use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 6;
-const MIN_DELIVERED_PCT: f64 = 90.0;
-/// Lead of the planner (the default of --planner-lead-slots).
-const LEAD: u64 = 2;
-/// Tolerated share of slots decided late (the planner thread slept through `LEAD` boundaries):
-/// under TCG on a shared host a stall of 20 ms or more happens a few times per run; none is
-/// expected on hardware.
-const LATE_PCT: f64 = 2.0;
 const FIRM_WCET: u64 = 20;
 const FIRM_DEADLINE: u64 = 60;
 const REJECT_WCET: u64 = 40;
 const REJECT_DEADLINE: u64 = 30;
 
-struct Expect {
-    plan: Plan,
-    frame: u64,
-    /// Owner task index per frame slot of managed CPU 1.
-    table: Vec<Option<usize>>,
-}
+/// planner.json's static table and what follows from it.
+struct Expect(Table);
 
 impl Expect {
     fn new() -> Expect {
-        let path = harness::repo().join("tests/vm/plans/planner.json");
-        let text = std::fs::read_to_string(&path).expect("planner.json");
-        let plan: Plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-        let cfg = SchedConfig::from_plan(&plan, default_guard_us(plan.slot_us), &[0, 1])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let table = (0..cfg.frame_slots).map(|s| cfg.owner(0, s)).collect();
-        Expect {
-            frame: plan.frame_slots,
-            plan,
-            table,
-        }
-    }
-
-    fn index(&self, name: &str) -> usize {
-        self.plan
-            .tasks
-            .iter()
-            .position(|t| t.name == name)
-            .expect("task of the plan")
+        Expect(Table::of("planner", "planner.json"))
     }
 
     fn owner(&self, slot: u64) -> Option<&str> {
-        self.table[(slot % self.frame) as usize].map(|t| self.plan.tasks[t].name.as_str())
+        self.0.owner(CPU, slot)
     }
 
-    /// Static slots of `task` in `[from, to)`.
     fn static_count(&self, task: &str, from: u64, to: u64) -> u64 {
-        (from..to).filter(|&s| self.owner(s) == Some(task)).count() as u64
+        self.0.static_count(task, from, to)
     }
 
     /// Periodic jobs in absolute slots (release, deadline, wcet, task) of frames 0..=`last`.
     fn jobs(&self, last: u64) -> Vec<(u64, u64, u64, usize)> {
+        let frame = self.0.frame;
         (0..=last)
             .flat_map(|k| {
-                self.plan.cpus[0].jobs.iter().map(move |j| {
-                    let base = k * self.frame;
+                self.0.plan.cpus[0].jobs.iter().map(move |j| {
+                    let base = k * frame;
                     (base + j.release, base + j.deadline, j.wcet, j.task)
                 })
             })
@@ -95,11 +62,11 @@ impl Expect {
     /// by d` (one live job per task: deadlines are the periods).
     fn free(&self, from: u64, d: u64) -> i64 {
         let demand: u64 = self
-            .jobs(d / self.frame + 1)
+            .jobs(d / self.0.frame + 1)
             .into_iter()
             .filter(|&(r, dl, ..)| dl <= d && dl > from && r < d)
             .map(|(r, _, wcet, task)| {
-                let name = self.plan.tasks[task].name.as_str();
+                let name = self.0.plan.tasks[task].name.as_str();
                 wcet - self.static_count(name, r, from.max(r))
             })
             .sum();
@@ -108,8 +75,8 @@ impl Expect {
 
     /// Work of `task`'s periodic jobs released at or after `from` and due by `to`.
     fn inside(&self, task: &str, from: u64, to: u64) -> u64 {
-        let t = self.index(task);
-        self.jobs(to / self.frame + 1)
+        let t = self.0.index(task);
+        self.jobs(to / self.0.frame + 1)
             .into_iter()
             .filter(|&(r, dl, _, k)| k == t && r >= from && dl <= to)
             .map(|(.., wcet, _)| wcet)
@@ -120,14 +87,12 @@ impl Expect {
 /// The accepted admission: (first_slot, deadline_slot).
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let status = out.reply("status");
-    println!("  status: {status}");
+    let status = out.show_reply("status");
     c.check(
         status["planner"]["policy"] == "bss" && status["planner"]["lead_slots"] == LEAD,
         "status names the planner policy bss and its lead".into(),
     );
-    let rej = out.reply("reject");
-    println!("  reject: {rej}");
+    let rej = out.show_reply("reject");
     let deadline = rej["deadline_slot"].as_u64().unwrap_or(0);
     let cur = deadline.saturating_sub(REJECT_DEADLINE);
     let candidates: Vec<(u64, i64)> = (cur + 1..=cur + LEAD + 1)
@@ -146,8 +111,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             candidates
         ),
     );
-    let bad = out.file("bad.reply").unwrap_or_default();
-    println!("  bad:    {}", bad.trim());
+    let bad = out.show_reply_text("bad");
     c.check(
         out.rc("bad") == "1" && bad.contains("task = \\\"nope\\\": no task of the plan"),
         format!(
@@ -155,8 +119,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("bad")
         ),
     );
-    let acc = out.reply("accept");
-    println!("  accept: {acc}");
+    let acc = out.show_reply("accept");
     let first = acc["first_slot"].as_u64();
     let dl = acc["deadline_slot"].as_u64();
     let ok = out.rc("accept") == "0"
@@ -173,8 +136,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             FIRM_DEADLINE
         ),
     );
-    let sw = out.file("switch.reply").unwrap_or_default();
-    println!("  switch: {}", sw.trim());
+    let sw = out.show_reply_text("switch");
     c.check(
         out.rc("switch") == "1" && sw.contains("refused in planner mode"),
         format!(
@@ -182,14 +144,14 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("switch")
         ),
     );
-    for (key, want) in [
-        ("planner_rc", "0"),
-        ("planner_state", "disabled"),
-        ("socket_left", "no"),
-    ] {
-        let got = out.result(key).unwrap_or("?");
-        c.check(got == want, format!("{key} = {got} (want {want})"));
-    }
+    out.check_results(
+        c,
+        &[
+            ("planner_rc", "0"),
+            ("planner_state", "disabled"),
+            ("socket_left", "no"),
+        ],
+    );
     match (first, dl) {
         (Some(f), Some(d)) if ok => Some((f, d)),
         _ => None,
@@ -203,8 +165,8 @@ fn check_trace(
     (first, dl): (u64, u64),
     late: u64,
 ) {
-    let cpu1: Vec<&SlotRecord> = trace.iter().filter(|r| r.cpu == 1).collect();
-    let frame = e.frame;
+    let cpu1 = pc::on_cpu(trace);
+    let frame = e.0.frame;
     let clean_from = dl.div_ceil(frame) * frame;
     let window_frames = (first / frame * frame, clean_from);
     println!(
@@ -212,66 +174,42 @@ fn check_trace(
          from {clean_from}; frames overlapping the window {window_frames:?}",
         cpu1.len()
     );
-    // With late slots, entries the planner decided were not written: the owners then lag the
-    // planner by design, so the owner checks become timing checks.
-    let exact = |c: &mut Checks, ok: bool, what: String| {
-        if late == 0 {
-            c.check(ok, what)
-        } else {
-            c.check_timing(ok, format!("{what} [{late} late slots]"))
-        }
-    };
     let wrong = |from: u64, to: u64| -> Vec<String> {
         cpu1.iter()
-            .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) != e.owner(r.slot))
+            .filter(|r| (from..to).contains(&r.slot) && tt_owner(r) != e.owner(r.slot))
             .map(|r| {
                 format!(
                     "slot {}: {:?} want {:?}",
                     r.slot,
-                    harness::tt_owner(r),
+                    tt_owner(r),
                     e.owner(r.slot)
                 )
             })
             .collect()
     };
-    let before = wrong(0, first);
-    let n_before = cpu1.iter().filter(|r| r.slot < first).count();
-    exact(
-        c,
-        before.is_empty() && n_before > 100,
-        format!(
-            "before first_slot {first}: {} of {n_before} records have the static owner (first \
-             wrong: {:?})",
-            n_before - before.len(),
-            before.first()
-        ),
-    );
-    let after = wrong(clean_from, u64::MAX);
-    let n_after = cpu1.iter().filter(|r| r.slot >= clean_from).count();
-    exact(
-        c,
-        after.is_empty() && n_after > 50,
-        format!(
-            "from slot {clean_from}: {} of {n_after} records have the static owner again (first \
-             wrong: {:?})",
-            n_after - after.len(),
-            after.first()
-        ),
-    );
-    let count = |task: &str, from: u64, to: u64| {
-        cpu1.iter()
-            .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) == Some(task))
-            .count() as u64
-    };
-    let recorded = cpu1
-        .iter()
-        .filter(|r| (window_frames.0..window_frames.1).contains(&r.slot))
-        .count() as u64;
-    let a_window = count("tt-a", first, dl);
+    for (from, to, min, what) in [
+        (0, first, 100, format!("before first_slot {first}")),
+        (clean_from, u64::MAX, 50, format!("from slot {clean_from}")),
+    ] {
+        let wrong = wrong(from, to);
+        let n = pc::recorded(&cpu1, from, to);
+        check_owners(
+            c,
+            late,
+            wrong.is_empty() && n > min,
+            format!(
+                "{what}: {} of {n} records have the static owner (first wrong: {:?})",
+                n - wrong.len() as u64,
+                wrong.first()
+            ),
+        );
+    }
+    let a_window = owned(&cpu1, "tt-a", first, dl);
     let a_bound = e.inside("tt-a", first, dl) + FIRM_WCET;
     let a_static = e.static_count("tt-a", first, dl);
-    exact(
+    check_owners(
         c,
+        late,
         a_window >= a_bound,
         format!(
             "in [{first}, {dl}) tt-a owns {a_window} slots: >= {a_bound} (its jobs inside the \
@@ -279,11 +217,13 @@ fn check_trace(
         ),
     );
     let (f0, f1) = window_frames;
+    let recorded = pc::recorded(&cpu1, f0, f1);
     for (task, extra) in [("tt-a", FIRM_WCET), ("tt-b", 0)] {
-        let got = count(task, f0, f1);
+        let got = owned(&cpu1, task, f0, f1);
         let want = e.static_count(task, f0, f1) + extra;
-        exact(
+        check_owners(
             c,
+            late,
             got == want && recorded == f1 - f0,
             format!(
                 "frames [{f0}, {f1}) ({recorded} records): {task} owns {got} slots (static + \
@@ -293,58 +233,43 @@ fn check_trace(
     }
 }
 
-fn check_summary(c: &mut Checks, s: &Summary) -> u64 {
-    harness::check_planner_summary(c, s, Some(MIN_DELIVERED_PCT), &[], LATE_PCT)
-}
-
-fn measure(label: &str) -> Checks {
-    let out = harness::Vm::new("planner")
-        .label(label)
-        .smp(2)
-        .timeout_s(300)
-        .arg("duration_s", DURATION_S)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    print!("{}", out.file("planner.out").unwrap_or_default());
-    let text = out.file("planner.out").unwrap_or_default();
-    let e = Expect::new();
-    let mut c = Checks::default();
-    c.check(
-        text.contains("planner_late_slots "),
-        "the summary text prints planner_late_slots".into(),
-    );
-    let admission = check_protocol(&mut c, &out, &e);
-    match (out.summary("planner.json"), admission) {
-        (Ok(s), Some(adm)) => {
-            s.print("planner.json under --planner bss, one firm admission");
-            let late = check_summary(&mut c, &s);
-            let trace: Vec<SlotRecord> = out.records("planner.trace.jsonl").unwrap_or_else(|err| {
-                c.check(false, format!("trace: {err}"));
-                Vec::new()
-            });
-            check_trace(&mut c, &trace, &e, adm, late);
-        }
-        (Err(err), _) => c.check(false, format!("summary: {err}")),
-        (_, None) => c.check(
-            false,
-            "no accepted admission: the trace cannot be checked".into(),
-        ),
-    }
-    c
-}
-
-/// When only timing checks failed (a host stall under TCG), the scenario is measured again, up
-/// to harness::TIMING_TRIES times; exact checks are never measured again.
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_admits_a_firm_job_over_the_control_socket_and_shifts_the_table() {
-    harness::measure_until_settled("planner", measure);
+    let e = Expect::new();
+    let vm = Vm::new("planner")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S);
+    vm.check(|out, c| {
+        out.print_file("planner.out");
+        let text = out.file("planner.out").unwrap_or_default();
+        c.check(
+            text.contains("planner_late_slots "),
+            "the summary text prints planner_late_slots".into(),
+        );
+        let admission = check_protocol(c, out, &e);
+        out.with_summary_and_trace(
+            c,
+            admission,
+            "no accepted admission",
+            (
+                "planner.json",
+                "planner.trace.jsonl",
+                "planner.json under --planner bss, one firm admission",
+            ),
+            |c, s, trace, adm| {
+                let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &[]);
+                check_trace(c, trace, &e, adm, late);
+            },
+        );
+    });
 }
 
 #[test]
 fn the_expectations_of_the_test_plan() {
     let e = Expect::new();
-    assert_eq!(e.frame, 100);
+    assert_eq!(e.0.frame, 100);
     // tt-a: 10 per 50 slots, tt-b: 20 per 100: 40 of 100 slots busy
     assert_eq!(e.static_count("tt-a", 0, 100), 20);
     assert_eq!(e.static_count("tt-b", 0, 100), 20);

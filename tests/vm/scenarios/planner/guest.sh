@@ -7,25 +7,17 @@
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-6}
 SOCK=/run/tt.sock
-PLAN=/tt/plans/planner.json
+PLAN=$HERE/planner.json
 
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
 run_scx_tt warmup --table $PLAN --planner bss --duration-s 2
-
-echo "tt-vm: run scx_tt --table $PLAN --planner bss --control $SOCK"
-scx_tt --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
-  --trace $OUT/planner.trace.jsonl --summary-json $OUT/planner.json --timeline-slots 100 \
-  > $OUT/planner.out 2> $OUT/planner.err &
-pid=$!
+start_scx_tt planner --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
+  --trace $OUT/planner.trace.jsonl --summary-json $OUT/planner.json --timeline-slots 100
 sleep 2
 ctl status status
 ctl reject admit-firm --task tt-a --wcet-slots 40 --deadline-slots 30
 ctl bad admit-firm --task nope --wcet-slots 2 --deadline-slots 30
 ctl accept admit-firm --task tt-a --wcet-slots 20 --deadline-slots 60
 ctl switch switch-table $PLAN
-wait $pid
-result planner_rc $?
-result planner_state "$(scx_state)"
-cat $OUT/planner.out $OUT/planner.err
-[ -e $SOCK ] && result socket_left yes || result socket_left no
+finish_scx_tt planner
 exit 0

@@ -1,5 +1,5 @@
 //! VM test of periodic admissions in planner mode (docs/planner.md, "Kernel path"):
-//! `scx_tt --planner bss` enforces tests/vm/plans/planner_admit.json at `-smp 2` (managed CPU 1:
+//! `scx_tt --planner bss` enforces planner_admit.json at `-smp 2` (managed CPU 1:
 //! tt-a 2 of every 10 slots and tt-b 4 of every 20 in the table; tt-v 3 of every 10 and tt-w 14
 //! of every 20 declared `"start": "admitted"`; 10 ms slots, frame 20) with `--control` and
 //! `--trace`. After 2 s `scx_tt ctl admit-periodic` sends tt-w (8 + 14 > 20 slots per frame:
@@ -16,41 +16,28 @@
 //! printed, at most `LATE_PCT` % of the slots (with late slots the owner checks become timing
 //! checks); scx_tt exits 0, sched_ext is disabled, the socket is gone.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Summary, VmOutput};
-use scx_tt::plan::{self, Plan, Start};
+use crate::harness::{Checks, Vm, VmOutput};
+use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table, MIN_DELIVERED_PCT};
+use scx_tt::plan::Start;
 use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 6;
-const MIN_DELIVERED_PCT: f64 = 90.0;
-/// Tolerated share of slots decided late (see vm_planner.rs).
-const LATE_PCT: f64 = 2.0;
 /// Slots between the clock reading of the `remove` and its effect: the planner's lead (2) plus
 /// a slot for the request's own delay.
 const REMOVE_SLACK: u64 = 3;
 
-struct Expect {
-    plan: Plan,
-    frame: u64,
-}
+/// planner_admit.json: tt-a and tt-b in the table, tt-v and tt-w declared admitted.
+struct Expect(Table);
 
 impl Expect {
     fn new() -> Expect {
-        let path = harness::repo().join("tests/vm/plans/planner_admit.json");
-        let text = std::fs::read_to_string(&path).expect("planner_admit.json");
-        let plan: Plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-        Expect {
-            frame: plan.frame_slots,
-            plan,
-        }
+        Expect(Table::of("planner_admit", "planner_admit.json"))
     }
 
     /// Slots per frame of a task in the table (its jobs' wcet).
     fn share(&self, name: &str) -> u64 {
-        let t = self.index(name);
-        self.plan.cpus[0]
+        let t = self.0.index(name);
+        self.0.plan.cpus[0]
             .jobs
             .iter()
             .filter(|j| j.task == t)
@@ -58,17 +45,9 @@ impl Expect {
             .sum()
     }
 
-    fn index(&self, name: &str) -> usize {
-        self.plan
-            .tasks
-            .iter()
-            .position(|t| t.name == name)
-            .expect("task of the plan")
-    }
-
     /// (period, wcet) of a task declared admitted.
     fn admitted(&self, name: &str) -> (u64, u64) {
-        match self.plan.tasks[self.index(name)].start {
+        match self.0.plan.tasks[self.0.index(name)].start {
             Start::Admitted { period, wcet } => (period, wcet),
             Start::Table => panic!("{name} is not declared admitted"),
         }
@@ -78,8 +57,7 @@ impl Expect {
 /// (F, R) of the accepted admission and the removal.
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let rej = out.reply("reject");
-    println!("  reject: {rej}");
+    let rej = out.show_reply("reject");
     let why = rej["why"].as_str().unwrap_or("");
     c.check(
         out.rc("reject") == "3"
@@ -91,8 +69,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("reject")
         ),
     );
-    let bad = out.file("bad.reply").unwrap_or_default();
-    println!("  bad:    {}", bad.trim());
+    let bad = out.show_reply_text("bad");
     c.check(
         out.rc("bad") == "1" && bad.contains("is not declared \\\"start\\\": \\\"admitted\\\""),
         format!(
@@ -100,17 +77,15 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("bad")
         ),
     );
-    let acc = out.reply("accept");
-    println!("  accept: {acc}");
-    let status = out.reply("status");
-    println!("  status: {status}");
+    let acc = out.show_reply("accept");
+    let status = out.show_reply("status");
     let asked = status["slot"].as_u64();
     let f = acc["from_slot"].as_u64();
     // Admitted during the planner's frame k, tt-v joins from frame k + 3. The planner runs
     // up to 2 slots ahead of the request's slot and the status came after the request: k is
     // the status's frame, the one before or the one after.
     let f_ok = matches!((f, asked), (Some(f), Some(s))
-        if f % e.frame == 0 && (s / e.frame + 2..=s / e.frame + 4).contains(&(f / e.frame)));
+        if f % e.0.frame == 0 && (s / e.0.frame + 2..=s / e.0.frame + 4).contains(&(f / e.0.frame)));
     c.check(
         out.rc("accept") == "0" && acc["accepted"] == true && acc["cpu"] == 1 && f_ok,
         format!(
@@ -127,10 +102,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             && listed[0]["from_slot"] == acc["from_slot"],
         format!("status lists tt-v admitted from F: {listed}"),
     );
-    let rem = out.reply("remove");
-    println!("  remove: {rem}");
-    let status2 = out.reply("status2");
-    println!("  status2: {status2}");
+    let rem = out.show_reply("remove");
+    let status2 = out.show_reply("status2");
     let r = rem["from_slot"].as_u64();
     let after = status2["slot"].as_u64();
     c.check(
@@ -143,8 +116,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("remove")
         ),
     );
-    let again = out.file("again.reply").unwrap_or_default();
-    println!("  again:  {}", again.trim());
+    let again = out.show_reply_text("again");
     c.check(
         out.rc("again") == "1" && again.contains("is not running (it was removed from slot"),
         format!(
@@ -159,14 +131,14 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             && listed[0]["from_slot"] == rem["from_slot"],
         format!("status lists tt-v removed from R: {listed}"),
     );
-    for (key, want) in [
-        ("planner_rc", "0"),
-        ("planner_state", "disabled"),
-        ("socket_left", "no"),
-    ] {
-        let got = out.result(key).unwrap_or("?");
-        c.check(got == want, format!("{key} = {got} (want {want})"));
-    }
+    out.check_results(
+        c,
+        &[
+            ("admit_rc", "0"),
+            ("admit_state", "disabled"),
+            ("socket_left", "no"),
+        ],
+    );
     match (f, r) {
         (Some(f), Some(r)) if f_ok => Some((f, r)),
         _ => None,
@@ -174,28 +146,17 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
 }
 
 fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u64), late: u64) {
-    let cpu1: Vec<&SlotRecord> = trace.iter().filter(|x| x.cpu == 1).collect();
-    let frame = e.frame;
+    let cpu1 = pc::on_cpu(trace);
+    let frame = e.0.frame;
     let (period, wcet) = e.admitted("tt-v");
     println!(
         "--- trace: {} records on CPU 1; tt-v {wcet} of every {period} slots from F = {f} to R = \
          {r}",
         cpu1.len()
     );
-    let exact = |c: &mut Checks, ok: bool, what: String| {
-        if late == 0 {
-            c.check(ok, what)
-        } else {
-            c.check_timing(ok, format!("{what} [{late} late slots]"))
-        }
-    };
-    let count = |task: &str, from: u64, to: u64| {
-        cpu1.iter()
-            .filter(|x| (from..to).contains(&x.slot) && harness::tt_owner(x) == Some(task))
-            .count() as u64
-    };
-    let records =
-        |from: u64, to: u64| cpu1.iter().filter(|x| (from..to).contains(&x.slot)).count() as u64;
+    let count = |task: &str, from: u64, to: u64| owned(&cpu1, task, from, to);
+    let records = |from: u64, to: u64| recorded(&cpu1, from, to);
+    let exact = |c: &mut Checks, ok: bool, what: String| check_owners(c, late, ok, what);
     let before = count("tt-v", 0, f);
     let after = count("tt-v", r, u64::MAX);
     exact(
@@ -264,58 +225,43 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u
     c.check(w == 0, format!("tt-w (rejected) owns {w} slots (want 0)"));
 }
 
-fn check_summary(c: &mut Checks, s: &Summary) -> u64 {
-    // tt-w is never admitted: it owns no time, so it has no delivery to check.
-    harness::check_planner_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"], LATE_PCT)
-}
-
-fn measure(label: &str) -> Checks {
-    let out = harness::Vm::new("planner_admit")
-        .label(label)
-        .smp(2)
-        .timeout_s(300)
-        .arg("duration_s", DURATION_S)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    print!("{}", out.file("admit.out").unwrap_or_default());
-    let e = Expect::new();
-    let mut c = Checks::default();
-    let changes = check_protocol(&mut c, &out, &e);
-    match (out.summary("admit.json"), changes) {
-        (Ok(s), Some(fr)) => {
-            s.print("planner_admit.json under --planner bss, tt-v admitted then removed");
-            let late = check_summary(&mut c, &s);
-            let trace: Vec<SlotRecord> = out.records("admit.trace.jsonl").unwrap_or_else(|err| {
-                c.check(false, format!("trace: {err}"));
-                Vec::new()
-            });
-            check_trace(&mut c, &trace, &e, fr, late);
-        }
-        (Err(err), _) => c.check(false, format!("summary: {err}")),
-        (_, None) => c.check(
-            false,
-            "no accepted admission: the trace cannot be checked".into(),
-        ),
-    }
-    c
-}
-
-/// When only timing checks failed (a host stall under TCG), the scenario is measured again, up
-/// to harness::TIMING_TRIES times; exact checks are never measured again.
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_admits_a_periodic_task_then_removes_it() {
-    harness::measure_until_settled("planner_admit", measure);
+    let e = Expect::new();
+    let vm = Vm::new("planner_admit")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S);
+    vm.check(|out, c| {
+        out.print_file("admit.out");
+        let changes = check_protocol(c, out, &e);
+        out.with_summary_and_trace(
+            c,
+            changes,
+            "no accepted admission",
+            (
+                "admit.json",
+                "admit.trace.jsonl",
+                "planner_admit.json under --planner bss, tt-v admitted then removed",
+            ),
+            |c, s, trace, fr| {
+                // tt-w is never admitted: it owns no time, so it has no delivery to check.
+                let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"]);
+                check_trace(c, trace, &e, fr, late);
+            },
+        );
+    });
 }
 
 #[test]
 fn the_expectations_of_the_test_plan() {
     let e = Expect::new();
-    assert_eq!(e.frame, 20);
+    assert_eq!(e.0.frame, 20);
     assert_eq!((e.share("tt-a"), e.share("tt-b")), (4, 4));
     assert_eq!(e.admitted("tt-v"), (10, 3));
     assert_eq!(e.admitted("tt-w"), (20, 14));
     // tt-w cannot fit next to the table, tt-v can
-    assert!(e.share("tt-a") + e.share("tt-b") + 14 > e.frame);
-    assert!(e.share("tt-a") + e.share("tt-b") + 2 * 3 <= e.frame);
+    assert!(e.share("tt-a") + e.share("tt-b") + 14 > e.0.frame);
+    assert!(e.share("tt-a") + e.share("tt-b") + 2 * 3 <= e.0.frame);
 }

@@ -8,16 +8,12 @@
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-6}
 SOCK=/run/tt.sock
-PLAN=/tt/plans/planner_admit.json
+PLAN=$HERE/planner_admit.json
 
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
 run_scx_tt warmup --table $PLAN --planner bss --duration-s 1
-
-echo "tt-vm: run scx_tt --table $PLAN --planner bss --control $SOCK"
-scx_tt --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
-  --trace $OUT/admit.trace.jsonl --summary-json $OUT/admit.json --timeline-slots 40 \
-  > $OUT/admit.out 2> $OUT/admit.err &
-pid=$!
+start_scx_tt admit --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
+  --trace $OUT/admit.trace.jsonl --summary-json $OUT/admit.json --timeline-slots 40
 sleep 2
 ctl reject admit-periodic --task tt-w
 ctl bad admit-periodic --task tt-a
@@ -27,9 +23,5 @@ sleep 2
 ctl remove remove --task tt-v
 ctl again remove --task tt-v
 ctl status2 status
-wait $pid
-result planner_rc $?
-result planner_state "$(scx_state)"
-cat $OUT/admit.out $OUT/admit.err
-[ -e $SOCK ] && result socket_left yes || result socket_left no
+finish_scx_tt admit
 exit 0

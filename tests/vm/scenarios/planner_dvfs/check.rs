@@ -1,5 +1,5 @@
 //! VM test of planner mode under dvfs and of a policy swap (docs/planner.md, "Kernel path"):
-//! `scx_tt --planner dvfs` enforces tests/vm/plans/planner_dvfs.json at `-smp 2` (managed CPU
+//! `scx_tt --planner dvfs` enforces planner_dvfs.json at `-smp 2` (managed CPU
 //! 1: tt-a 15 of every 50 slots, tt-b 30 of every 100, 10 ms slots, frame 100) with `--control`
 //! and `--trace`. After 2 s `scx_tt ctl` asks the status (policy dvfs), a swap to dpm (refused,
 //! exit 1), a swap to bss (exit 0, reply `from_slot` F) and the status again (policy bss).
@@ -14,27 +14,21 @@
 //!   - every record from F on has freq 1.0 and the planner's owner, which from the first frame
 //!     start at or after F is the static table's (`SchedConfig::from_plan`);
 //!   - records whose tick came more than a slot late are counted, printed and excluded (as
-//!     vm_cpuperf does); with slots the planner decided late the entry checks become timing
+//!     the cpuperf scenario does); with slots the planner decided late the entry checks become timing
 //!     checks (the entries then lag the planner by design);
 //!   - no foreign time; `planner_late_slots` at most `LATE_PCT` % of the run's slots; scx_tt
 //!     exits 0, sched_ext is disabled, the socket is gone.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Summary, VmOutput};
+use crate::harness::{tt_owner, Checks, Vm, VmOutput};
+use crate::planner_checks::{self as pc, check_owners, Table, CPU};
 use scx_tt::energy::perf::cpuperf_target;
-use scx_tt::plan::{self, Plan};
 use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run, UNIT};
-use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::trace::SlotRecord;
 
 /// The plan: planner.json with 60 % instead of 40 % of the slots busy, so that dvfs picks
 /// several frequencies (at 40 % every job stretches down to the minimum, 1.0 of 2.3 GHz).
-const PLAN: &str = "tests/vm/plans/planner_dvfs.json";
+const PLAN: &str = "planner_dvfs.json";
 const DURATION_S: u64 = 5;
-/// Tolerated share of slots decided late (see tests/vm_planner.rs).
-const LATE_PCT: f64 = 2.0;
 /// A requested frequency is k/1024; anything closer than this is the same request.
 const FREQ_TOLERANCE: f64 = 1e-9;
 
@@ -45,41 +39,28 @@ struct Want {
     freq: f64,
 }
 
-struct Expect {
-    plan: Plan,
-    frame: u64,
-    /// Owner task index per frame slot of managed CPU 1.
-    table: Vec<Option<usize>>,
-}
+/// planner_dvfs.json's static table and the planner's decisions for it.
+struct Expect(Table);
 
 impl Expect {
     fn new() -> Expect {
-        let path = harness::repo().join(PLAN);
-        let text = std::fs::read_to_string(&path).expect("the test plan");
-        let plan: Plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{e}"));
-        let cfg = SchedConfig::from_plan(&plan, default_guard_us(plan.slot_us), &[0, 1])
-            .unwrap_or_else(|e| panic!("{e}"));
-        let table = (0..cfg.frame_slots).map(|s| cfg.owner(0, s)).collect();
-        Expect {
-            frame: plan.frame_slots,
-            plan,
-            table,
-        }
+        Expect(Table::of("planner_dvfs", PLAN))
     }
 
     fn static_owner(&self, slot: u64) -> Option<&str> {
-        self.table[(slot % self.frame) as usize].map(|t| self.plan.tasks[t].name.as_str())
+        self.0.owner(CPU, slot)
     }
 
     /// The planner's decisions for slots `0..to`: dvfs before `swap`, bss from `swap` on.
     fn decisions(&self, swap: u64, to: u64) -> Vec<Want> {
+        let plan = &self.0.plan;
         let mut p = Planner::new(
-            &self.plan.planner_inputs(),
-            self.frame,
+            &plan.planner_inputs(),
+            self.0.frame,
             PlannerConfig {
                 policy: Policy::Dvfs,
                 freqs: Freqs::xeon_default(),
-                slot_ns: self.plan.slot_us * 1000,
+                slot_ns: plan.slot_us * 1000,
             },
         );
         (0..to)
@@ -91,7 +72,7 @@ impl Expect {
                 Want {
                     owner: match d.run {
                         Run::Job { task, .. } | Run::Soft { task } => {
-                            Some(self.plan.tasks[task].name.clone())
+                            Some(plan.tasks[task].name.clone())
                         }
                         Run::Be | Run::Idle => None,
                     },
@@ -106,15 +87,13 @@ impl Expect {
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
     println!("--- replies");
     for (name, policy) in [("status_dvfs", "dvfs"), ("status_bss", "bss")] {
-        let s = out.reply(name);
-        println!("  {name}: {s}");
+        let s = out.show_reply(name);
         c.check(
             out.rc(name) == "0" && s["planner"]["policy"] == policy,
             format!("{name}: status names the policy in force {policy}"),
         );
     }
-    let refuse = out.file("refuse.reply").unwrap_or_default();
-    println!("  refuse: {}", refuse.trim());
+    let refuse = out.show_reply_text("refuse");
     c.check(
         out.rc("refuse") == "1"
             && refuse.contains("policy = \\\"dpm\\\": the kernel path runs bss or dvfs only"),
@@ -123,8 +102,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
             out.rc("refuse")
         ),
     );
-    let swap = out.reply("swap");
-    println!("  swap:   {swap}");
+    let swap = out.show_reply("swap");
     let from = swap["from_slot"].as_u64();
     c.check(
         out.rc("swap") == "0" && swap["ok"] == true && swap["policy"] == "bss" && from.is_some(),
@@ -133,14 +111,14 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
             out.rc("swap")
         ),
     );
-    for (key, want) in [
-        ("dvfs_rc", "0"),
-        ("dvfs_state", "disabled"),
-        ("socket_left", "no"),
-    ] {
-        let got = out.result(key).unwrap_or("?");
-        c.check(got == want, format!("{key} = {got} (want {want})"));
-    }
+    out.check_results(
+        c,
+        &[
+            ("dvfs_rc", "0"),
+            ("dvfs_state", "disabled"),
+            ("socket_left", "no"),
+        ],
+    );
     from
 }
 
@@ -157,7 +135,7 @@ fn compare(
             wrong.push(format!("slot {}: beyond the expectations", r.slot));
             continue;
         };
-        let got = (harness::tt_owner(r), r.freq);
+        let got = (tt_owner(r), r.freq);
         if got.0 == w.owner.as_deref() && (got.1 - w.freq).abs() <= FREQ_TOLERANCE {
             ok += 1;
         } else if r.late_ns.unwrap_or(0) > slot_ns as i64 {
@@ -174,23 +152,16 @@ fn compare(
 }
 
 fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late_slots: u64) {
-    let cpu1: Vec<&SlotRecord> = trace.iter().filter(|r| r.cpu == 1).collect();
+    let cpu1 = pc::on_cpu(trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
     let want = e.decisions(from, last + 1);
-    let slot_ns = e.plan.slot_us * 1000;
-    let clean_from = from.div_ceil(e.frame) * e.frame;
+    let slot_ns = e.0.plan.slot_us * 1000;
+    let clean_from = from.div_ceil(e.0.frame) * e.0.frame;
     println!(
         "--- trace: {} records on CPU 1 (last slot {last}); dvfs before {from}, bss from {from}, \
          the static table from {clean_from}",
         cpu1.len()
     );
-    let exact = |c: &mut Checks, ok: bool, what: String| {
-        if late_slots == 0 {
-            c.check(ok, what)
-        } else {
-            c.check_timing(ok, format!("{what} [{late_slots} late slots]"))
-        }
-    };
     for (label, range) in [("dvfs", 0..from), ("bss", from..u64::MAX)] {
         let (ok, late, wrong) = compare(&cpu1, &want, range.clone(), slot_ns);
         let n = ok + late.len() + wrong.len();
@@ -203,8 +174,9 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
         for l in &late {
             println!("    late {l}");
         }
-        exact(
+        check_owners(
             c,
+            late_slots,
             wrong.is_empty() && n > 100,
             format!(
                 "{label} [{}, {}): every on-time record has the planner's owner and frequency \
@@ -243,11 +215,12 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
     );
     let moved = cpu1
         .iter()
-        .filter(|r| r.slot >= clean_from && harness::tt_owner(r) != e.static_owner(r.slot))
+        .filter(|r| r.slot >= clean_from && tt_owner(r) != e.static_owner(r.slot))
         .count();
     let n_clean = cpu1.iter().filter(|r| r.slot >= clean_from).count();
-    exact(
+    check_owners(
         c,
+        late_slots,
         moved == 0 && n_clean > 50,
         format!(
             "from slot {clean_from}: {} of {n_clean} records have the static table's owner",
@@ -256,50 +229,38 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
     );
 }
 
-fn check_summary(c: &mut Checks, s: &Summary) -> u64 {
-    harness::check_planner_summary(c, s, None, &[], LATE_PCT)
-}
-
-fn measure(label: &str) -> Checks {
-    let out = harness::Vm::new("planner_dvfs")
-        .label(label)
-        .smp(2)
-        .timeout_s(300)
-        .arg("duration_s", DURATION_S)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    print!("{}", out.file("dvfs.out").unwrap_or_default());
-    let e = Expect::new();
-    let mut c = Checks::default();
-    let from = check_protocol(&mut c, &out);
-    match (out.summary("dvfs.json"), from) {
-        (Ok(s), Some(from)) => {
-            s.print("planner_dvfs.json under --planner dvfs, then bss");
-            let late = check_summary(&mut c, &s);
-            let trace: Vec<SlotRecord> = out.records("dvfs.trace.jsonl").unwrap_or_else(|err| {
-                c.check(false, format!("trace: {err}"));
-                Vec::new()
-            });
-            check_trace(&mut c, &trace, &e, from, late);
-        }
-        (Err(err), _) => c.check(false, format!("summary: {err}")),
-        (_, None) => c.check(false, "no swap: the trace cannot be checked".into()),
-    }
-    c
-}
-
-/// When only timing checks failed (a host stall under TCG), the scenario is measured again, up
-/// to harness::TIMING_TRIES times; exact checks are never measured again.
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_dvfs_requests_the_planners_frequency_per_slot_and_swaps_to_bss() {
-    harness::measure_until_settled("planner_dvfs", measure);
+    let e = Expect::new();
+    let vm = Vm::new("planner_dvfs")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S);
+    vm.check(|out, c| {
+        out.print_file("dvfs.out");
+        let from = check_protocol(c, out);
+        out.with_summary_and_trace(
+            c,
+            from,
+            "no swap",
+            (
+                "dvfs.json",
+                "dvfs.trace.jsonl",
+                "planner_dvfs.json under --planner dvfs, then bss",
+            ),
+            |c, s, trace, from| {
+                let late = pc::check_summary(c, s, None, &[]);
+                check_trace(c, trace, &e, from, late);
+            },
+        );
+    });
 }
 
 #[test]
 fn the_expectations_of_the_test_plan() {
     let e = Expect::new();
-    let frame = e.frame;
+    let frame = e.0.frame;
     // swapped to bss in the middle of frame 2: dvfs before, full speed after
     let want = e.decisions(250, 500);
     assert!(want[..250].iter().any(|w| w.freq < 1.0));

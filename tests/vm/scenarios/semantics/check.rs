@@ -1,5 +1,5 @@
 //! VM test, issue 3 item 3: what becomes of a tt task's slots when it blocks mid-slot, exits,
-//! or cannot be found. `tests/vm/plans/semantics.json` on managed CPU 1 (`-smp 2`):
+//! or cannot be found. `semantics.json` (this folder) on managed CPU 1 (`-smp 2`):
 //!   - `sleeper` (slots 0-2 of each 10-slot frame) spins a while (several ms under TCG), sleeps
 //!     4 ms, over and over: be work must fill most of what it leaves, and must never be
 //!     *started* while it waits runnable (`be_while_tt_ready_ns == 0`, exact);
@@ -13,10 +13,7 @@
 //! summary. The shares of slots that be work filled are timing bounds (a late tick or a busy
 //! housekeeping CPU moves them); the rest is exact. Run by `make test-vm`.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Vm};
+use crate::harness::{Checks, Vm, VmOutput};
 use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 8;
@@ -82,16 +79,8 @@ fn check_absent(c: &mut Checks, trace: &[SlotRecord], task: &str, from_slot: u64
     );
 }
 
-fn measure(label: &str) -> Checks {
-    let out = Vm::new("semantics")
-        .label(label)
-        .smp(2)
-        .timeout_s(240)
-        .arg("duration_s", DURATION_S)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    let mut c = Checks::default();
-    print!("{}", out.file("semantics.out").unwrap_or_default());
+fn check(out: &VmOutput, c: &mut Checks) {
+    out.print_file("semantics.out");
     let err = out.file("semantics.err").unwrap_or_default();
     print!("{err}");
     let rc = out.result("semantics_rc");
@@ -173,13 +162,16 @@ fn measure(label: &str) -> Checks {
         before > 0,
         format!("quitter ran {before} ns in its slots before it was killed (want > 0)"),
     );
-    check_absent(&mut c, &trace, "quitter", QUITTER_GONE_SLOT);
-    check_absent(&mut c, &trace, "ghost", 0);
-    c
+    check_absent(c, &trace, "quitter", QUITTER_GONE_SLOT);
+    check_absent(c, &trace, "ghost", 0);
 }
 
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn blocked_exited_and_missing_tasks_leave_their_slots_to_be_work() {
-    harness::measure_until_settled("semantics", measure);
+    Vm::new("semantics")
+        .smp(2)
+        .timeout_s(240)
+        .arg("duration_s", DURATION_S)
+        .check(check);
 }

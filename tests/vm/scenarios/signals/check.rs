@@ -2,10 +2,7 @@
 //! after SIGKILL the kernel detaches scx_tt by itself (within 5 s here) and shell commands
 //! still run on every CPU. Run by `make test-vm`.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Vm};
+use crate::harness::{Checks, Vm, VmOutput};
 
 const SIGINT_DISABLE_MAX_MS: i64 = 2000;
 const SIGKILL_DISABLE_MAX_MS: i64 = 5000;
@@ -13,14 +10,13 @@ const SIGKILL_DISABLE_MAX_MS: i64 = 5000;
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn sigint_detaches_cleanly_and_sigkill_leaves_a_working_system() {
-    let out = Vm::new("signals")
-        .timeout_s(180)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
+    Vm::new("signals").timeout_s(180).check(check);
+}
+
+fn check(out: &VmOutput, c: &mut Checks) {
     for (k, v) in &out.results {
         println!("  {k} = {v}");
     }
-    let mut c = Checks::default();
     let ms = |key: &str| out.number(key).unwrap_or(i64::MAX);
     c.check(
         out.number("sigint_enable_ms").is_ok(),
@@ -80,5 +76,4 @@ fn sigint_detaches_cleanly_and_sigkill_leaves_a_working_system() {
             ),
         );
     }
-    c.finish();
 }

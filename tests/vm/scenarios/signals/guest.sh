@@ -1,7 +1,7 @@
 # Issue 3 item 6 d): SIGINT detaches cleanly (state disabled within 2 s, exit code 0); after
 # SIGKILL the kernel detaches by itself and the system keeps working.
 . /tt/lib.sh
-PLAN=/tt/plans/one_cpu.json
+PLAN=/tt/scenarios/errors/one_cpu.json   # the errors scenario owns this plan
 
 scx_tt --table $PLAN > $OUT/sigint.out 2> $OUT/sigint.err &
 pid=$!

@@ -1,5 +1,5 @@
 //! VM test of the table switch at run time (docs/control.md): scx_tt enforces
-//! tests/vm/plans/switch_a.json at `-smp 2` (managed CPU 1, housekeeping CPU 0) with
+//! switch_a.json at `-smp 2` (managed CPU 1, housekeeping CPU 0) with
 //! `--control` and `--trace`; after 3 s `scx_tt ctl` sends a switch to switch_bad_slot_us.json
 //! (refused: another slot length), then to switch_b.json (the same tasks, other timing: the
 //! tables differ in 6 of 8 slots), and 1 s later back to switch_a.json (the loader folds the
@@ -17,61 +17,21 @@
 //! guard band longer than the slot) exits 1 and removes it too. Timing check (measured once more if only it
 //! fails): each tt task gets >= 90 % of its planned time over the whole run.
 
-#[path = "vm/harness.rs"]
-mod harness;
-
-use harness::{Checks, Summary, Vm, VmOutput};
-use scx_tt::plan::{self, Plan};
-use scx_tt::sched::config::{default_guard_us, SchedConfig};
+use crate::harness::{tt_owner, Checks, Summary, Vm, VmOutput};
+use crate::planner_checks::{load_plan, Table, MIN_DELIVERED_PCT};
 use scx_tt::trace::SlotRecord;
 use std::collections::BTreeMap;
 
 const DURATION_S: u64 = 9;
-const MIN_DELIVERED_PCT: f64 = 90.0;
 
-/// Owner task names of one plan, per managed CPU, indexed by frame slot.
-struct Table {
-    managed: Vec<u32>,
-    frame: u64,
-    owners: Vec<Vec<Option<String>>>,
-}
-
-impl Table {
-    fn of(file: &str) -> Table {
-        let path = harness::repo().join("tests/vm/plans").join(file);
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let plan: Plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let cfg = SchedConfig::from_plan(&plan, default_guard_us(plan.slot_us), &[0, 1])
-            .unwrap_or_else(|e| panic!("{file}: {e}"));
-        let owners = (0..cfg.managed.len())
-            .map(|m| {
-                (0..cfg.frame_slots)
-                    .map(|s| cfg.owner(m, s).map(|t| plan.tasks[t].name.clone()))
-                    .collect()
-            })
-            .collect();
-        Table {
-            managed: cfg.managed,
-            frame: cfg.frame_slots,
-            owners,
-        }
-    }
-
-    fn owner(&self, cpu: u32, slot: u64) -> Option<&str> {
-        let m = self.managed.iter().position(|&c| c == cpu)?;
-        self.owners[m][(slot % self.frame) as usize].as_deref()
-    }
-}
-
-fn read_trace(out: &VmOutput) -> Vec<SlotRecord> {
-    out.records("switch.trace.jsonl")
-        .unwrap_or_else(|e| panic!("{e}"))
+fn table(file: &str) -> Table {
+    Table::of("switch", file)
 }
 
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
-    let rc = |k: &str| out.result(&format!("{k}_rc")).unwrap_or("?").to_string();
-    let bad = out.file("bad.reply").unwrap_or_default();
-    println!("--- replies\n  bad:    {}", bad.trim());
+    let rc = |k: &str| out.rc(k);
+    println!("--- replies");
+    let bad = out.show_reply_text("bad");
     c.check(
         rc("bad") == "1" && bad.contains("slot_us = 5000: must equal the running plan's 10000"),
         format!(
@@ -79,8 +39,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("bad")
         ),
     );
-    let good = out.reply("good");
-    println!("  good:   {good}");
+    let good = out.show_reply("good");
     let switch_slot = good["switch_slot"].as_u64();
     c.check(
         rc("good") == "0" && good["ok"] == true && switch_slot.is_some_and(|s| s % 8 == 0),
@@ -89,8 +48,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("good")
         ),
     );
-    let back = out.reply("back");
-    println!("  back:   {back}");
+    let back = out.show_reply("back");
     let back_slot = back["switch_slot"].as_u64();
     c.check(
         rc("back") == "0" && back["ok"] == true && back_slot.is_some_and(|s| s % 8 == 0),
@@ -100,15 +58,14 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
             rc("back")
         ),
     );
-    let before = out.reply("status_before");
-    let after = out.reply("status_after");
-    println!("  status before: {before}\n  status after:  {after}");
+    let before = out.show_reply("status_before");
+    let after = out.show_reply("status_after");
     c.check(
-        before["table"] == "/tt/plans/switch_a.json" && before["frame_slots"] == 8,
+        before["table"] == "/tt/scenarios/switch/switch_a.json" && before["frame_slots"] == 8,
         "status before the switch names switch_a.json, frame 8".into(),
     );
     c.check(
-        after["table"] == "/tt/plans/switch_b.json"
+        after["table"] == "/tt/scenarios/switch/switch_b.json"
             && after["pending_switch_slot"].is_null()
             && after["slot"].as_u64() > switch_slot,
         "status 1 s after the switch names switch_b.json, nothing pending".into(),
@@ -124,18 +81,18 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
     );
     let mode = out.result("socket_mode").unwrap_or("?");
     c.check(mode == "600", format!("socket mode while running: {mode}"));
-    for (key, want) in [
-        ("switch_rc", "0"),
-        ("switch_state", "disabled"),
-        ("socket_left", "no"),
-        ("gone_rc", "2"),
-        ("foreign_alive", "yes"),
-        ("errpath_rc", "1"),
-        ("errpath_socket_left", "no"),
-    ] {
-        let got = out.result(key).unwrap_or("?");
-        c.check(got == want, format!("{key} = {got} (want {want})"));
-    }
+    out.check_results(
+        c,
+        &[
+            ("switch_rc", "0"),
+            ("switch_state", "disabled"),
+            ("socket_left", "no"),
+            ("gone_rc", "2"),
+            ("foreign_alive", "yes"),
+            ("errpath_rc", "1"),
+            ("errpath_socket_left", "no"),
+        ],
+    );
     match (switch_slot, back_slot) {
         (Some(b), Some(a)) if a > b => Some(vec![b, a]),
         _ => None,
@@ -144,7 +101,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
 
 /// `switches`: the slots where switch_b.json, then switch_a.json again, took over.
 fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summary) {
-    let (a, b) = (Table::of("switch_a.json"), Table::of("switch_b.json"));
+    let (a, b) = (table("switch_a.json"), table("switch_b.json"));
     let tables = [&a, &b, &a];
     let names = ["switch_a.json", "switch_b.json", "switch_a.json"];
     let differ = (0..a.frame)
@@ -163,7 +120,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summa
     for r in trace {
         let p = phase(r.slot);
         let want = tables[p].owner(r.cpu, r.slot);
-        let got = harness::tt_owner(r);
+        let got = tt_owner(r);
         if want != got {
             wrong.push(format!(
                 "cpu {} slot {}: owner {got:?}, want {want:?}",
@@ -246,67 +203,58 @@ fn check_summary(c: &mut Checks, s: &Summary) {
     }
 }
 
-fn measure(label: &str) -> Checks {
-    let out = Vm::new("switch")
-        .label(label)
-        .smp(2)
-        .timeout_s(300)
-        .arg("duration_s", DURATION_S)
-        .run()
-        .unwrap_or_else(|e| panic!("{e}"));
-    print!("{}", out.file("switch.out").unwrap_or_default());
-    let mut c = Checks::default();
-    let switches = check_protocol(&mut c, &out);
-    let summary = out.summary("switch.json");
-    match (&summary, switches) {
-        (Ok(s), Some(switches)) => {
-            s.print("switch_a.json, switch_b.json, switch_a.json over the control socket");
-            check_trace(&mut c, &read_trace(&out), &switches, s);
-            check_summary(&mut c, s);
-            let listed: Vec<(u64, &str)> = s
-                .table_switches
-                .iter()
-                .map(|t| (t.slot, t.table.rsplit('/').next().unwrap_or("")))
-                .collect();
-            let want: Vec<(u64, &str)> = switches
-                .iter()
-                .copied()
-                .zip(["switch_b.json", "switch_a.json"])
-                .collect();
-            c.check(
-                listed == want,
-                format!("summary JSON table_switches {listed:?} (want {want:?})"),
-            );
-        }
-        (Err(e), _) => c.check(false, format!("summary: {e}")),
-        (_, None) => c.check(
-            false,
-            "no two switch slots: the trace cannot be checked".into(),
-        ),
-    }
-    c
-}
-
-/// When only the delivery bound failed (a host stall under TCG), the scenario is measured again,
-/// up to harness::TIMING_TRIES times; exact checks are never measured again.
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn table_switch_over_the_control_socket_takes_effect_at_one_slot_on_every_cpu() {
-    harness::measure_until_settled("switch", measure);
+    let vm = Vm::new("switch")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S);
+    vm.check(|out, c| {
+        out.print_file("switch.out");
+        let switches = check_protocol(c, out);
+        out.with_summary_and_trace(
+            c,
+            switches,
+            "no two switch slots",
+            (
+                "switch.json",
+                "switch.trace.jsonl",
+                "switch_a.json, switch_b.json, switch_a.json over the control socket",
+            ),
+            |c, s, trace, switches| {
+                check_trace(c, trace, &switches, s);
+                check_summary(c, s);
+                let listed: Vec<(u64, &str)> = s
+                    .table_switches
+                    .iter()
+                    .map(|t| (t.slot, t.table.rsplit('/').next().unwrap_or("")))
+                    .collect();
+                let want: Vec<(u64, &str)> = switches
+                    .iter()
+                    .copied()
+                    .zip(["switch_b.json", "switch_a.json"])
+                    .collect();
+                c.check(
+                    listed == want,
+                    format!("summary JSON table_switches {listed:?} (want {want:?})"),
+                );
+            },
+        );
+    });
 }
 
 #[test]
 fn the_test_plans_differ_in_most_slots_and_the_bad_one_only_in_slot_us() {
-    let (a, b) = (Table::of("switch_a.json"), Table::of("switch_b.json"));
+    let (a, b) = (table("switch_a.json"), table("switch_b.json"));
     assert_eq!((a.managed.as_slice(), a.frame), (&[1u32][..], 8));
     let differ = (0..8).filter(|&k| a.owner(1, k) != b.owner(1, k)).count();
     // A: a a a b b . . .   B: b b b . a a . .
     assert_eq!(differ, 6);
-    let text =
-        |f: &str| std::fs::read_to_string(harness::repo().join("tests/vm/plans").join(f)).expect(f);
-    let running = plan::from_str(&text("switch_a.json")).expect("a");
-    let bad = plan::from_str(&text("switch_bad_slot_us.json")).expect("bad is a valid plan");
-    let good = plan::from_str(&text("switch_b.json")).expect("b");
+    let running = load_plan("switch", "switch_a.json");
+    // load_plan panics on an invalid plan: the bad one is valid, only its slot_us differs.
+    let bad = load_plan("switch", "switch_bad_slot_us.json");
+    let good = load_plan("switch", "switch_b.json");
     let m: Vec<String> = scx_tt::control::mismatches(&running, &bad)
         .iter()
         .map(|m| m.to_string())

@@ -8,20 +8,17 @@
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-9}
 SOCK=/run/tt.sock
-PLANS=/tt/plans
+PLANS=$HERE
 
 foreign=$(start_busy_loop)
 # An error after the socket was created (guard band longer than the slot): the socket goes too.
 run_scx_tt errpath --table $PLANS/switch_a.json --guard-us 20000 --control /run/tt-err.sock
 [ -e /run/tt-err.sock ] && result errpath_socket_left yes || result errpath_socket_left no
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery.sh).
+# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
 run_scx_tt warmup --table $PLANS/switch_a.json --duration-s 3
 
-echo "tt-vm: run scx_tt --table $PLANS/switch_a.json --control $SOCK"
-scx_tt --table $PLANS/switch_a.json --duration-s "$D" --control $SOCK \
-  --trace $OUT/switch.trace.jsonl --summary-json $OUT/switch.json --timeline-slots 48 \
-  > $OUT/switch.out 2> $OUT/switch.err &
-pid=$!
+start_scx_tt switch --table $PLANS/switch_a.json --duration-s "$D" --control $SOCK \
+  --trace $OUT/switch.trace.jsonl --summary-json $OUT/switch.json --timeline-slots 48
 sleep 3
 result socket_mode "$(stat -c %a $SOCK 2>/dev/null || echo missing)"
 ctl status_before status
@@ -32,11 +29,7 @@ sleep 1
 ctl status_after status
 # Back to A: the previous switch is folded first (Scheduler::switch_table), the other half written.
 ctl back switch-table $PLANS/switch_a.json
-wait $pid
-result switch_rc $?
-result switch_state "$(scx_state)"
-cat $OUT/switch.out $OUT/switch.err
-[ -e $SOCK ] && result socket_left yes || result socket_left no
+finish_scx_tt switch
 ctl gone status
 [ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
 kill $foreign
