@@ -142,6 +142,41 @@ impl Vm {
     }
 }
 
+impl Vm {
+    /// The skeleton of a control-socket test (`check`, boots again on timing-only failures) whose
+    /// guest ran scx_tt as RUN (lib.sh `start_scx_tt RUN` with `--summary-json $OUT/RUN.json
+    /// --trace $OUT/RUN.trace.jsonl`): prints RUN.out, checks the replies with `protocol`, which
+    /// returns what the trace checks need (`None`: they failed, and `missing` names what is then
+    /// missing); then gives the summary, printed under `title`, and the trace to `then`. An
+    /// unreadable file is a failed check.
+    pub fn check_control<K>(
+        self,
+        run: &str,
+        (title, missing): (&str, &str),
+        protocol: impl Fn(&mut Checks, &VmOutput) -> Option<K>,
+        then: impl Fn(&mut Checks, &Summary, &[SlotRecord], K),
+    ) {
+        self.check(|out, c| {
+            out.print_file(&format!("{run}.out"));
+            let key = protocol(c, out);
+            match (out.summary(&format!("{run}.json")), key) {
+                (Ok(s), Some(key)) => {
+                    s.print(title);
+                    let trace: Vec<SlotRecord> = out
+                        .records(&format!("{run}.trace.jsonl"))
+                        .unwrap_or_else(|err| {
+                            c.check(false, format!("trace: {err}"));
+                            Vec::new()
+                        });
+                    then(c, &s, &trace, key);
+                }
+                (Err(err), _) => c.check(false, format!("summary: {err}")),
+                (_, None) => c.check(false, format!("{missing}: the trace cannot be checked")),
+            }
+        });
+    }
+}
+
 /// Reads a run directory; run.sh writes scenario.rc only when the guest completed.
 fn collect(scenario: &str, dir: PathBuf) -> Result<VmOutput> {
     let Ok(rc_text) = read(&dir.join("scenario.rc")) else {
@@ -177,50 +212,21 @@ impl VmOutput {
         serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null)
     }
 
-    /// `reply(name)`, printed as `  NAME: REPLY` for the test log.
-    pub fn show_reply(&self, name: &str) -> serde_json::Value {
-        let v = self.reply(name);
-        println!("  {name}: {v}");
-        v
-    }
-
-    /// The raw text of NAME.reply (a refusal is checked on its wording), printed like
-    /// `show_reply`; empty when absent.
-    pub fn show_reply_text(&self, name: &str) -> String {
-        let text = self.file(&format!("{name}.reply")).unwrap_or_default();
-        println!("  {name}: {}", text.trim());
-        text
-    }
-
     /// Prints a file the guest left (scx_tt's output) for the test log; nothing when absent.
     pub fn print_file(&self, name: &str) {
         print!("{}", self.file(name).unwrap_or_default());
     }
 
-    /// The second half of a control-socket test, once the replies gave `key` (`None`: they did
-    /// not, and `missing` says what therefore cannot be checked): the summary JSON `summary`,
-    /// printed under `title`, and the trace `trace` go to `then`; an unreadable file is a failed
-    /// check.
-    pub fn with_summary_and_trace<K>(
-        &self,
-        c: &mut Checks,
-        key: Option<K>,
-        missing: &str,
-        (summary, trace, title): (&str, &str, &str),
-        then: impl FnOnce(&mut Checks, &Summary, &[SlotRecord], K),
-    ) {
-        match (self.summary(summary), key) {
-            (Ok(s), Some(key)) => {
-                s.print(title);
-                let records: Vec<SlotRecord> = self.records(trace).unwrap_or_else(|err| {
-                    c.check(false, format!("trace: {err}"));
-                    Vec::new()
-                });
-                then(c, &s, &records, key);
-            }
-            (Err(err), _) => c.check(false, format!("summary: {err}")),
-            (_, None) => c.check(false, format!("{missing}: the trace cannot be checked")),
-        }
+    /// Checks scx_tt run RUN of the scenario: exit code 0 (result RUN_rc) and sched_ext
+    /// `disabled` after it (RUN_state), as `run_scx_tt`/`finish_scx_tt` in lib.sh report them.
+    pub fn check_clean_exit(&self, c: &mut Checks, run: &str) {
+        let rc = self.result(&format!("{run}_rc"));
+        c.check(rc == Ok("0"), format!("{run}: scx_tt exit code {rc:?}"));
+        let state = self.result(&format!("{run}_state"));
+        c.check(
+            state == Ok("disabled"),
+            format!("{run}: sched_ext state after exit {state:?}"),
+        );
     }
 
     /// Checks that the guest reported each result `key` as `want` (exit codes, states).
@@ -415,6 +421,20 @@ impl Summary {
         self.cpus.iter().filter(|c| c.managed)
     }
 
+    /// Exact: on every managed CPU no task outside the plan ran (`foreign_ns`) and be work was
+    /// never started while the slot's tt task was runnable (`be_while_tt_ready_ns`).
+    pub fn check_managed_clean(&self, c: &mut Checks) {
+        for cpu in self.managed() {
+            c.check(
+                cpu.foreign_ns == 0 && cpu.be_while_tt_ready_ns == 0,
+                format!(
+                    "cpu {}: foreign {} ns, be while tt ready {} ns (want 0, 0)",
+                    cpu.cpu, cpu.foreign_ns, cpu.be_while_tt_ready_ns
+                ),
+            );
+        }
+    }
+
     /// Per-task and per-CPU figures, one line each, for the test log.
     pub fn print(&self, title: &str) {
         println!(
@@ -564,39 +584,33 @@ mod tests {
         assert_eq!(r.len(), 2);
     }
 
+    /// How many measurements `measure_until_settled` takes when try k fails as `fail(k)` says
+    /// (`Some(true)`: a timing check, `Some(false)`: an exact one), and whether it passed.
+    fn settle(fail: impl Fn(u32) -> Option<bool>) -> (u32, bool) {
+        let calls = std::cell::Cell::new(0);
+        let passed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            measure_until_settled("t", |_| {
+                calls.set(calls.get() + 1);
+                let mut c = Checks::default();
+                match fail(calls.get()) {
+                    Some(true) => c.check_timing(false, format!("late, try {}", calls.get())),
+                    Some(false) => c.check(false, "foreign time".into()),
+                    None => {}
+                }
+                c
+            })
+        }))
+        .is_ok();
+        (calls.get(), passed)
+    }
+
     #[test]
     fn timing_failures_are_measured_again_and_exact_ones_are_not() {
-        use std::cell::Cell;
         // Two measurements that miss only a timing bound, then one that passes: three calls, pass.
-        let calls = Cell::new(0);
-        measure_until_settled("t", |_| {
-            calls.set(calls.get() + 1);
-            let mut c = Checks::default();
-            c.check_timing(calls.get() == 3, format!("try {}", calls.get()));
-            c
-        });
-        assert_eq!(calls.get(), 3);
+        assert_eq!(settle(|k| (k < 3).then_some(true)), (3, true));
         // An exact failure is final at once.
-        let calls = Cell::new(0);
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            measure_until_settled("t", |_| {
-                calls.set(calls.get() + 1);
-                let mut c = Checks::default();
-                c.check(false, "foreign time".into());
-                c
-            })
-        }));
-        assert!(result.is_err() && calls.get() == 1);
+        assert_eq!(settle(|_| Some(false)), (1, false));
         // Timing failures on every try fail after TIMING_TRIES measurements.
-        let calls = Cell::new(0);
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            measure_until_settled("t", |_| {
-                calls.set(calls.get() + 1);
-                let mut c = Checks::default();
-                c.check_timing(false, "late".into());
-                c
-            })
-        }));
-        assert!(result.is_err() && calls.get() == TIMING_TRIES);
+        assert_eq!(settle(|_| Some(true)), (TIMING_TRIES, false));
     }
 }

@@ -1,12 +1,12 @@
 //! Shared fixtures of the control-socket VM checks (scenarios `planner`, `planner_dvfs`,
 //! `planner_admit` and `switch`): their plans and static tables computed with the library (not
-//! taken from scx_tt), the summary checks of planner mode, and owner counts over a CPU's trace.
-//! The replies, exit codes and end state the guest reports are read with `VmOutput`'s helpers
-//! (`show_reply`, `rc`, `check_results`), and the summary and trace reach a check through
-//! `VmOutput::with_summary_and_trace`.
+//! taken from scx_tt), the replies of `ctl` requests (lib.sh `ctl NAME ...`: NAME.reply and
+//! result NAME_rc), the summary checks of planner mode, and owner counts over a CPU's trace.
+//! The skeleton of these tests (boot, replies, summary, trace, measure again) is
+//! `Vm::check_control` in the harness.
 #![allow(dead_code)]
 
-use crate::harness::{self, pct, Checks, Summary};
+use crate::harness::{self, pct, Checks, Summary, VmOutput};
 use scx_tt::plan::{self, Plan};
 use scx_tt::sched::config::{default_guard_us, SchedConfig};
 use scx_tt::trace::SlotRecord;
@@ -76,6 +76,24 @@ impl Table {
             .position(|t| t.name == name)
             .expect("task of the plan")
     }
+}
+
+/// The JSON reply of `ctl` request NAME (`Null` when absent or not JSON), printed for the test log.
+pub fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
+    let v = out.reply(name);
+    println!("  {name}: {v}");
+    v
+}
+
+/// Checks that `ctl` request NAME was refused: client exit `rc` and the raw reply (printed)
+/// containing `words`; `what` says what the check means.
+pub fn check_refused(c: &mut Checks, out: &VmOutput, name: &str, rc: &str, words: &str, what: &str) {
+    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
+    println!("  {name}: {}", text.trim());
+    c.check(
+        out.rc(name) == rc && text.contains(words),
+        format!("{what} (client exit {})", out.rc(name)),
+    );
 }
 
 /// The planner-mode summary checks: 0 ns foreign on every managed CPU (exact); each `tt` task

@@ -214,13 +214,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     for key in ["cpufreq", "rapl"] {
         println!("--- guest {key}: {:?}", out.result(key));
     }
-    let rc = out.result("cpuperf_rc");
-    c.check(rc == Ok("0"), format!("scx_tt exit code {rc:?}"));
-    let state = out.result("cpuperf_state");
-    c.check(
-        state == Ok("disabled"),
-        format!("sched_ext state after exit {state:?}"),
-    );
+    out.check_clean_exit(c, "cpuperf");
 
     let summary: Summary = out.json("summary.json").unwrap_or_else(|e| panic!("{e}"));
     let records = out

@@ -163,13 +163,7 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: Option<Bounds>) {
 /// Exit code and sched_ext state after each scx_tt run of the scenario.
 fn check_exits(c: &mut Checks, out: &VmOutput, runs: &[&str]) {
     for run in runs {
-        let rc = out.result(&format!("{run}_rc"));
-        c.check(rc == Ok("0"), format!("{run}: scx_tt exit code {rc:?}"));
-        let state = out.result(&format!("{run}_state"));
-        c.check(
-            state == Ok("disabled"),
-            format!("{run}: sched_ext state after exit {state:?}"),
-        );
+        out.check_clean_exit(c, run);
     }
     let alive = out.result("foreign_alive");
     c.check(

@@ -87,12 +87,12 @@ impl Expect {
 /// The accepted admission: (first_slot, deadline_slot).
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let status = out.show_reply("status");
+    let status = pc::reply(out, "status");
     c.check(
         status["planner"]["policy"] == "bss" && status["planner"]["lead_slots"] == LEAD,
         "status names the planner policy bss and its lead".into(),
     );
-    let rej = out.show_reply("reject");
+    let rej = pc::reply(out, "reject");
     let deadline = rej["deadline_slot"].as_u64().unwrap_or(0);
     let cur = deadline.saturating_sub(REJECT_DEADLINE);
     let candidates: Vec<(u64, i64)> = (cur + 1..=cur + LEAD + 1)
@@ -111,15 +111,15 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             candidates
         ),
     );
-    let bad = out.show_reply_text("bad");
-    c.check(
-        out.rc("bad") == "1" && bad.contains("task = \\\"nope\\\": no task of the plan"),
-        format!(
-            "an unknown task is refused naming it (client exit {})",
-            out.rc("bad")
-        ),
+    pc::check_refused(
+        c,
+        out,
+        "bad",
+        "1",
+        "task = \\\"nope\\\": no task of the plan",
+        "an unknown task is refused naming it",
     );
-    let acc = out.show_reply("accept");
+    let acc = pc::reply(out, "accept");
     let first = acc["first_slot"].as_u64();
     let dl = acc["deadline_slot"].as_u64();
     let ok = out.rc("accept") == "0"
@@ -136,22 +136,16 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             FIRM_DEADLINE
         ),
     );
-    let sw = out.show_reply_text("switch");
-    c.check(
-        out.rc("switch") == "1" && sw.contains("refused in planner mode"),
-        format!(
-            "switch_table is refused in planner mode (client exit {})",
-            out.rc("switch")
-        ),
-    );
-    out.check_results(
+    pc::check_refused(
         c,
-        &[
-            ("planner_rc", "0"),
-            ("planner_state", "disabled"),
-            ("socket_left", "no"),
-        ],
+        out,
+        "switch",
+        "1",
+        "refused in planner mode",
+        "switch_table is refused in planner mode",
     );
+    out.check_clean_exit(c, "planner");
+    out.check_results(c, &[("socket_left", "no")]);
     match (first, dl) {
         (Some(f), Some(d)) if ok => Some((f, d)),
         _ => None,
@@ -237,33 +231,29 @@ fn check_trace(
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_admits_a_firm_job_over_the_control_socket_and_shifts_the_table() {
     let e = Expect::new();
-    let vm = Vm::new("planner")
+    Vm::new("planner")
         .smp(2)
         .timeout_s(300)
-        .arg("duration_s", DURATION_S);
-    vm.check(|out, c| {
-        out.print_file("planner.out");
-        let text = out.file("planner.out").unwrap_or_default();
-        c.check(
-            text.contains("planner_late_slots "),
-            "the summary text prints planner_late_slots".into(),
-        );
-        let admission = check_protocol(c, out, &e);
-        out.with_summary_and_trace(
-            c,
-            admission,
-            "no accepted admission",
+        .arg("duration_s", DURATION_S)
+        .check_control(
+            "planner",
             (
-                "planner.json",
-                "planner.trace.jsonl",
                 "planner.json under --planner bss, one firm admission",
+                "no accepted admission",
             ),
+            |c, out| {
+                let text = out.file("planner.out").unwrap_or_default();
+                c.check(
+                    text.contains("planner_late_slots "),
+                    "the summary text prints planner_late_slots".into(),
+                );
+                check_protocol(c, out, &e)
+            },
             |c, s, trace, adm| {
                 let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &[]);
                 check_trace(c, trace, &e, adm, late);
             },
         );
-    });
 }
 
 #[test]

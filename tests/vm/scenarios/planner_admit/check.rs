@@ -57,7 +57,7 @@ impl Expect {
 /// (F, R) of the accepted admission and the removal.
 fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
     println!("--- replies");
-    let rej = out.show_reply("reject");
+    let rej = pc::reply(out, "reject");
     let why = rej["why"].as_str().unwrap_or("");
     c.check(
         out.rc("reject") == "3"
@@ -69,16 +69,16 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("reject")
         ),
     );
-    let bad = out.show_reply_text("bad");
-    c.check(
-        out.rc("bad") == "1" && bad.contains("is not declared \\\"start\\\": \\\"admitted\\\""),
-        format!(
-            "tt-a (in the table) cannot be admitted (client exit {})",
-            out.rc("bad")
-        ),
+    pc::check_refused(
+        c,
+        out,
+        "bad",
+        "1",
+        "is not declared \\\"start\\\": \\\"admitted\\\"",
+        "tt-a (in the table) cannot be admitted",
     );
-    let acc = out.show_reply("accept");
-    let status = out.show_reply("status");
+    let acc = pc::reply(out, "accept");
+    let status = pc::reply(out, "status");
     let asked = status["slot"].as_u64();
     let f = acc["from_slot"].as_u64();
     // Admitted during the planner's frame k, tt-v joins from frame k + 3. The planner runs
@@ -102,8 +102,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             && listed[0]["from_slot"] == acc["from_slot"],
         format!("status lists tt-v admitted from F: {listed}"),
     );
-    let rem = out.show_reply("remove");
-    let status2 = out.show_reply("status2");
+    let rem = pc::reply(out, "remove");
+    let status2 = pc::reply(out, "status2");
     let r = rem["from_slot"].as_u64();
     let after = status2["slot"].as_u64();
     c.check(
@@ -116,13 +116,13 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("remove")
         ),
     );
-    let again = out.show_reply_text("again");
-    c.check(
-        out.rc("again") == "1" && again.contains("is not running (it was removed from slot"),
-        format!(
-            "a second removal is refused (client exit {})",
-            out.rc("again")
-        ),
+    pc::check_refused(
+        c,
+        out,
+        "again",
+        "1",
+        "is not running (it was removed from slot",
+        "a second removal is refused",
     );
     let listed = &status2["planner"]["tasks"];
     c.check(
@@ -131,14 +131,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             && listed[0]["from_slot"] == rem["from_slot"],
         format!("status lists tt-v removed from R: {listed}"),
     );
-    out.check_results(
-        c,
-        &[
-            ("admit_rc", "0"),
-            ("admit_state", "disabled"),
-            ("socket_left", "no"),
-        ],
-    );
+    out.check_clean_exit(c, "admit");
+    out.check_results(c, &[("socket_left", "no")]);
     match (f, r) {
         (Some(f), Some(r)) if f_ok => Some((f, r)),
         _ => None,
@@ -229,29 +223,23 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_admits_a_periodic_task_then_removes_it() {
     let e = Expect::new();
-    let vm = Vm::new("planner_admit")
+    Vm::new("planner_admit")
         .smp(2)
         .timeout_s(300)
-        .arg("duration_s", DURATION_S);
-    vm.check(|out, c| {
-        out.print_file("admit.out");
-        let changes = check_protocol(c, out, &e);
-        out.with_summary_and_trace(
-            c,
-            changes,
-            "no accepted admission",
+        .arg("duration_s", DURATION_S)
+        .check_control(
+            "admit",
             (
-                "admit.json",
-                "admit.trace.jsonl",
                 "planner_admit.json under --planner bss, tt-v admitted then removed",
+                "no accepted admission",
             ),
+            |c, out| check_protocol(c, out, &e),
             |c, s, trace, fr| {
                 // tt-w is never admitted: it owns no time, so it has no delivery to check.
                 let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"]);
                 check_trace(c, trace, &e, fr, late);
             },
         );
-    });
 }
 
 #[test]

@@ -87,22 +87,21 @@ impl Expect {
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
     println!("--- replies");
     for (name, policy) in [("status_dvfs", "dvfs"), ("status_bss", "bss")] {
-        let s = out.show_reply(name);
+        let s = pc::reply(out, name);
         c.check(
             out.rc(name) == "0" && s["planner"]["policy"] == policy,
             format!("{name}: status names the policy in force {policy}"),
         );
     }
-    let refuse = out.show_reply_text("refuse");
-    c.check(
-        out.rc("refuse") == "1"
-            && refuse.contains("policy = \\\"dpm\\\": the kernel path runs bss or dvfs only"),
-        format!(
-            "set-policy dpm is refused naming the value and the rule (client exit {})",
-            out.rc("refuse")
-        ),
+    pc::check_refused(
+        c,
+        out,
+        "refuse",
+        "1",
+        "policy = \\\"dpm\\\": the kernel path runs bss or dvfs only",
+        "set-policy dpm is refused naming the value and the rule",
     );
-    let swap = out.show_reply("swap");
+    let swap = pc::reply(out, "swap");
     let from = swap["from_slot"].as_u64();
     c.check(
         out.rc("swap") == "0" && swap["ok"] == true && swap["policy"] == "bss" && from.is_some(),
@@ -111,14 +110,8 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
             out.rc("swap")
         ),
     );
-    out.check_results(
-        c,
-        &[
-            ("dvfs_rc", "0"),
-            ("dvfs_state", "disabled"),
-            ("socket_left", "no"),
-        ],
-    );
+    out.check_clean_exit(c, "dvfs");
+    out.check_results(c, &[("socket_left", "no")]);
     from
 }
 
@@ -233,28 +226,19 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, from: u64, late
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_dvfs_requests_the_planners_frequency_per_slot_and_swaps_to_bss() {
     let e = Expect::new();
-    let vm = Vm::new("planner_dvfs")
+    Vm::new("planner_dvfs")
         .smp(2)
         .timeout_s(300)
-        .arg("duration_s", DURATION_S);
-    vm.check(|out, c| {
-        out.print_file("dvfs.out");
-        let from = check_protocol(c, out);
-        out.with_summary_and_trace(
-            c,
-            from,
-            "no swap",
-            (
-                "dvfs.json",
-                "dvfs.trace.jsonl",
-                "planner_dvfs.json under --planner dvfs, then bss",
-            ),
+        .arg("duration_s", DURATION_S)
+        .check_control(
+            "dvfs",
+            ("planner_dvfs.json under --planner dvfs, then bss", "no swap"),
+            check_protocol,
             |c, s, trace, from| {
                 let late = pc::check_summary(c, s, None, &[]);
                 check_trace(c, trace, &e, from, late);
             },
         );
-    });
 }
 
 #[test]

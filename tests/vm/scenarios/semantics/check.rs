@@ -83,13 +83,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     out.print_file("semantics.out");
     let err = out.file("semantics.err").unwrap_or_default();
     print!("{err}");
-    let rc = out.result("semantics_rc");
-    c.check(rc == Ok("0"), format!("scx_tt exit code {rc:?}"));
-    let state = out.result("semantics_state");
-    c.check(
-        state == Ok("disabled"),
-        format!("sched_ext state after exit {state:?}"),
-    );
+    out.check_clean_exit(c, "semantics");
     c.check(
         err.contains("task ghost") && err.contains("its slots go to be work"),
         "scx_tt warned that ghost was not found and its slots go to be work".to_string(),
@@ -114,15 +108,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         let got = state_of(task);
         c.check(got == want, format!("{task}: reported {got} (want {want})"));
     }
-    for cpu in s.managed() {
-        c.check(
-            cpu.be_while_tt_ready_ns == 0 && cpu.foreign_ns == 0,
-            format!(
-                "cpu {}: be started over a runnable owner for {} ns, foreign {} ns (want 0, 0)",
-                cpu.cpu, cpu.be_while_tt_ready_ns, cpu.foreign_ns
-            ),
-        );
-    }
+    s.check_managed_clean(c);
 
     let trace: Vec<SlotRecord> = out.records("trace.jsonl").unwrap_or_else(|e| panic!("{e}"));
     println!("--- trace: {} records", trace.len());

@@ -18,7 +18,7 @@
 //! fails): each tt task gets >= 90 % of its planned time over the whole run.
 
 use crate::harness::{tt_owner, Checks, Summary, Vm, VmOutput};
-use crate::planner_checks::{load_plan, Table, MIN_DELIVERED_PCT};
+use crate::planner_checks::{self as pc, load_plan, Table, MIN_DELIVERED_PCT};
 use scx_tt::trace::SlotRecord;
 use std::collections::BTreeMap;
 
@@ -31,35 +31,35 @@ fn table(file: &str) -> Table {
 fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
     let rc = |k: &str| out.rc(k);
     println!("--- replies");
-    let bad = out.show_reply_text("bad");
-    c.check(
-        rc("bad") == "1" && bad.contains("slot_us = 5000: must equal the running plan's 10000"),
-        format!(
-            "the switch to another slot_us is refused naming it (client exit {})",
-            rc("bad")
-        ),
+    pc::check_refused(
+        c,
+        out,
+        "bad",
+        "1",
+        "slot_us = 5000: must equal the running plan's 10000",
+        "the switch to another slot_us is refused naming it",
     );
-    let good = out.show_reply("good");
-    let switch_slot = good["switch_slot"].as_u64();
-    c.check(
-        rc("good") == "0" && good["ok"] == true && switch_slot.is_some_and(|s| s % 8 == 0),
-        format!(
-            "the switch to switch_b.json is accepted at a frame start: slot {switch_slot:?} (client exit {})",
-            rc("good")
+    let [switch_slot, back_slot] = [
+        ("good", "the switch to switch_b.json"),
+        (
+            "back",
+            "the switch back to switch_a.json (the previous switch folded)",
         ),
-    );
-    let back = out.show_reply("back");
-    let back_slot = back["switch_slot"].as_u64();
-    c.check(
-        rc("back") == "0" && back["ok"] == true && back_slot.is_some_and(|s| s % 8 == 0),
-        format!(
-            "the switch back to switch_a.json (the previous switch folded) is accepted at a frame \
-             start: slot {back_slot:?} (client exit {})",
-            rc("back")
-        ),
-    );
-    let before = out.show_reply("status_before");
-    let after = out.show_reply("status_after");
+    ]
+    .map(|(name, what)| {
+        let reply = pc::reply(out, name);
+        let slot = reply["switch_slot"].as_u64();
+        c.check(
+            rc(name) == "0" && reply["ok"] == true && slot.is_some_and(|s| s % 8 == 0),
+            format!(
+                "{what} is accepted at a frame start: slot {slot:?} (client exit {})",
+                rc(name)
+            ),
+        );
+        slot
+    });
+    let before = pc::reply(out, "status_before");
+    let after = pc::reply(out, "status_after");
     c.check(
         before["table"] == "/tt/scenarios/switch/switch_a.json" && before["frame_slots"] == 8,
         "status before the switch names switch_a.json, frame 8".into(),
@@ -81,11 +81,10 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<Vec<u64>> {
     );
     let mode = out.result("socket_mode").unwrap_or("?");
     c.check(mode == "600", format!("socket mode while running: {mode}"));
+    out.check_clean_exit(c, "switch");
     out.check_results(
         c,
         &[
-            ("switch_rc", "0"),
-            ("switch_state", "disabled"),
             ("socket_left", "no"),
             ("gone_rc", "2"),
             ("foreign_alive", "yes"),
@@ -182,15 +181,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summa
 }
 
 fn check_summary(c: &mut Checks, s: &Summary) {
-    for cpu in s.managed() {
-        c.check(
-            cpu.foreign_ns == 0 && cpu.be_while_tt_ready_ns == 0,
-            format!(
-                "cpu {}: foreign {} ns, be while tt ready {} ns (want 0, 0)",
-                cpu.cpu, cpu.foreign_ns, cpu.be_while_tt_ready_ns
-            ),
-        );
-    }
+    s.check_managed_clean(c);
     for t in s.tasks.iter().filter(|t| t.class == "tt") {
         c.check_timing(
             t.planned_ns > 0 && t.delivered_pct() >= MIN_DELIVERED_PCT,
@@ -206,22 +197,17 @@ fn check_summary(c: &mut Checks, s: &Summary) {
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn table_switch_over_the_control_socket_takes_effect_at_one_slot_on_every_cpu() {
-    let vm = Vm::new("switch")
+    Vm::new("switch")
         .smp(2)
         .timeout_s(300)
-        .arg("duration_s", DURATION_S);
-    vm.check(|out, c| {
-        out.print_file("switch.out");
-        let switches = check_protocol(c, out);
-        out.with_summary_and_trace(
-            c,
-            switches,
-            "no two switch slots",
+        .arg("duration_s", DURATION_S)
+        .check_control(
+            "switch",
             (
-                "switch.json",
-                "switch.trace.jsonl",
                 "switch_a.json, switch_b.json, switch_a.json over the control socket",
+                "no two switch slots",
             ),
+            check_protocol,
             |c, s, trace, switches| {
                 check_trace(c, trace, &switches, s);
                 check_summary(c, s);
@@ -241,7 +227,6 @@ fn table_switch_over_the_control_socket_takes_effect_at_one_slot_on_every_cpu() 
                 );
             },
         );
-    });
 }
 
 #[test]
