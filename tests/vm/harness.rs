@@ -229,6 +229,21 @@ impl VmOutput {
         );
     }
 
+    /// Checks that result `key` is `want`: "WHAT: VALUE" in the log.
+    pub fn check_result(&self, c: &mut Checks, key: &str, want: &str, what: &str) {
+        let got = self.result(key);
+        c.check(got == Ok(want), format!("{what}: {got:?} (want {want})"));
+    }
+
+    /// Checks that result `key` is a number of milliseconds, at most `max` if given: "WHAT after
+    /// VALUE ms" in the log.
+    pub fn check_ms(&self, c: &mut Checks, key: &str, max: Option<i64>, what: &str) {
+        let ok = matches!((self.number(key), max), (Ok(ms), Some(m)) if ms <= m)
+            || (max.is_none() && self.number(key).is_ok());
+        let bound = max.map_or(String::new(), |m| format!(" (<= {m})"));
+        c.check(ok, format!("{what} after {:?} ms{bound}", self.result(key)));
+    }
+
     /// Checks that the guest reported each result `key` as `want` (exit codes, states).
     pub fn check_results(&self, c: &mut Checks, want: &[(&str, &str)]) {
         for &(key, want) in want {

@@ -65,7 +65,9 @@ impl Table {
 
     /// Static slots of `task` on `CPU` in `[from, to)`.
     pub fn static_count(&self, task: &str, from: u64, to: u64) -> u64 {
-        (from..to).filter(|&s| self.owner(CPU, s) == Some(task)).count() as u64
+        (from..to)
+            .filter(|&s| self.owner(CPU, s) == Some(task))
+            .count() as u64
     }
 
     /// Index of the plan's task `name`.
@@ -87,7 +89,14 @@ pub fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
 
 /// Checks that `ctl` request NAME was refused: client exit `rc` and the raw reply (printed)
 /// containing `words`; `what` says what the check means.
-pub fn check_refused(c: &mut Checks, out: &VmOutput, name: &str, rc: &str, words: &str, what: &str) {
+pub fn check_refused(
+    c: &mut Checks,
+    out: &VmOutput,
+    name: &str,
+    rc: &str,
+    words: &str,
+    what: &str,
+) {
     let text = out.file(&format!("{name}.reply")).unwrap_or_default();
     println!("  {name}: {}", text.trim());
     c.check(

@@ -273,12 +273,8 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
 }
 
 /// The summary of the agreed interface (docs/run-output.md), 10 s of 10 ms slots on CPU 1;
-/// `delivered_ns` of task a and `foreign_ns` are parameters.
-fn sample_summary(delivered_ns: u64, foreign_ns: u64) -> Summary {
-    sample_summary_guard(delivered_ns, foreign_ns, 180)
-}
-
-/// `sample_summary` with `guard_stops` of 200 guard-band events (10 late) as a parameter.
+/// `delivered_ns` of task a, `foreign_ns` and `guard_stops` of 200 guard-band events (10 late)
+/// are parameters.
 fn sample_summary_guard(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Summary {
     let json = format!(
         r#"{{ "slot_us": 10000, "duration_ns": 10000000000, "exit": "duration",
@@ -297,29 +293,25 @@ fn sample_summary_guard(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) ->
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// `check_run` with the issue's bounds on `sample_summary_guard(delivered_ns, foreign_ns,
+/// guard_stops)`.
+fn check_sample(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Checks {
+    let mut c = Checks::default();
+    let s = sample_summary_guard(delivered_ns, foreign_ns, guard_stops);
+    check_run(&mut c, "sample", &s, Some(ISSUE_BOUNDS));
+    c
+}
+
 #[test]
 fn checks_pass_on_a_good_summary() {
-    let mut c = Checks::default();
-    check_run(
-        &mut c,
-        "sample",
-        &sample_summary(4_900_000_000, 0),
-        Some(ISSUE_BOUNDS),
-    );
+    let c = check_sample(4_900_000_000, 0, 180);
     assert_eq!(c.failures(), Vec::<String>::new());
 }
 
 #[test]
 fn checks_catch_short_delivery_and_foreign_time() {
-    let mut c = Checks::default();
     // 4.4 s of 5 s planned is 88 % < 90 %; 1 us of foreign time on a managed CPU.
-    check_run(
-        &mut c,
-        "sample",
-        &sample_summary(4_400_000_000, 1_000),
-        Some(ISSUE_BOUNDS),
-    );
-    let f = c.failures();
+    let f = check_sample(4_400_000_000, 1_000, 180).failures();
     assert_eq!(f.len(), 2, "{f:?}");
     assert!(f[0].contains("outside the plan for 1000 ns"), "{f:?}");
     assert!(f[1].contains("delivered 88.0 %"), "{f:?}");
@@ -327,38 +319,20 @@ fn checks_catch_short_delivery_and_foreign_time() {
 
 #[test]
 fn short_delivery_alone_is_a_timing_failure_foreign_time_is_not() {
-    let mut only_timing = Checks::default();
-    check_run(
-        &mut only_timing,
-        "sample",
-        &sample_summary(4_400_000_000, 0),
-        Some(ISSUE_BOUNDS),
-    );
+    let only_timing = check_sample(4_400_000_000, 0, 180);
     assert!(
         only_timing.only_timing_failed(),
         "{:?}",
         only_timing.failures()
     );
-    let mut exact = Checks::default();
-    check_run(
-        &mut exact,
-        "sample",
-        &sample_summary(4_900_000_000, 1),
-        Some(ISSUE_BOUNDS),
-    );
+    let exact = check_sample(4_900_000_000, 1, 180);
     assert!(!exact.only_timing_failed(), "{:?}", exact.failures());
     assert_eq!(exact.failures().len(), 1);
 }
 
 #[test]
 fn a_guard_band_that_never_stopped_an_owner_is_an_exact_failure() {
-    let mut c = Checks::default();
-    check_run(
-        &mut c,
-        "sample",
-        &sample_summary_guard(4_900_000_000, 0, 0),
-        Some(ISSUE_BOUNDS),
-    );
+    let c = check_sample(4_900_000_000, 0, 0);
     let f = c.failures();
     assert_eq!(f.len(), 1, "{f:?}");
     assert!(f[0].contains("0 stopped the ending owner"), "{f:?}");

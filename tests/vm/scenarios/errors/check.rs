@@ -57,22 +57,17 @@ fn check(out: &VmOutput, c: &mut Checks) {
         !ops.is_empty(),
         format!("the first scx_tt attached (ops {ops:?})"),
     );
-    c.check(
-        out.result("second_state_while_first_runs") == Ok("enabled"),
-        format!(
-            "the first scheduler still enabled: {:?}",
-            out.result("second_state_while_first_runs")
-        ),
+    out.check_result(
+        c,
+        "second_state_while_first_runs",
+        "enabled",
+        "the first scheduler still enabled",
     );
-    c.check(
-        out.result("first_rc") == Ok("0"),
-        format!("the first scx_tt exit code {:?}", out.result("first_rc")),
-    );
-    c.check(
-        out.number("first_disable_ms").is_ok(),
-        format!(
-            "disabled after the first one exits: {:?} ms",
-            out.result("first_disable_ms")
-        ),
+    out.check_result(c, "first_rc", "0", "the first scx_tt exit code");
+    out.check_ms(
+        c,
+        "first_disable_ms",
+        None,
+        "disabled after the first one exits",
     );
 }

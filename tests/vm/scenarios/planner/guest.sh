@@ -5,14 +5,10 @@
 # slots (accepted: exit 0); scx_tt runs on to tt.duration_s (default 6). Leaves the trace, the
 # summary, every reply and results (exit codes, sched_ext state, socket left).
 . /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-6}
-SOCK=/run/tt.sock
+DEFAULT_DURATION_S=6
 PLAN=$HERE/planner.json
 
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
-run_scx_tt warmup --table $PLAN --planner bss --duration-s 2
-start_scx_tt planner --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
-  --trace $OUT/planner.trace.jsonl --summary-json $OUT/planner.json --timeline-slots 100
+start_control_run planner 2 --table $PLAN --planner bss --timeline-slots 100
 sleep 2
 ctl status status
 ctl reject admit-firm --task tt-a --wcet-slots 40 --deadline-slots 30

@@ -20,6 +20,7 @@ use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table, MIN_DELIVERED_PCT};
 use scx_tt::plan::Start;
 use scx_tt::trace::SlotRecord;
+use serde_json::Value;
 
 const DURATION_S: u64 = 6;
 /// Slots between the clock reading of the `remove` and its effect: the planner's lead (2) plus
@@ -27,35 +28,42 @@ const DURATION_S: u64 = 6;
 const REMOVE_SLACK: u64 = 3;
 
 /// planner_admit.json: tt-a and tt-b in the table, tt-v and tt-w declared admitted.
-struct Expect(Table);
+fn expect() -> Table {
+    Table::of("planner_admit", "planner_admit.json")
+}
 
-impl Expect {
-    fn new() -> Expect {
-        Expect(Table::of("planner_admit", "planner_admit.json"))
-    }
+/// Slots per frame of a task in the table (its jobs' wcet).
+fn share(e: &Table, name: &str) -> u64 {
+    let t = e.index(name);
+    e.plan.cpus[0]
+        .jobs
+        .iter()
+        .filter(|j| j.task == t)
+        .map(|j| j.wcet)
+        .sum()
+}
 
-    /// Slots per frame of a task in the table (its jobs' wcet).
-    fn share(&self, name: &str) -> u64 {
-        let t = self.0.index(name);
-        self.0.plan.cpus[0]
-            .jobs
-            .iter()
-            .filter(|j| j.task == t)
-            .map(|j| j.wcet)
-            .sum()
-    }
-
-    /// (period, wcet) of a task declared admitted.
-    fn admitted(&self, name: &str) -> (u64, u64) {
-        match self.0.plan.tasks[self.0.index(name)].start {
-            Start::Admitted { period, wcet } => (period, wcet),
-            Start::Table => panic!("{name} is not declared admitted"),
-        }
+/// (period, wcet) of a task declared admitted.
+fn admitted(e: &Table, name: &str) -> (u64, u64) {
+    match e.plan.tasks[e.index(name)].start {
+        Start::Admitted { period, wcet } => (period, wcet),
+        Start::Table => panic!("{name} is not declared admitted"),
     }
 }
 
+/// The status reply lists tt-v in `state` from the `from_slot` of `change` (named `at`).
+fn check_listed(c: &mut Checks, status: &Value, state: &str, change: &Value, at: &str) {
+    let listed = &status["planner"]["tasks"];
+    c.check(
+        listed[0]["task"] == "tt-v"
+            && listed[0]["state"] == state
+            && listed[0]["from_slot"] == change["from_slot"],
+        format!("status lists tt-v {state} from {at}: {listed}"),
+    );
+}
+
 /// (F, R) of the accepted admission and the removal.
-fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u64)> {
+fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Table) -> Option<(u64, u64)> {
     println!("--- replies");
     let rej = pc::reply(out, "reject");
     let why = rej["why"].as_str().unwrap_or("");
@@ -85,7 +93,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     // up to 2 slots ahead of the request's slot and the status came after the request: k is
     // the status's frame, the one before or the one after.
     let f_ok = matches!((f, asked), (Some(f), Some(s))
-        if f % e.0.frame == 0 && (s / e.0.frame + 2..=s / e.0.frame + 4).contains(&(f / e.0.frame)));
+        if f % e.frame == 0 && (s / e.frame + 2..=s / e.frame + 4).contains(&(f / e.frame)));
     c.check(
         out.rc("accept") == "0" && acc["accepted"] == true && acc["cpu"] == 1 && f_ok,
         format!(
@@ -95,13 +103,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
             out.rc("accept")
         ),
     );
-    let listed = &status["planner"]["tasks"];
-    c.check(
-        listed[0]["task"] == "tt-v"
-            && listed[0]["state"] == "admitted"
-            && listed[0]["from_slot"] == acc["from_slot"],
-        format!("status lists tt-v admitted from F: {listed}"),
-    );
+    check_listed(c, &status, "admitted", &acc, "F");
     let rem = pc::reply(out, "remove");
     let status2 = pc::reply(out, "status2");
     let r = rem["from_slot"].as_u64();
@@ -124,13 +126,7 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
         "is not running (it was removed from slot",
         "a second removal is refused",
     );
-    let listed = &status2["planner"]["tasks"];
-    c.check(
-        listed[0]["task"] == "tt-v"
-            && listed[0]["state"] == "removed"
-            && listed[0]["from_slot"] == rem["from_slot"],
-        format!("status lists tt-v removed from R: {listed}"),
-    );
+    check_listed(c, &status2, "removed", &rem, "R");
     out.check_clean_exit(c, "admit");
     out.check_results(c, &[("socket_left", "no")]);
     match (f, r) {
@@ -139,10 +135,10 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Expect) -> Option<(u64, u6
     }
 }
 
-fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u64), late: u64) {
+fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Table, (f, r): (u64, u64), late: u64) {
     let cpu1 = pc::on_cpu(trace);
-    let frame = e.0.frame;
-    let (period, wcet) = e.admitted("tt-v");
+    let frame = e.frame;
+    let (period, wcet) = admitted(e, "tt-v");
     println!(
         "--- trace: {} records on CPU 1; tt-v {wcet} of every {period} slots from F = {f} to R = \
          {r}",
@@ -195,7 +191,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u
     );
     let last = cpu1.iter().map(|x| x.slot).max().unwrap_or(0);
     for task in ["tt-a", "tt-b"] {
-        let share = e.share(task);
+        let share = share(e, task);
         let mut checked = 0;
         let mut wrong = Vec::new();
         for k in 0..last / frame {
@@ -222,7 +218,7 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Expect, (f, r): (u64, u
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn planner_mode_admits_a_periodic_task_then_removes_it() {
-    let e = Expect::new();
+    let e = expect();
     Vm::new("planner_admit")
         .smp(2)
         .timeout_s(300)
@@ -244,12 +240,12 @@ fn planner_mode_admits_a_periodic_task_then_removes_it() {
 
 #[test]
 fn the_expectations_of_the_test_plan() {
-    let e = Expect::new();
-    assert_eq!(e.0.frame, 20);
-    assert_eq!((e.share("tt-a"), e.share("tt-b")), (4, 4));
-    assert_eq!(e.admitted("tt-v"), (10, 3));
-    assert_eq!(e.admitted("tt-w"), (20, 14));
+    let e = expect();
+    assert_eq!(e.frame, 20);
+    assert_eq!((share(&e, "tt-a"), share(&e, "tt-b")), (4, 4));
+    assert_eq!(admitted(&e, "tt-v"), (10, 3));
+    assert_eq!(admitted(&e, "tt-w"), (20, 14));
     // tt-w cannot fit next to the table, tt-v can
-    assert!(e.share("tt-a") + e.share("tt-b") + 14 > e.0.frame);
-    assert!(e.share("tt-a") + e.share("tt-b") + 2 * 3 <= e.0.frame);
+    assert!(share(&e, "tt-a") + share(&e, "tt-b") + 14 > e.frame);
+    assert!(share(&e, "tt-a") + share(&e, "tt-b") + 2 * 3 <= e.frame);
 }

@@ -6,14 +6,10 @@
 # (exit 1) and asks the status; scx_tt runs on to tt.duration_s (default 6). Leaves the trace,
 # the summary, every reply and results (exit codes, sched_ext state, socket left).
 . /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-6}
-SOCK=/run/tt.sock
+DEFAULT_DURATION_S=6
 PLAN=$HERE/planner_admit.json
 
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
-run_scx_tt warmup --table $PLAN --planner bss --duration-s 1
-start_scx_tt admit --table $PLAN --planner bss --duration-s "$D" --control $SOCK \
-  --trace $OUT/admit.trace.jsonl --summary-json $OUT/admit.json --timeline-slots 40
+start_control_run admit 1 --table $PLAN --planner bss --timeline-slots 40
 sleep 2
 ctl reject admit-periodic --task tt-w
 ctl bad admit-periodic --task tt-a

@@ -232,7 +232,10 @@ fn planner_mode_dvfs_requests_the_planners_frequency_per_slot_and_swaps_to_bss()
         .arg("duration_s", DURATION_S)
         .check_control(
             "dvfs",
-            ("planner_dvfs.json under --planner dvfs, then bss", "no swap"),
+            (
+                "planner_dvfs.json under --planner dvfs, then bss",
+                "no swap",
+            ),
             check_protocol,
             |c, s, trace, from| {
                 let late = pc::check_summary(c, s, None, &[]);

@@ -5,14 +5,10 @@
 # again; scx_tt runs on to tt.duration_s (default 5). Leaves the trace, the summary, every reply
 # and results (exit codes, sched_ext state, socket left).
 . /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-5}
-SOCK=/run/tt.sock
+DEFAULT_DURATION_S=5
 PLAN=$HERE/planner_dvfs.json
 
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
-run_scx_tt warmup --table $PLAN --planner dvfs --duration-s 1
-start_scx_tt dvfs --table $PLAN --planner dvfs --duration-s "$D" --control $SOCK \
-  --trace $OUT/dvfs.trace.jsonl --summary-json $OUT/dvfs.json
+start_control_run dvfs 1 --table $PLAN --planner dvfs
 sleep 2
 ctl status_dvfs status
 ctl refuse set-policy dpm

@@ -17,49 +17,30 @@ fn check(out: &VmOutput, c: &mut Checks) {
     for (k, v) in &out.results {
         println!("  {k} = {v}");
     }
-    let ms = |key: &str| out.number(key).unwrap_or(i64::MAX);
-    c.check(
-        out.number("sigint_enable_ms").is_ok(),
-        format!(
-            "scx_tt attached after {:?} ms",
-            out.result("sigint_enable_ms")
-        ),
-    );
-    c.check(
-        out.result("sigint_rc") == Ok("0"),
-        format!("SIGINT: exit code {:?}", out.result("sigint_rc")),
-    );
-    c.check(
-        ms("sigint_disable_ms") <= SIGINT_DISABLE_MAX_MS,
-        format!(
-            "SIGINT: disabled after {:?} ms (<= {SIGINT_DISABLE_MAX_MS})",
-            out.result("sigint_disable_ms")
-        ),
-    );
-    c.check(
-        ms("sigint_exit_ms") <= SIGINT_DISABLE_MAX_MS,
-        format!(
-            "SIGINT: process exited after {:?} ms (<= {SIGINT_DISABLE_MAX_MS})",
-            out.result("sigint_exit_ms")
-        ),
-    );
-    c.check(
-        out.number("sigkill_enable_ms").is_ok(),
-        format!(
-            "scx_tt attached again after {:?} ms",
-            out.result("sigkill_enable_ms")
-        ),
-    );
-    c.check(
-        out.result("sigkill_rc") == Ok("137"),
-        format!("SIGKILL: exit code {:?}", out.result("sigkill_rc")),
-    );
-    c.check(
-        ms("sigkill_disable_ms") <= SIGKILL_DISABLE_MAX_MS,
-        format!(
-            "SIGKILL: disabled after {:?} ms (<= {SIGKILL_DISABLE_MAX_MS})",
-            out.result("sigkill_disable_ms")
-        ),
+    for (sig, run, rc, max_ms) in [
+        ("SIGINT", "sigint", "0", SIGINT_DISABLE_MAX_MS),
+        ("SIGKILL", "sigkill", "137", SIGKILL_DISABLE_MAX_MS),
+    ] {
+        let key = |what: &str| format!("{run}_{what}");
+        out.check_ms(
+            c,
+            &key("enable_ms"),
+            None,
+            &format!("{sig}: scx_tt attached"),
+        );
+        out.check_result(c, &key("rc"), rc, &format!("{sig}: exit code"));
+        out.check_ms(
+            c,
+            &key("disable_ms"),
+            Some(max_ms),
+            &format!("{sig}: disabled"),
+        );
+    }
+    out.check_ms(
+        c,
+        "sigint_exit_ms",
+        Some(SIGINT_DISABLE_MAX_MS),
+        "SIGINT: process exited",
     );
     c.check(
         out.result("sigkill_shell") == Ok("alive"),

@@ -54,16 +54,33 @@ fn failing_scenario_reports_its_exit_code_and_results() {
     assert_eq!(out.number("answer"), Ok(42));
 }
 
+/// Boots `scenario`, whose guest crashes or hangs, `tries` times: run.sh must exit 3 and the
+/// run must not look completed. Returns `tries`.
+fn failed_boot(scenario: &str, tries: u32, timeout_s: u32) -> u32 {
+    let (code, out) = Vm::new(scenario)
+        .tries(tries)
+        .timeout_s(timeout_s)
+        .run_status();
+    assert_eq!(
+        code,
+        Some(3),
+        "run.sh must exit 3 when every try of {scenario} failed"
+    );
+    assert!(out.is_err(), "a {scenario} run must not look completed");
+    tries
+}
+
+/// The console log of boot `t` of `scenario`.
+fn try_log(scenario: &str, t: u32) -> String {
+    let dir = harness::repo().join("target/vm/runs").join(scenario);
+    std::fs::read_to_string(dir.join(format!("try-{t}.console.log"))).unwrap_or_default()
+}
+
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn crashed_guest_is_retried_then_fails_loudly() {
-    let (code, out) = Vm::new("crash").tries(2).timeout_s(60).run_status();
-    assert_eq!(code, Some(3), "run.sh must exit 3 when every try crashed");
-    assert!(out.is_err(), "a crashed run must not look completed");
-    let dir = harness::repo().join("target/vm/runs/crash");
-    for t in 1..=2 {
-        let log =
-            std::fs::read_to_string(dir.join(format!("try-{t}.console.log"))).unwrap_or_default();
+    for t in 1..=failed_boot("crash", 2, 60) {
+        let log = try_log("crash", t);
         assert!(
             log.contains("Kernel panic"),
             "try {t} did not record the panic"
@@ -74,12 +91,8 @@ fn crashed_guest_is_retried_then_fails_loudly() {
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn hung_guest_is_stopped_at_the_timeout_and_fails_loudly() {
-    let (code, out) = Vm::new("hang").tries(1).timeout_s(25).run_status();
-    assert_eq!(code, Some(3), "run.sh must exit 3 when the guest hung");
-    assert!(out.is_err(), "a hung run must not look completed");
-    let log =
-        std::fs::read_to_string(harness::repo().join("target/vm/runs/hang/try-1.console.log"))
-            .unwrap_or_default();
+    failed_boot("hang", 1, 25);
+    let log = try_log("hang", 1);
     assert!(
         log.contains("=== tt-vm: boot"),
         "the guest booted before hanging"

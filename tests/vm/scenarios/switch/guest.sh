@@ -6,19 +6,14 @@
 # the trace, the summary, every reply, and results (exit codes, socket mode, socket left).
 # First, a run that fails after creating its socket must remove it.
 . /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-9}
-SOCK=/run/tt.sock
+DEFAULT_DURATION_S=9
 PLANS=$HERE
 
 foreign=$(start_busy_loop)
 # An error after the socket was created (guard band longer than the slot): the socket goes too.
 run_scx_tt errpath --table $PLANS/switch_a.json --guard-us 20000 --control /run/tt-err.sock
 [ -e /run/tt-err.sock ] && result errpath_socket_left yes || result errpath_socket_left no
-# Warm-up, not measured (TCG translates new code paths on first use; see delivery/guest.sh).
-run_scx_tt warmup --table $PLANS/switch_a.json --duration-s 3
-
-start_scx_tt switch --table $PLANS/switch_a.json --duration-s "$D" --control $SOCK \
-  --trace $OUT/switch.trace.jsonl --summary-json $OUT/switch.json --timeline-slots 48
+start_control_run switch 3 --table $PLANS/switch_a.json --timeline-slots 48
 sleep 3
 result socket_mode "$(stat -c %a $SOCK 2>/dev/null || echo missing)"
 ctl status_before status
