@@ -87,10 +87,12 @@ start_scx_tt() {
 # /out/NAME.json (what the host's Vm::check_control reads), for tt.duration_s seconds
 # (DEFAULT_DURATION_S when not given).
 start_control_run() {
-  name=$1 warmup_s=$2; shift 2
+  # run_scx_tt and start_scx_tt set the (global) name: keep this one apart.
+  control_run=$1 warmup_s=$2; shift 2
   run_scx_tt warmup "$@" --duration-s "$warmup_s"
-  start_scx_tt "$name" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
-    --control "$SOCK" --trace "$OUT/$name.trace.jsonl" --summary-json "$OUT/$name.json"
+  start_scx_tt "$control_run" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
+    --control "$SOCK" --trace "$OUT/$control_run.trace.jsonl" \
+    --summary-json "$OUT/$control_run.json"
 }
 
 # finish_scx_tt NAME: waits for the scx_tt of start_scx_tt; its exit code goes into the results
