@@ -74,8 +74,7 @@ mod tests {
                 })
                 .unwrap_or_else(|| panic!("{name} not in intf.h"));
             line.split(['=', ' ', ','])
-                .filter(|w| !w.is_empty())
-                .next_back()
+                .rfind(|w| !w.is_empty())
                 .map(str::to_string)
                 .expect("a value")
         };
