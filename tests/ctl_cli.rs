@@ -134,7 +134,7 @@ fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
         );
         assert_eq!(
             server.join().expect("server"),
-            "{\"deadline_slots\":60,\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20}\n"
+            "{\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20,\"deadline_slots\":60}\n"
         );
         assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
         assert_eq!(out.status.code(), Some(code), "{reply}");
