@@ -131,6 +131,9 @@ pub enum ControlError {
     NotRunning { name: String, why: String },
 }
 
+/// What an op's method returns: the answer, or why the request was refused.
+type Answered = Result<Answer, ControlError>;
+
 fn join(items: &[Mismatch]) -> String {
     items
         .iter()
@@ -244,11 +247,7 @@ impl Control {
         earliest.div_ceil(frame) * frame
     }
 
-    fn switch_table(
-        &mut self,
-        path: &Path,
-        engine: &mut impl Engine,
-    ) -> Result<Answer, ControlError> {
+    fn switch_table(&mut self, path: &Path, engine: &mut impl Engine) -> Answered {
         if let Some(p) = &self.planner {
             return Err(ControlError::SwitchInPlannerMode {
                 policy: p.policy.clone(),
@@ -316,11 +315,7 @@ impl Control {
 
     /// A firm job for tt task `r.task` on its CPU (its threads run nowhere else), due
     /// `r.deadline_slots` after the kernel slot in progress.
-    fn admit_firm(
-        &mut self,
-        r: &AdmitFirm,
-        engine: &mut impl Engine,
-    ) -> Result<Answer, ControlError> {
+    fn admit_firm(&mut self, r: &AdmitFirm, engine: &mut impl Engine) -> Answered {
         self.planner_mode("admit_firm")?;
         let (task, cpu) = self.tt_task(&r.task)?;
         let job = FirmJob {
@@ -364,11 +359,7 @@ impl Control {
 
     /// The planner decides the slots from its next undecided one on under `policy` (it refuses
     /// a policy the kernel path does not run).
-    fn set_policy(
-        &mut self,
-        policy: Policy,
-        engine: &mut impl Engine,
-    ) -> Result<Answer, ControlError> {
+    fn set_policy(&mut self, policy: Policy, engine: &mut impl Engine) -> Answered {
         self.planner_mode("set_policy")?;
         let (before, from_slot) = engine
             .with_planner(|p, _| {
@@ -390,11 +381,7 @@ impl Control {
 
     /// Admits task `name`, declared `"start": "admitted"` (which implies tt with a CPU) and not
     /// running now, with its plan timing on its CPU.
-    fn admit_periodic(
-        &mut self,
-        name: &str,
-        engine: &mut impl Engine,
-    ) -> Result<Answer, ControlError> {
+    fn admit_periodic(&mut self, name: &str, engine: &mut impl Engine) -> Answered {
         self.planner_mode("admit_periodic")?;
         let t = self.admittable(name)?;
         if let Some(from_slot) = self.admitted_from(name) {
@@ -433,7 +420,7 @@ impl Control {
 
     /// Takes tt task `name`, which runs now (in the table and not removed, or admitted), out
     /// of the planner.
-    fn remove(&mut self, name: &str, engine: &mut impl Engine) -> Result<Answer, ControlError> {
+    fn remove(&mut self, name: &str, engine: &mut impl Engine) -> Answered {
         self.planner_mode("remove")?;
         let (task, _) = self.tt_task(name)?;
         self.running(name, task)?;

@@ -176,39 +176,36 @@ fn positive_slots<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 
 /// `plan`: an absolute path.
 fn absolute_path<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-    struct Absolute;
-    impl Visitor<'_> for Absolute {
-        type Value = PathBuf;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an absolute path (scx_tt's working directory is not the client's)")
-        }
-        fn visit_str<E: de::Error>(self, s: &str) -> Result<PathBuf, E> {
-            let path = PathBuf::from(s);
-            match path.is_absolute() {
-                true => Ok(path),
-                false => Err(E::invalid_value(Unexpected::Str(s), &self)),
-            }
-        }
-    }
-    d.deserialize_str(Absolute)
+    d.deserialize_str(StrRule {
+        expected: "an absolute path (scx_tt's working directory is not the client's)",
+        parse: |s: &str| Some(PathBuf::from(s)).filter(|p| p.is_absolute()),
+    })
 }
 
 /// `policy`: a policy name.
 fn policy_of_name<'de, D: Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
-    struct Name;
-    impl Visitor<'_> for Name {
-        type Value = Policy;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a policy name: \"bss\" or \"dvfs\" in the kernel path")
-        }
-        fn visit_str<E: de::Error>(self, s: &str) -> Result<Policy, E> {
-            s.parse()
-                .map_err(|_| E::invalid_value(Unexpected::Str(s), &self))
-        }
-    }
-    d.deserialize_str(Name)
+    d.deserialize_str(StrRule {
+        expected: "a policy name: \"bss\" or \"dvfs\" in the kernel path",
+        parse: |s: &str| s.parse().ok(),
+    })
 }
 
 fn policy_name<S: Serializer>(policy: &Policy, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(policy.name())
+}
+
+/// A string field that `parse` accepts (`None`: the value breaks the rule `expected` says).
+struct StrRule<F> {
+    expected: &'static str,
+    parse: F,
+}
+
+impl<T, F: FnOnce(&str) -> Option<T>> Visitor<'_> for StrRule<F> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expected)
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
+        (self.parse)(s).ok_or_else(|| E::invalid_value(Unexpected::Str(s), &self.expected))
+    }
 }

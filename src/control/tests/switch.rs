@@ -5,14 +5,15 @@ use super::*;
 
 const B: &str = "/p/b.json";
 
-/// An engine at `now` that can load b.json (a compatible plan: a's wcet 5).
-fn engine_with_b(now: u64) -> FakeEngine {
-    FakeEngine::at(now).with_file(B, text(10_000, 5))
+/// The running control, and an engine at `now` that can load b.json (a compatible plan: a's
+/// wcet 5).
+fn run(now: u64) -> (Control, FakeEngine) {
+    (control(), FakeEngine::at(now).with_file(B, text(10_000, 5)))
 }
 
-/// The switch slot of an accepted switch reply.
-fn switch_slot(reply: Reply) -> u64 {
-    match answer(reply) {
+/// The switch slot of a switch to `path` the engine is asked to do.
+fn switched(e: &mut FakeEngine, c: &mut Control, path: &str) -> u64 {
+    match answer(e.serve(c, &switch_line(path))) {
         Answer::Switched { switch_slot, .. } => switch_slot,
         other => panic!("expected a switch, got {other:?}"),
     }
@@ -30,8 +31,7 @@ fn status_reports_the_slot_the_frame_and_the_table() {
 
 #[test]
 fn property_4_a_switch_is_pending_until_its_slot_has_ended_then_status_names_the_new_plan() {
-    let mut c = control();
-    let mut e = engine_with_b(at(13));
+    let (mut c, mut e) = run(at(13));
     // at 13.5 slots: slot 15 starts 15 ms later (< 20 ms), so 16 is too early -> 24
     let reply = e.serve(&mut c, &switch_line(B));
     assert_eq!(
@@ -131,19 +131,18 @@ fn property_1_short_slots_get_a_lead_of_at_least_min_lead_ns() {
 
 #[test]
 fn the_clock_is_read_again_after_loading_the_plan() {
-    let mut c = control();
     // the request arrives at 1.5 slots (switch at 8), loading ends at 5.5 slots (switch at 16)
-    let mut e = engine_with_b(at(1));
+    let (mut c, mut e) = run(at(1));
     e.load_ns = 4 * SLOT_NS;
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line(B))), 16);
+    assert_eq!(switched(&mut e, &mut c, B), 16);
     assert_eq!(e.writes[0].0, 16);
 }
 
 #[test]
 fn a_second_switch_while_one_is_pending_is_refused_and_changes_nothing() {
-    let mut c = control();
-    let mut e = engine_with_b(at(1)).with_file("/p/c.json", text(10_000, 4));
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line(B))), 8);
+    let (mut c, e) = run(at(1));
+    let mut e = e.with_file("/p/c.json", text(10_000, 4));
+    assert_eq!(switched(&mut e, &mut c, B), 8);
     e.now.set(at(3));
     let before = state_of(&mut c, &mut e);
     assert_eq!(
@@ -154,7 +153,7 @@ fn a_second_switch_while_one_is_pending_is_refused_and_changes_nothing() {
     assert_eq!((c.history().len(), e.writes.len()), (1, 1));
     // once slot 8 has ended a new switch goes through (at 9.5 slots: 16 is far enough)
     e.now.set(at(9));
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line("/p/c.json"))), 16);
+    assert_eq!(switched(&mut e, &mut c, "/p/c.json"), 16);
 }
 
 #[test]
@@ -199,8 +198,7 @@ fn a_missing_plan_file_is_refused() {
 
 #[test]
 fn property_2_a_failed_table_write_changes_nothing_and_is_reported() {
-    let mut c = control();
-    let mut e = engine_with_b(at(13));
+    let (mut c, mut e) = run(at(13));
     e.fail_write = Some("writing BPF map table: EPERM".into());
     let before = state_of(&mut c, &mut e);
     assert_eq!(
@@ -211,40 +209,39 @@ fn property_2_a_failed_table_write_changes_nothing_and_is_reported() {
     assert!(c.history().is_empty() && e.notes.is_empty() && e.warnings.is_empty());
     // nothing is pending: the same switch goes through once the kernel takes it
     e.fail_write = None;
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line(B))), 24);
+    assert_eq!(switched(&mut e, &mut c, B), 24);
     assert_eq!(c.history().len(), 1);
 }
 
 #[test]
 fn a_write_that_ends_after_the_slot_before_the_switch_started_is_warned_about() {
-    let mut c = control();
-    // at 13.5 slots the switch slot is 24; the write ends at 23.5 slots, after slot 23 started
-    let mut e = engine_with_b(at(13));
-    e.write_ns = 10 * SLOT_NS;
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line(B))), 24);
+    // at 13.5 slots the switch slot is 24, and slot 23 starts 95 ms later
+    let switch_written_in = |write_ns| {
+        let (mut c, mut e) = run(at(13));
+        e.write_ns = write_ns;
+        assert_eq!(switched(&mut e, &mut c, B), 24);
+        e
+    };
+    let late = switch_written_in(100_000_000);
     assert_eq!(
-        e.warnings,
+        late.warnings,
         [
             "the table was written 5.0 ms after slot 23 started: the slots around the switch \
           may be enforced or accounted with the old table"
         ]
     );
     assert_eq!(
-        e.notes,
+        late.notes,
         ["table switch to /p/b.json at slot 24 (a frame start, in 5.0 ms)"]
     );
-    // a write that ends just before slot 23 starts is not
-    let mut c = control();
-    let mut e = engine_with_b(at(13));
-    e.write_ns = 9 * SLOT_NS + SLOT_NS / 2 - 1;
-    assert_eq!(switch_slot(e.serve(&mut c, &switch_line(B))), 24);
-    assert!(e.warnings.is_empty(), "{:?}", e.warnings);
+    let in_time = switch_written_in(95_000_000 - 1);
+    assert!(in_time.warnings.is_empty(), "{:?}", in_time.warnings);
 }
 
 #[test]
 fn switch_table_is_refused_in_planner_mode_and_changes_nothing() {
-    let mut c = control().with_planner("bss", 2);
-    let mut e = engine_with_b(at(3));
+    let (c, mut e) = run(at(3));
+    let mut c = c.with_planner("bss", 2);
     assert_eq!(
         error(e.serve(&mut c, &switch_line(B))),
         "op = \"switch_table\": refused in planner mode (--planner bss): the planner writes the \
