@@ -94,6 +94,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
         CtlCmd::AdmitPeriodic { task } => Request::AdmitPeriodic(TaskArg { task }),
         CtlCmd::Remove { task } => Request::Remove(TaskArg { task }),
     };
+    let line = request.to_line().context("encoding the request")?;
     let unreachable = |what: &str, e: std::io::Error| {
         eprintln!(
             "scx_tt ctl: {what} the control socket {}: {e} (is `scx_tt --table PLAN.json \
@@ -114,7 +115,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     {
         return unreachable("cannot configure", e);
     }
-    if let Err(e) = (&stream).write_all(request.to_line().as_bytes()) {
+    if let Err(e) = (&stream).write_all(line.as_bytes()) {
         return unreachable("cannot write to", e);
     }
     let mut line = String::new();

@@ -130,11 +130,10 @@ impl Request {
         }
     }
 
-    /// The request as one JSON line, newline included (what `scx_tt ctl` sends).
-    pub fn to_line(&self) -> String {
-        // Strings, integers and paths only: serialising cannot fail.
-        let text = serde_json::to_string(self).unwrap_or_default();
-        text + "\n"
+    /// The request as one JSON line, newline included (what `scx_tt ctl` sends); `Err` for a
+    /// plan path that is not UTF-8 (JSON cannot carry it).
+    pub fn to_line(&self) -> Result<String, serde_json::Error> {
+        Ok(serde_json::to_string(self)? + "\n")
     }
 }
 

@@ -133,7 +133,7 @@ impl FakeEngine {
 
     /// Serves `request` on `c`.
     pub fn send(&mut self, c: &mut Control, request: &Request) -> Reply {
-        self.serve(c, &request.to_line())
+        self.serve(c, &line_of(request))
     }
 
     /// The status answer of `c`.
@@ -214,8 +214,17 @@ pub fn error(reply: Reply) -> String {
     }
 }
 
+/// The line `scx_tt ctl` sends for `request`.
+pub fn line_of(request: &Request) -> String {
+    request
+        .to_line()
+        .unwrap_or_else(|e| panic!("{request:?}: {e}"))
+}
+
 pub fn switch_line(path: &str) -> String {
-    Request::SwitchTable(request::SwitchTable { plan: path.into() }).to_line()
+    line_of(&Request::SwitchTable(request::SwitchTable {
+        plan: path.into(),
+    }))
 }
 
 /// Everything a request could change, as text: the status and the switch history.

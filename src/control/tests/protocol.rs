@@ -47,7 +47,7 @@ fn to_line_round_trips_through_parse() {
         Request::AdmitPeriodic(task("vm")),
         Request::Remove(task("a \"b\"")),
     ] {
-        let line = r.to_line();
+        let line = line_of(&r);
         assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
         assert_eq!(Request::parse(line.trim_end()), Ok(r));
     }
@@ -61,10 +61,10 @@ fn to_line_writes_the_documented_lines_op_first() {
         deadline_slots: 60,
     });
     assert_eq!(
-        firm.to_line(),
+        line_of(&firm),
         "{\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20,\"deadline_slots\":60}\n"
     );
-    assert_eq!(Request::Status.to_line(), "{\"op\":\"status\"}\n");
+    assert_eq!(line_of(&Request::Status), "{\"op\":\"status\"}\n");
     assert_eq!(
         switch_line("/p/b.json"),
         "{\"op\":\"switch_table\",\"plan\":\"/p/b.json\"}\n"
@@ -73,13 +73,21 @@ fn to_line_writes_the_documented_lines_op_first() {
         policy: Policy::DpmDvfs,
     });
     assert_eq!(
-        policy.to_line(),
+        line_of(&policy),
         "{\"op\":\"set_policy\",\"policy\":\"dpm+dvfs\"}\n"
     );
     assert_eq!(
-        Request::Remove(task("vm")).to_line(),
+        line_of(&Request::Remove(task("vm"))),
         "{\"op\":\"remove\",\"task\":\"vm\"}\n"
     );
+}
+
+#[test]
+fn a_plan_path_json_cannot_carry_is_an_error_not_a_line() {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::OsStr::from_bytes(b"/p/\xff.json");
+    let r = Request::SwitchTable(SwitchTable { plan: path.into() });
+    assert!(r.to_line().is_err());
 }
 
 #[test]
