@@ -12,6 +12,9 @@ pub const MAX_CPUS: u32 = 256;
 pub const MAX_TASKS: usize = 512;
 /// Threads that may belong to plan tasks at once (`TT_MAX_THREADS`: the tid → task map).
 pub const MAX_THREADS: usize = 65_536;
+/// Thread ids a plan may bring into the tid → task map: `TT_MAX_THREADS` less the entry of
+/// scx_tt's own loader thread while it arms the timers ([`LOADER_TASK`]).
+pub const MAX_PLAN_THREADS: usize = MAX_THREADS - 1;
 /// Full performance of `scx_bpf_cpuperf_set` (`TT_PERF_ONE` = the kernel's `SCX_CPUPERF_ONE`).
 pub const PERF_ONE: u32 = 1024;
 /// "No task": a free slot in the table, or no be task in a record (`TT_NO_TASK`).

@@ -1,6 +1,7 @@
 //! What the BPF scheduler is loaded with, derived from a validated plan. Pure: no BPF here,
 //! so the translation is tested without root or the `bpf` feature.
 
+use crate::plan::limits::table_entries;
 use crate::plan::{Class, Plan};
 use thiserror::Error;
 
@@ -53,6 +54,13 @@ pub fn default_guard_us(slot_us: u64) -> u64 {
 
 impl SchedConfig {
     /// `online`: the CPUs of this machine; those not managed by the plan do housekeeping.
+    ///
+    /// The BPF limits on the plan (tasks, CPU ids, table size) are plan rules
+    /// (`plan::limits`), so for a plan that came through `Plan::try_from` the `TooManyTasks`,
+    /// `TableTooLarge` and (for the plan's own CPUs) `CpuTooLarge` errors below cannot happen;
+    /// they stay as the inside re-assertion of those rules, for a `Plan` built in code.
+    /// Reachable for a validated plan: `GuardTooLong` (the guard band is a flag, not part of
+    /// the plan) and `CpuTooLarge` for an online CPU of a machine with more than `MAX_CPUS`.
     pub fn from_plan(plan: &Plan, guard_us: u64, online: &[u32]) -> Result<Self, ConfigError> {
         if guard_us >= plan.slot_us {
             return Err(ConfigError::GuardTooLong {
@@ -80,8 +88,7 @@ impl SchedConfig {
             .filter(|c| !plan.managed.contains(c))
             .collect();
         let frame = plan.frame_slots;
-        let entries = 2 * plan.managed.len() as u64 * frame;
-        if entries > MAX_TABLE_ENTRIES {
+        if table_entries(plan.managed.len(), frame) > u128::from(MAX_TABLE_ENTRIES) {
             return Err(ConfigError::TableTooLarge {
                 cpus: plan.managed.len(),
                 frame,
