@@ -111,5 +111,8 @@ fn schema_bounds_are_the_bpf_limits() {
     assert_eq!(d["cpu_list"]["items"]["maximum"], MAX_CPUS - 1);
     assert_eq!(d["task"]["properties"]["cpu"]["maximum"], MAX_CPUS - 1);
     assert_eq!(d["cpu_table"]["properties"]["cpu"]["maximum"], MAX_CPUS - 1);
-    assert_eq!(d["task"]["properties"]["tids"]["maxItems"], MAX_PLAN_THREADS);
+    assert_eq!(
+        d["task"]["properties"]["tids"]["maxItems"],
+        MAX_PLAN_THREADS
+    );
 }
