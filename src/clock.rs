@@ -48,22 +48,24 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Sleeps until `ns` of CLOCK_MONOTONIC (absolute, so repeated sleeps do not drift); returns
-/// early on a signal, which only makes a caller's loop look at the clock again.
+/// Sleeps until `ns` of CLOCK_MONOTONIC (absolute, so repeated sleeps do not drift; a signal
+/// only resumes the sleep).
 pub fn sleep_until_ns(ns: u64) {
     let ts = libc::timespec {
         tv_sec: (ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (ns % 1_000_000_000) as libc::c_long,
     };
     // SAFETY: ts is a valid timespec; the remaining-time pointer may be null for TIMER_ABSTIME.
-    unsafe {
+    // The only other error, EINVAL, needs a bad timespec, which the division above rules out.
+    while unsafe {
         libc::clock_nanosleep(
             libc::CLOCK_MONOTONIC,
             libc::TIMER_ABSTIME,
             &ts,
             std::ptr::null_mut(),
-        );
-    }
+        )
+    } == libc::EINTR
+    {}
 }
 
 #[cfg(test)]

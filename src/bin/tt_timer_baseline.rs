@@ -13,6 +13,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use scx_tt::clock::{monotonic_ns, sleep_until_ns};
+use scx_tt::sched::affinity;
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -28,7 +30,7 @@ struct Args {
     duration_s: u64,
     /// CPU to pin the thread to (default: not pinned).
     #[arg(long)]
-    cpu: Option<usize>,
+    cpu: Option<u32>,
     /// SCHED_FIFO priority (1-99).
     #[arg(long, default_value_t = 90)]
     fifo_priority: i32,
@@ -61,7 +63,7 @@ struct Bucket {
 #[derive(Debug, Serialize)]
 struct Report {
     slot_us: u64,
-    cpu: Option<usize>,
+    cpu: Option<u32>,
     fifo_priority: i32,
     /// Boundaries the thread woke up for.
     ticks: u64,
@@ -107,52 +109,10 @@ fn histogram(samples: &[u64]) -> Vec<Bucket> {
     hist
 }
 
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec; CLOCK_MONOTONIC always exists.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Sleeps until the absolute CLOCK_MONOTONIC time `t_ns`.
-fn sleep_until(t_ns: u64) -> Result<()> {
-    let ts = libc::timespec {
-        tv_sec: (t_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (t_ns % 1_000_000_000) as libc::c_long,
-    };
-    loop {
-        // SAFETY: ts is valid; the remaining-time pointer may be null with TIMER_ABSTIME.
-        let rc = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_MONOTONIC,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        match rc {
-            0 => return Ok(()),
-            libc::EINTR => continue,
-            e => bail!("clock_nanosleep: {}", std::io::Error::from_raw_os_error(e)),
-        }
-    }
-}
-
 /// Pins the calling thread, makes it SCHED_FIFO and locks its memory, as an RT thread would.
-fn become_rt(cpu: Option<usize>, priority: i32) -> Result<()> {
+fn become_rt(cpu: Option<u32>, priority: i32) -> Result<()> {
     if let Some(cpu) = cpu {
-        // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks against its size.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(cpu, &mut set);
-            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
-                return Err(std::io::Error::last_os_error())
-                    .with_context(|| format!("pinning to CPU {cpu}"));
-            }
-        }
+        affinity::set(&[cpu]).with_context(|| format!("pinning to CPU {cpu}"))?;
     }
     let param = libc::sched_param {
         sched_priority: priority,
@@ -175,7 +135,7 @@ fn become_rt(cpu: Option<usize>, priority: i32) -> Result<()> {
 /// Wakes up on every slot boundary for `duration_ns`; returns the lateness samples and the
 /// number of boundaries missed.
 fn measure(slot_ns: u64, duration_ns: u64) -> Result<(Vec<u64>, u64)> {
-    let start = now_ns();
+    let start = monotonic_ns();
     // The grid: multiples of the slot, like the BPF path's common slot grid; skip one slot so
     // the first sleep is a real one.
     let t0 = (start / slot_ns + 2) * slot_ns;
@@ -184,8 +144,8 @@ fn measure(slot_ns: u64, duration_ns: u64) -> Result<(Vec<u64>, u64)> {
     let mut missed = 0;
     let mut boundary = t0;
     while boundary < end {
-        sleep_until(boundary)?;
-        let late = now_ns().saturating_sub(boundary);
+        sleep_until_ns(boundary);
+        let late = monotonic_ns().saturating_sub(boundary);
         samples.push(late);
         let next = boundary + slot_ns;
         let skipped = late / slot_ns;
