@@ -126,17 +126,19 @@
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
  *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
  *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
- *   - BPF_F_TIMER_CPU_PIN needs Linux 6.7; there is no unpinned fallback (a timer on another
- *     CPU could not kick its CPU at the boundary in time), so arming fails on older kernels.
+ *   - There is no unpinned fallback for BPF_F_TIMER_CPU_PIN (Linux 6.7, older than any
+ *     sched_ext kernel): a timer firing on another CPU would account and kick a CPU it does
+ *     not run on, so it ends the scheduler (B.4) instead.
  *   - A broken slot clock (B.4) ends the scheduler rather than the CPU's enforcement alone:
  *     the other CPUs' tables would still run, but the plan as a whole no longer holds.
  *
  * H. Test seam
  *   test_fault_timer / test_fault_cpu / test_fault_slot (rodata, off by default) make the
- *   arming of test_fault_cpu's timer for the boundary that starts test_fault_slot pass
- *   TT_TEST_BAD_TIMER_FLAG to bpf_timer_start, which the kernel refuses (-EINVAL): the real
- *   failure path of B.4 runs (slot 0: arm_timer's, later slots: the re-arm's). The loader sets
- *   it only from the environment variable SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests).
+ *   first arming of test_fault_cpu's timer for a boundary at or after slot test_fault_slot
+ *   (at or after: a tick more than a slot late skips slots) pass TT_TEST_BAD_TIMER_FLAG to
+ *   bpf_timer_start, which the kernel refuses (-EINVAL): the real failure path of B.4 runs
+ *   (slot 0: arm_timer's, later slots: the re-arm's). The loader sets it only from the
+ *   environment variable SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests); nothing else does.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -159,7 +161,7 @@ const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 
-/* Test seam (H): arming CPU test_fault_cpu's slot timer for slot test_fault_slot fails. */
+/* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
 const volatile bool test_fault_timer; /* false: off (always, unless a test sets it) */
 const volatile s32 test_fault_cpu;
 const volatile u64 test_fault_slot;
@@ -482,13 +484,13 @@ static void set_slot_perf(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 
 /*
  * Start @timer of @cpu at t->expires_ns, pinned to the calling CPU (B.1). The test seam (H)
- * adds a flag the kernel refuses when arming @cpu for the boundary of test_fault_slot.
+ * adds a flag the kernel refuses when arming @cpu for a slot at or after test_fault_slot.
  */
 static int start_timer(struct tt_timer *t, struct bpf_timer *timer, s32 cpu)
 {
 	u64 flags = BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN;
 
-	if (test_fault_timer && cpu == test_fault_cpu && t->slot == test_fault_slot)
+	if (test_fault_timer && cpu == test_fault_cpu && t->slot >= test_fault_slot)
 		flags |= TT_TEST_BAD_TIMER_FLAG;
 	return bpf_timer_start(timer, t->expires_ns, flags);
 }

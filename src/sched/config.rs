@@ -44,9 +44,9 @@ pub struct SchedConfig {
 /// The environment variable that turns on the BPF test seam ([`TimerFault`]).
 pub const TIMER_FAULT_ENV: &str = "SCX_TT_TEST_TIMER_FAULT";
 
-/// The BPF test seam (src/bpf/tt_sched.bpf.c, H): arming managed CPU `cpu`'s slot timer for
-/// the boundary that starts `slot` fails in the kernel, so the failure path (`scx_bpf_error`
-/// naming the CPU and the slot) runs for real. Set only from `SCX_TT_TEST_TIMER_FAULT=CPU:SLOT`
+/// The BPF test seam (src/bpf/tt_sched.bpf.c, H): the first arming of managed CPU `cpu`'s slot
+/// timer for a boundary at or after slot `slot` fails in the kernel, so the failure path
+/// (`scx_bpf_error` naming the CPU and the slot) runs for real. Set only from `SCX_TT_TEST_TIMER_FAULT=CPU:SLOT`
 /// (VM tests, docs/vm-harness.md); no flag and no plan field reach it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimerFault {
