@@ -94,6 +94,19 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
                 slot.is_some_and(|s| ticks <= s && records <= s),
                 format!("rearm: {ticks} slot ticks and {records} records before slot {slot:?}"),
             );
+            // without a skipped slot, every slot before the one whose tick failed has its
+            // record (slot 1 included: arm_timer opens it, E), and the last one is S - 1's
+            // predecessor: the tick at S - 1 closed S - 2
+            if counters["late_skips"] == 0 {
+                c.check(
+                    slot.is_some_and(|s| records == s - 1),
+                    format!(
+                        "rearm: {records} records, one per slot before slot {} but the last \
+                         (no late skips)",
+                        slot.unwrap_or(0)
+                    ),
+                );
+            }
         }
         Err(e) => c.check(false, format!("rearm: summary JSON: {e}")),
     }

@@ -664,9 +664,12 @@ int arm_timer(struct tt_arm_arg *arg)
 	now = bpf_ktime_get_ns();
 	slot = now < t0_ns ? 0 : slot_of(now) + 1;
 	a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	/*
+	 * The two open records (E): the slot the first tick starts and the one running now; before
+	 * t0 that is slot 1 instead, which the tick at slot 0 (closing nothing) would not open.
+	 */
 	acc_open(a, cpu, slot);
-	if (slot > 0)
-		acc_open(a, cpu, slot - 1);
+	acc_open(a, cpu, slot > 0 ? slot - 1 : 1);
 	t->slot = slot;
 	t->expires_ns = slot_start(slot);
 	t->phase = TT_PHASE_BOUNDARY;
