@@ -18,6 +18,8 @@ mod cpuperf;
 mod delivery;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
+#[path = "vm/scenarios/faults/check.rs"]
+mod faults;
 #[path = "vm/scenarios/planner/check.rs"]
 mod planner;
 #[path = "vm/scenarios/planner_admit/check.rs"]
