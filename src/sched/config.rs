@@ -344,7 +344,10 @@ mod tests {
     fn perf_table_syntax_errors_name_the_key_and_the_value() {
         let err = |text: &str| PerfTable::parse(text).unwrap_err().to_string();
         let bad_key = err(r#"{"cpu1": [1.0]}"#);
-        assert!(bad_key.contains(r#"key "cpu1" is not a CPU id"#), "{bad_key}");
+        assert!(
+            bad_key.contains(r#"key "cpu1" is not a CPU id"#),
+            "{bad_key}"
+        );
         let bad_value = err(r#"{"1": [1.0, "fast"]}"#);
         assert!(
             bad_value.contains("at 1[1]") && bad_value.contains(r#""fast""#),
@@ -353,7 +356,10 @@ mod tests {
         let not_a_row = err(r#"{"1": 0.5}"#);
         assert!(not_a_row.contains("at 1:"), "{not_a_row}");
         let not_an_object = err("[1.0]");
-        assert!(not_an_object.contains("at the top level"), "{not_an_object}");
+        assert!(
+            not_an_object.contains("at the top level"),
+            "{not_an_object}"
+        );
     }
 
     #[test]

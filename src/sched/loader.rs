@@ -234,9 +234,11 @@ fn read_u32_array(map: &impl MapCore, len: usize) -> Result<Vec<u32>, libbpf_rs:
     }
     for (key, slot) in out.iter_mut().enumerate() {
         let value = map.lookup(&(key as u32).to_ne_bytes(), MapFlags::ANY)?;
-        let bytes = value.and_then(|v| <[u8; 4]>::try_from(v).ok()).ok_or_else(|| {
-            libbpf_rs::Error::from(std::io::Error::other(format!("no entry {key}")))
-        })?;
+        let bytes = value
+            .and_then(|v| <[u8; 4]>::try_from(v).ok())
+            .ok_or_else(|| {
+                libbpf_rs::Error::from(std::io::Error::other(format!("no entry {key}")))
+            })?;
         *slot = u32::from_ne_bytes(bytes);
     }
     Ok(out)
@@ -701,8 +703,7 @@ impl<'a> Scheduler<'a> {
             read_u32_array(&self.skel.maps.table, 2 * self.table_len).map_err(map_err("table"))?;
         let perf = match self.perf_len {
             Some(len) => Some(
-                read_u32_array(&self.skel.maps.perf_target, len)
-                    .map_err(map_err("perf_target"))?,
+                read_u32_array(&self.skel.maps.perf_target, len).map_err(map_err("perf_target"))?,
             ),
             None => None,
         };
@@ -774,7 +775,9 @@ impl<'a> Scheduler<'a> {
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         if self.link.is_some() || !self.armed.is_empty() {
-            let state = self.shutdown(&SysFs::default(), Duration::from_secs(2)).state;
+            let state = self
+                .shutdown(&SysFs::default(), Duration::from_secs(2))
+                .state;
             if state != "disabled" {
                 eprintln!("scx_tt: warning: sched_ext state is {state} after detaching");
             }
