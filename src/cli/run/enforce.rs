@@ -83,8 +83,9 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
 
     /// Steps 3–7 of the first start.
     fn first(d: &'d mut Daemon<'a>, obj: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
-        let threads = d.tasks.threads_at_start();
-        let mut sched = load_and_attach(d, obj, &threads, None)?;
+        // 3. open → load → attach, with the threads found at the start
+        let mut sched = load_and_attach(d, obj, &d.tasks.threads_at_start(), None)?;
+        // 4. arm: slot 0 starts a little ahead (two slots, at least 100 ms)
         let t0_ns = monotonic_ns() + (2 * d.cfg.slot_ns).max(100_000_000);
         sched.arm(t0_ns)?;
         d.verbose(&format!(
@@ -92,31 +93,13 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             d.cfg.managed
         ));
         let clock = SlotClock::new(t0_ns, d.cfg.slot_ns);
-        let table_name = d
-            .args
-            .table
-            .as_ref()
-            .map_or_else(String::new, |p| p.display().to_string());
-        let mut control = Control::new(d.plan.clone(), table_name, clock);
-        // Planner mode: the thread starts before slot 0 and decides slots 0..lead first.
-        let (planner, thread) = match d.args.planner {
-            Some(policy) => {
-                let planner =
-                    planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
-                let thread = PlannerLoop::for_scheduler(&planner, &mut sched, d.plan, clock)?;
-                control = control.with_planner(policy.name(), d.args.planner_lead_slots);
-                d.verbose(&format!(
-                    "planner {policy} deciding {} slots ahead on a housekeeping CPU",
-                    d.args.planner_lead_slots
-                ));
-                (Some(planner), Some(thread))
-            }
-            None => (None, None),
-        };
+        // 5. planner thread, 6. control; then the spawned tasks run
+        let (control, planner, thread) = start_planner(d, &mut sched, clock)?;
         if let Some(sock) = &d.socket {
             d.verbose(&format!("control socket at {}", sock.path().display()));
         }
         d.tasks.resume()?;
+        // 7. stats
         let stats = Stats::open(d.args, d.plan, d.model, &d.cfg)?;
         let ring = stats.reader(&sched)?;
         let deadline_ns = d
@@ -332,6 +315,36 @@ fn load_and_attach<'obj>(
         d.sysfs.attached_ops().unwrap_or_default()
     ));
     Ok(sched)
+}
+
+/// The control protocol on `clock` and, in planner mode, the planner and its thread (which
+/// starts before slot 0 and decides slots 0..lead first).
+fn start_planner(
+    d: &Daemon,
+    sched: &mut Scheduler,
+    clock: SlotClock,
+) -> Result<(
+    Control,
+    Option<Arc<Mutex<KernelPlanner>>>,
+    Option<PlannerLoop>,
+)> {
+    let table_name = d
+        .args
+        .table
+        .as_ref()
+        .map_or_else(String::new, |p| p.display().to_string());
+    let control = Control::new(d.plan.clone(), table_name, clock);
+    let Some(policy) = d.args.planner else {
+        return Ok((control, None, None));
+    };
+    let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
+    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock)?;
+    let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
+    d.verbose(&format!(
+        "planner {policy} deciding {} slots ahead on a housekeeping CPU",
+        d.args.planner_lead_slots
+    ));
+    Ok((control, Some(planner), Some(thread)))
 }
 
 /// The current scheduler's counters.
