@@ -11,7 +11,7 @@ CARGO ?= cargo
 RELEASE := --release
 VM := tests/vm
 DEMO_ARGS := --table schedules/demo.json --duration-s 10 --timeline-slots 40
-VM_TESTS := --test vm_delivery --test vm_semantics --test vm_errors --test vm_signals --test vm_cpuperf --test vm_switch --test vm_planner --test vm_planner_dvfs --test vm_planner_admit
+VM_TESTS := --test vm_delivery --test vm_semantics --test vm_errors --test vm_signals --test vm_cpuperf --test vm_switch --test vm_planner --test vm_planner_dvfs --test vm_planner_admit --test vm_restart
 
 .PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt
 deps:
