@@ -233,7 +233,13 @@ fn trace_owners(c: &mut Checks, out: &VmOutput, json: &serde_json::Value, from: 
             (got != want).then(|| format!("slot {}: {got:?}, want {want:?}", r.slot))
         })
         .collect();
-    let before_last = cpu.iter().map(|r| r.slot).filter(|&s| s < from).max();
+    // the restart's gap: the longest run of slots without a record
+    let mut slots: Vec<u64> = cpu.iter().map(|r| r.slot).collect();
+    slots.sort_unstable();
+    let gap = slots
+        .windows(2)
+        .max_by_key(|w| w[1] - w[0])
+        .map(|w| (w[0], w[1]));
     let after: Vec<&&SlotRecord> = cpu.iter().filter(|r| r.slot >= from).collect();
     c.check(
         wrong.is_empty(),
@@ -255,11 +261,15 @@ fn trace_owners(c: &mut Checks, out: &VmOutput, json: &serde_json::Value, from: 
         })
         .count();
     c.check(
-        after.len() >= 200 && differ_after >= 100 && before_last.is_some_and(|l| l < from),
+        after.len() >= 200
+            && differ_after >= 100
+            && gap.is_some_and(|(_, next)| next + 1 >= from && next <= from),
         format!(
-            "records go on after the restart on the same slot grid: last before slot \
-             {before_last:?}, {} from slot {from} ({differ_after} in slots where the plan's \
-             table and the switched one differ)",
+            "records go on after the restart on the same slot grid: no record from slot {:?} \
+             to {:?} (the restart), {} from slot {from} ({differ_after} in slots where the \
+             plan's table and the switched one differ)",
+            gap.map(|g| g.0 + 1),
+            gap.map(|g| g.1 - 1),
             after.len()
         ),
     );

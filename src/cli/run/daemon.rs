@@ -158,7 +158,9 @@ impl<'a> Daemon<'a> {
             exit.describe(),
             RESTART_WINDOW_NS / 1_000_000_000
         );
-        restart::settle(&self.sysfs, &exit.message);
+        if exit.hotplug {
+            restart::settle(&self.sysfs, &exit.message);
+        }
         self.online =
             check_machine(&self.sysfs, self.plan).context("restarting the BPF scheduler")?;
         // the housekeeping set is every online CPU the plan does not manage

@@ -77,7 +77,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
     ) -> Result<Self> {
         match kept {
             None => Self::first(d, open_object),
-            Some(k) => Self::again(d, k, open_object),
+            Some(k) => Self::again(d, k, open_object).context("restarting the BPF scheduler"),
         }
     }
 
