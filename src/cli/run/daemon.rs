@@ -51,26 +51,20 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
     loop {
         let mut enforcer = Enforcer::start(&mut daemon, kept.take(), &mut open_object)?;
         let exit = enforcer.run(&shutdown)?;
-        let end = match enforcer.stop(exit)? {
-            Stopped::Final(end) => end,
-            Stopped::Restart(k) => match daemon.prepare_restart(&k.exit) {
-                Ok(()) => {
-                    kept = Some(k);
-                    continue;
-                }
-                Err(e) => {
-                    let end = daemon.end(k.live, ExitReason::SchedulerExited, Ok(()));
-                    daemon.finish(end)?;
-                    return Err(e);
-                }
-            },
+        let k = match enforcer.stop(exit)? {
+            Stopped::Final(end) => {
+                let summary = daemon.finish(end)?;
+                return Ok(i32::from(summary.exit == ExitReason::SchedulerExited));
+            }
+            Stopped::Restart(k) => k,
         };
-        let summary = daemon.finish(end)?;
-        return Ok(if summary.exit == ExitReason::SchedulerExited {
-            1
-        } else {
-            0
-        });
+        if let Err(e) = daemon.prepare_restart(&k.exit) {
+            // the run ends as if the scheduler had exited for good, then says why
+            let end = daemon.end(k.live, ExitReason::SchedulerExited, Ok(()));
+            daemon.finish(end)?;
+            return Err(e);
+        }
+        kept = Some(k);
     }
 }
 
