@@ -25,12 +25,15 @@ const POLL_NS: u64 = 100_000_000;
 /// How long `stop` waits for sched_ext to read `disabled` after detaching.
 const DETACH_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// Planner mode: the planner the planner thread steps and the control engine admits into.
+pub type SharedPlanner = Arc<Mutex<KernelPlanner>>;
+
 /// What counts on the slot grid: created by the first start, kept across restarts.
 pub struct Live {
     pub clock: SlotClock,
     pub control: Control,
     /// Planner mode: the planner the planner thread steps.
-    pub planner: Option<Arc<Mutex<KernelPlanner>>>,
+    pub planner: Option<SharedPlanner>,
     pub stats: Stats,
     /// `--duration-s`: when the run ends (CLOCK_MONOTONIC ns).
     pub deadline_ns: Option<u64>,
@@ -94,7 +97,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         ));
         let clock = SlotClock::new(t0_ns, d.cfg.slot_ns);
         // 5. planner thread, 6. control; then the spawned tasks run
-        let (control, planner, thread) = start_planner(d, &mut sched, clock)?;
+        let (control, planner) = start_planner(d, &mut sched, clock)?;
+        let (planner, thread) = planner.unzip();
         if let Some(sock) = &d.socket {
             d.verbose(&format!("control socket at {}", sock.path().display()));
         }
@@ -323,11 +327,7 @@ fn start_planner(
     d: &Daemon,
     sched: &mut Scheduler,
     clock: SlotClock,
-) -> Result<(
-    Control,
-    Option<Arc<Mutex<KernelPlanner>>>,
-    Option<PlannerLoop>,
-)> {
+) -> Result<(Control, Option<(SharedPlanner, PlannerLoop)>)> {
     let table_name = d
         .args
         .table
@@ -335,7 +335,7 @@ fn start_planner(
         .map_or_else(String::new, |p| p.display().to_string());
     let control = Control::new(d.plan.clone(), table_name, clock);
     let Some(policy) = d.args.planner else {
-        return Ok((control, None, None));
+        return Ok((control, None));
     };
     let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
     let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock)?;
@@ -344,7 +344,7 @@ fn start_planner(
         "planner {policy} deciding {} slots ahead on a housekeeping CPU",
         d.args.planner_lead_slots
     ));
-    Ok((control, Some(planner), Some(thread)))
+    Ok((control, Some((planner, thread))))
 }
 
 /// The current scheduler's counters.
