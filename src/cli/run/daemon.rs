@@ -56,6 +56,12 @@ pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
                 let summary = daemon.finish(end)?;
                 return Ok(i32::from(summary.exit == ExitReason::SchedulerExited));
             }
+            Stopped::Restart(k) if shutdown.requested() => {
+                // SIGINT/SIGTERM came while the scheduler exited: the run ends here
+                let end = daemon.end(k.live, ExitReason::Signal, Ok(()));
+                daemon.finish(end)?;
+                return Ok(0);
+            }
             Stopped::Restart(k) => k,
         };
         if let Err(e) = daemon.prepare_restart(&k.exit) {
@@ -157,7 +163,8 @@ impl<'a> Daemon<'a> {
         }
         self.online =
             check_machine(&self.sysfs, self.plan).context("restarting the BPF scheduler")?;
-        // the housekeeping set is every online CPU the plan does not manage
+        // The housekeeping set is every online CPU the plan does not manage; derived by the
+        // one rule (SchedConfig::from_plan), which also checks a new CPU against the BPF limit.
         self.cfg.housekeeping = SchedConfig::from_plan(self.plan, self.guard_us, &self.online)
             .context("restarting the BPF scheduler")?
             .housekeeping;
