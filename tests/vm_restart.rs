@@ -16,6 +16,9 @@
 //! each tt task gets >= 90 % of its planned time over the run; the share after the restart is
 //! printed.
 //!
+//! Case 3: the same hotplug in planner mode (`--planner bss`): exit 0, `restarts` = 1, tt
+//! owners in the records after the restart (a new planner thread steps the kept planner).
+//!
 //! Case 2: CPU 1 (managed) goes offline: scx_tt reports one restart request only (and dmesg
 //! no enable after the kernel's exit), fails naming the CPU, exits 1 with sched_ext
 //! `disabled`, its summary written (`scheduler_exited`), and no spawned task left.
@@ -54,6 +57,7 @@ fn measure(label: &str) -> Checks {
     }
     let mut c = Checks::default();
     hotplug(&mut c, &out);
+    planner_mode(&mut c, &out);
     managed_cpu(&mut c, &out);
     c
 }
@@ -155,9 +159,9 @@ fn kernel_evidence(c: &mut Checks, out: &VmOutput) {
             out.result("reenabled_ms")
         ),
     );
-    // The kernel's log of the boot: warm-up (enabled, detached by scx_tt); case 1 (enabled,
-    // unregistered by the kernel, enabled again, detached by scx_tt); case 2 (enabled,
-    // unregistered by the kernel, never again).
+    // The kernel's log of the boot: warm-up (enabled, detached by scx_tt); cases 1 and 3
+    // (enabled, unregistered by the kernel, enabled again, detached by scx_tt); case 2
+    // (enabled, unregistered by the kernel, never again).
     let events: Vec<&str> = dmesg
         .lines()
         .filter(|l| l.contains("BPF scheduler \"tt_"))
@@ -174,7 +178,10 @@ fn kernel_evidence(c: &mut Checks, out: &VmOutput) {
         })
         .collect();
     let want = [
-        "enabled", "user", "enabled", "kernel", "enabled", "user", "enabled", "kernel",
+        "enabled", "user", // warm-up
+        "enabled", "kernel", "enabled", "user", // case 1
+        "enabled", "kernel", "enabled", "user", // case 3
+        "enabled", "kernel", // case 2
     ];
     c.check(
         events == want,
@@ -307,6 +314,47 @@ fn delivered(c: &mut Checks, json: &serde_json::Value) {
             ),
         );
     }
+}
+
+/// Planner mode restarts too: a new planner thread on the kept planner.
+fn planner_mode(c: &mut Checks, out: &VmOutput) {
+    let err = out.file("planner.err").unwrap_or_default();
+    let json: serde_json::Value = out.json("planner.json").unwrap_or_default();
+    c.check(
+        out.rc("planner") == "0"
+            && out.result("planner_state") == Ok("disabled")
+            && json["restarts"] == 1
+            && json["exit"] == "duration"
+            && err.contains("restart 1: the BPF scheduler is attached again"),
+        format!(
+            "planner mode: exit code {}, sched_ext {:?}, restarts {}, exit {}",
+            out.rc("planner"),
+            out.result("planner_state"),
+            json["restarts"],
+            json["exit"]
+        ),
+    );
+    let records: Vec<SlotRecord> = out
+        .records("planner.trace.jsonl")
+        .unwrap_or_else(|e| panic!("{e}"));
+    let from = restart_slot(&err).unwrap_or(u64::MAX);
+    let after: Vec<&SlotRecord> = records
+        .iter()
+        .filter(|r| r.cpu == CPU && r.slot >= from)
+        .collect();
+    let owned = after
+        .iter()
+        .filter(|r| harness::tt_owner(r).is_some())
+        .count();
+    c.check(
+        owned >= 100,
+        format!(
+            "planner mode: {} records from slot {from} on, {owned} owned by a tt task; \
+             planner_late_slots {} (the restart's gap counts)",
+            after.len(),
+            json["planner_late_slots"]
+        ),
+    );
 }
 
 fn managed_cpu(c: &mut Checks, out: &VmOutput) {

@@ -4,6 +4,7 @@
 #     offline: the kernel exits the scheduler asking for a restart, scx_tt attaches again with
 #     the same children and the switched table, and runs on to tt.duration_s (default 14).
 #     Independent evidence: sched_ext's enable_seq and hotplug_seq, the root ops name, dmesg.
+#  3. planner: the same hotplug in planner mode (--planner bss): a new planner thread.
 #  2. managed: CPU 1 (managed) goes offline: the restart fails naming the CPU, exit 1, no child
 #     left.
 . /tt/lib.sh
@@ -73,6 +74,23 @@ result enable_seq_delta $(( $(cat $SCX/enable_seq) - seq0 ))
 cat $OUT/hotplug.out $OUT/hotplug.err
 echo 1 > /sys/devices/system/cpu/cpu2/online
 result cpu2_back_rc $?
+
+# 3. planner mode: the same hotplug; the planner goes on with a new thread
+echo "tt-vm: run scx_tt --table $P/restart.json --planner bss; CPU 2 goes offline"
+scx_tt --table $P/restart.json --planner bss --duration-s 8 --trace $OUT/planner.trace.jsonl \
+  --summary-json $OUT/planner.json > $OUT/planner.out 2> $OUT/planner.err &
+pid=$!
+result planner_enable_ms "$(wait_state enabled 30000)"
+sleep 3
+echo 0 > /sys/devices/system/cpu/cpu2/online
+result planner_offline_rc $?
+result planner_reenabled_ms "$(wait_state enabled 30000)"
+wait $pid
+result planner_rc $?
+result planner_state "$(scx_state)"
+cat $OUT/planner.out $OUT/planner.err
+echo 1 > /sys/devices/system/cpu/cpu2/online
+result cpu2_back_again_rc $?
 
 # 2. the managed CPU 1 goes offline: no restart is possible
 echo "tt-vm: run scx_tt --table $P/restart.json; CPU 1 (managed) goes offline"
