@@ -73,7 +73,7 @@ impl ExitKind {
             (K::ErrorStall, ExitKind::Stall),
         ]
         .into_iter()
-        .find_map(|(k, kind_)| (k as i32 == kind).then_some(kind_))
+        .find_map(|(raw, ours)| (raw as i32 == kind).then_some(ours))
         .unwrap_or(ExitKind::Other(kind))
     }
 }

@@ -291,7 +291,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         let detached = sched.shutdown(&d.sysfs, DETACH_TIMEOUT);
         drop(ring);
         d.verbose(&format!("detached, sched_ext state {}", detached.state));
-        end.state = detached.state;
+        end.state = detached.state; // the state after detaching
         Ok(Stopped::Final(end))
     }
 }
