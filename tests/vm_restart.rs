@@ -37,6 +37,10 @@ use scx_tt::trace::SlotRecord;
 const DURATION_S: u64 = 14;
 const MIN_DELIVERED_PCT: f64 = 90.0;
 const CPU: u32 = 1;
+/// scx_tt reports the first slot after it armed every managed CPU's timer; a timer armed
+/// earlier in the call (or the slot in progress when it was) may record up to this many slots
+/// before it (arming takes a few ms, more under TCG).
+const ARM_SLOTS: u64 = 5;
 
 #[test]
 #[ignore = "boots a VM: make test-vm"]
@@ -270,11 +274,12 @@ fn trace_owners(c: &mut Checks, out: &VmOutput, json: &serde_json::Value, from: 
     c.check(
         after.len() >= 200
             && differ_after >= 100
-            && gap.is_some_and(|(_, next)| next + 1 >= from && next <= from),
+            && gap.is_some_and(|(_, next)| next <= from && from - next <= ARM_SLOTS),
         format!(
             "records go on after the restart on the same slot grid: no record from slot {:?} \
-             to {:?} (the restart), {} from slot {from} ({differ_after} in slots where the \
-             plan's table and the switched one differ)",
+             to {:?} (the restart), then records again within {ARM_SLOTS} slots of the \
+             reported slot {from}; {} from it ({differ_after} in slots where the plan's table \
+             and the switched one differ)",
             gap.map(|g| g.0 + 1),
             gap.map(|g| g.1 - 1),
             after.len()
