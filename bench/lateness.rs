@@ -7,6 +7,7 @@
 //! scx_tt as bpf_tick_ns_avg). Writes the table to bench/results/lateness.txt.
 //!
 //! Run: `make bench-lateness` (boots the VM; needs the kernel and initramfs of `make vm-initrd`).
+//! The guest side is tests/vm/scenarios/lateness/ (guest.sh and the two plans).
 //! Environment: SCX_TT_BENCH_DURATION_S (default 10 s per measurement).
 
 #[path = "../tests/vm/harness.rs"]

@@ -12,6 +12,9 @@ pub const MAX_CPUS: u32 = 256;
 pub const MAX_TASKS: usize = 512;
 /// Threads that may belong to plan tasks at once (`TT_MAX_THREADS`: the tid → task map).
 pub const MAX_THREADS: usize = 65_536;
+/// Thread ids a plan may bring into the tid → task map: `TT_MAX_THREADS` less the entry of
+/// scx_tt's own loader thread while it arms the timers ([`LOADER_TASK`]).
+pub const MAX_PLAN_THREADS: usize = MAX_THREADS - 1;
 /// Full performance of `scx_bpf_cpuperf_set` (`TT_PERF_ONE` = the kernel's `SCX_CPUPERF_ONE`).
 pub const PERF_ONE: u32 = 1024;
 /// "No task": a free slot in the table, or no be task in a record (`TT_NO_TASK`).
@@ -20,9 +23,34 @@ pub const NO_TASK: u32 = u32::MAX;
 pub const LOADER_TASK: u32 = 0xffff_fffe;
 /// `table_switch_slot` when no table switch is pending (`TT_NO_SWITCH`).
 pub const NO_SWITCH: u64 = u64::MAX;
+/// `arm_timer` results of scx_tt's own checks (`enum tt_arm_result`); 0 is success, a negative
+/// value the errno of a `bpf_timer_*` helper.
+pub const ARM_WRONG_CPU: i32 = 1;
+pub const ARM_NOT_MANAGED: i32 = 2;
+pub const ARM_NO_T0: i32 = 3;
+pub const ARM_NO_TIMER: i32 = 4;
 /// Entries of the BPF `table` map at most (both halves of the double buffer): a BPF array's
 /// size in bytes (`max_entries` × 4-byte values) must stay below 4 GiB.
 pub const MAX_TABLE_ENTRIES: u64 = u32::MAX as u64 / 4;
+
+/// Why `arm_timer` refused to arm a CPU's slot timer (`rc` ≠ 0), for the loader's error.
+pub fn arm_result_text(rc: i32) -> String {
+    match rc {
+        0 => "armed".into(),
+        ARM_WRONG_CPU => "arm_timer ran on another CPU: the loader's thread was not pinned to it \
+                          (sched_setaffinity did not hold)"
+            .into(),
+        ARM_NOT_MANAGED => "it is not a managed CPU of the loaded plan".into(),
+        ARM_NO_T0 => "t0_ns was not written before arming".into(),
+        ARM_NO_TIMER => "it has no entry in the BPF timers map".into(),
+        e if e < 0 => format!(
+            "a bpf_timer helper (init, set_callback or start) returned {e}: {}; when it was \
+             bpf_timer_start, the scheduler's exit message names the slot",
+            std::io::Error::from_raw_os_error(-e)
+        ),
+        other => format!("arm_timer returned {other}, which intf.h does not define"),
+    }
+}
 
 /// The struct layouts, from bindgen (feature `bpf`): [`tt_slot_rec`] (one per managed CPU and
 /// slot, through the ring buffer), [`tt_task_ctx`], [`tt_arm_arg`], [`tt_task_stats`],
@@ -45,6 +73,10 @@ mod checks {
     const _: () = assert!(c::tt_limits_TT_PERF_ONE == PERF_ONE);
     const _: () = assert!(c::TT_NO_TASK == NO_TASK);
     const _: () = assert!(c::TT_LOADER_TASK == LOADER_TASK);
+    const _: () = assert!(c::tt_arm_result_TT_ARM_WRONG_CPU as i32 == ARM_WRONG_CPU);
+    const _: () = assert!(c::tt_arm_result_TT_ARM_NOT_MANAGED as i32 == ARM_NOT_MANAGED);
+    const _: () = assert!(c::tt_arm_result_TT_ARM_NO_T0 as i32 == ARM_NO_T0);
+    const _: () = assert!(c::tt_arm_result_TT_ARM_NO_TIMER as i32 == ARM_NO_TIMER);
     // bindgen gives the all-ones 64-bit #define as -1 (i32); sign extension restores it.
     const _: () = assert!(c::TT_NO_SWITCH as i64 as u64 == NO_SWITCH);
     // The sizes of intf.h's _Static_assert lines.
@@ -52,12 +84,41 @@ mod checks {
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_task_stats>() == 24);
-    const _: () = assert!(size_of::<tt_cpu_stats>() == 80);
+    const _: () = assert!(size_of::<tt_cpu_stats>() == 88);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_arm_result_has_its_own_text() {
+        let texts: Vec<String> = [
+            ARM_WRONG_CPU,
+            ARM_NOT_MANAGED,
+            ARM_NO_T0,
+            ARM_NO_TIMER,
+            -22,
+            -1,
+            99,
+        ]
+        .into_iter()
+        .map(arm_result_text)
+        .collect();
+        for (i, t) in texts.iter().enumerate() {
+            assert!(!texts[..i].contains(t), "{t}");
+        }
+        assert!(
+            texts[4].contains("returned -22: Invalid argument"),
+            "{}",
+            texts[4]
+        );
+        assert!(
+            texts[5].contains("returned -1: Operation not permitted"),
+            "{}",
+            texts[5]
+        );
+    }
 
     /// Reads `intf.h` itself, so the constants are checked against the header even in builds
     /// without the `bpf` feature (no bindgen).
@@ -73,9 +134,10 @@ mod tests {
                         || l.starts_with(&format!("#define {name} "))
                 })
                 .unwrap_or_else(|| panic!("{name} not in intf.h"));
-            line.split(['=', ' ', ','])
-                .filter(|w| !w.is_empty())
-                .next_back()
+            // the value is the last word before a trailing comment
+            let code = line.split("/*").next().unwrap_or(line);
+            code.split(['=', ' ', ','])
+                .rfind(|w| !w.is_empty())
                 .map(str::to_string)
                 .expect("a value")
         };
@@ -86,5 +148,9 @@ mod tests {
         assert_eq!(value("TT_NO_TASK"), format!("{NO_TASK:#x}u"));
         assert_eq!(value("TT_LOADER_TASK"), format!("{LOADER_TASK:#x}u"));
         assert_eq!(value("TT_NO_SWITCH"), format!("{NO_SWITCH:#x}ULL"));
+        assert_eq!(value("TT_ARM_WRONG_CPU"), ARM_WRONG_CPU.to_string());
+        assert_eq!(value("TT_ARM_NOT_MANAGED"), ARM_NOT_MANAGED.to_string());
+        assert_eq!(value("TT_ARM_NO_T0"), ARM_NO_T0.to_string());
+        assert_eq!(value("TT_ARM_NO_TIMER"), ARM_NO_TIMER.to_string());
     }
 }

@@ -297,6 +297,7 @@ fn summary_json_has_the_agreed_fields() {
         "guard_events",
         "guard_late",
         "guard_stops",
+        "bpf_counters",
     ] {
         assert!(v["cpus"][0].get(key).is_some(), "missing cpus[].{key}");
     }
@@ -342,4 +343,98 @@ fn late_guard_band_events_above_one_percent_give_a_hint() {
     assert!(!summary_text_with_guard(100, 1).contains("hint:"));
     assert!(!summary_text_with_guard(100, 0).contains("hint:"));
     assert!(!summary_text_with_guard(0, 0).contains("hint:"));
+}
+
+/// The field names of `struct tt_cpu_stats` in src/bpf/intf.h, in order.
+fn intf_h_cpu_stats_fields() -> Vec<String> {
+    let h = include_str!("../src/bpf/intf.h");
+    let body = h
+        .split("struct tt_cpu_stats {")
+        .nth(1)
+        .and_then(|rest| rest.split("};").next())
+        .expect("struct tt_cpu_stats in intf.h");
+    body.lines()
+        .filter_map(|l| l.trim().strip_prefix("u64 "))
+        .map(|l| l.split(';').next().expect("a field").trim().to_string())
+        .collect()
+}
+
+#[test]
+fn every_bpf_cpu_counter_is_in_the_json_and_the_text_summary() {
+    let fields = intf_h_cpu_stats_fields();
+    assert!(
+        fields.len() >= 11 && fields.contains(&"timer_errors".to_string()),
+        "{fields:?}"
+    );
+    let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+    acc.add(&sample(0, Some(0), SLOT, 5));
+    let mut f = facts(vec![TaskCounters::default(); 3]);
+    // a distinct value per counter, so a field read into the wrong place shows
+    let c = CpuCounters {
+        ticks: 101,
+        tick_cost_ns: 102,
+        late_skips: 103,
+        pin_mismatch: 104,
+        rec_drops: 105,
+        lost_ns: 106,
+        stop_events: 107,
+        stop_late: 108,
+        stop_kicks: 109,
+        stop_cost_ns: 110,
+        timer_errors: 111,
+    };
+    f.cpu_counters.insert(1, c);
+    let summary = acc.summary(&f);
+    let v = serde_json::to_value(&summary).expect("json");
+    let counters = v["cpus"][0]["bpf_counters"]
+        .as_object()
+        .expect("cpus[].bpf_counters");
+    let keys: Vec<&String> = counters.keys().collect();
+    let mut want: Vec<&String> = fields.iter().collect();
+    want.sort();
+    assert_eq!(keys, want, "bpf_counters keys are the intf.h fields");
+    let named: Vec<&str> = c.named().iter().map(|(n, _)| *n).collect();
+    assert_eq!(named, fields, "CpuCounters::named is in intf.h order");
+    for (name, value) in c.named() {
+        assert_eq!(counters[name], value, "{name}");
+    }
+    let text = render_summary(&acc, &summary);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("bpf counters cpu 1: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    for (name, value) in c.named() {
+        assert!(line.contains(&format!("{name} {value}")), "{line}");
+    }
+}
+
+#[test]
+fn a_broken_slot_clock_is_an_error_line_and_a_healthy_one_is_not() {
+    let text = |c: CpuCounters| {
+        let mut acc = Accounting::new(SLOT, tasks(), &[1], 0);
+        acc.add(&sample(0, Some(0), SLOT, 5));
+        let mut f = facts(vec![TaskCounters::default(); 3]);
+        f.cpu_counters.insert(1, c);
+        render_summary(&acc, &acc.summary(&f))
+    };
+    let broken = text(CpuCounters {
+        timer_errors: 1,
+        ..Default::default()
+    });
+    assert!(
+        broken.contains("error: cpu 1: the slot clock broke (timer_errors 1)"),
+        "{broken}"
+    );
+    let moved = text(CpuCounters {
+        pin_mismatch: 2,
+        ..Default::default()
+    });
+    assert!(moved.contains("(pin_mismatch 2)"), "{moved}");
+    // lost accounting is reported in the counters line, not as a broken clock
+    let lossy = text(CpuCounters {
+        rec_drops: 3,
+        lost_ns: 4,
+        ..Default::default()
+    });
+    assert!(!lossy.contains("error:"), "{lossy}");
 }

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 fn temp_dir(name: &str) -> PathBuf {
@@ -28,7 +29,7 @@ fn ctl(socket: &Path, args: &[&str]) -> Output {
 
 /// A server answering one request with `reply` (None: read it and stay silent); returns the
 /// request line it received.
-fn serve_once(socket: &Path, reply: Option<&'static str>) -> JoinHandle<String> {
+fn serve_once(socket: &Path, reply: Option<String>) -> JoinHandle<String> {
     let listener = UnixListener::bind(socket).expect("bind");
     std::thread::spawn(move || {
         let (stream, _) = listener.accept().expect("accept");
@@ -44,44 +45,56 @@ fn serve_once(socket: &Path, reply: Option<&'static str>) -> JoinHandle<String> 
     })
 }
 
+/// Runs `scx_tt ctl ARGS` against a server on a new socket in `dir` answering the line `reply`
+/// (JSON); checks that ctl prints the reply line and exits `code`; returns the request line the
+/// server received.
+fn exchange(dir: &Path, args: &[&str], reply: &str, code: i32) -> String {
+    static SOCKETS: AtomicUsize = AtomicUsize::new(0);
+    let sock = dir.join(format!("s{}", SOCKETS.fetch_add(1, Ordering::Relaxed)));
+    serde_json::from_str::<serde_json::Value>(reply).expect("the reply is JSON");
+    let line = format!("{reply}\n");
+    let server = serve_once(&sock, Some(line.clone()));
+    let out = ctl(&sock, args);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), line);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {reply}");
+    server.join().expect("server")
+}
+
+/// The stderr of a ctl run, which must have exited 2.
+fn exit_2(out: &Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    err
+}
+
 #[test]
 fn an_ok_reply_is_printed_and_exits_0() {
     let dir = temp_dir("ok");
-    let sock = dir.join("s");
-    let reply = "{\"ok\":true,\"slot\":5,\"frame_slots\":8,\"table\":\"/a.json\",\"pending_switch_slot\":null}\n";
-    let server = serve_once(&sock, Some(reply));
-    let out = ctl(&sock, &["status"]);
-    assert_eq!(server.join().expect("server"), "{\"op\":\"status\"}\n");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
-    assert_eq!(out.status.code(), Some(0));
+    let reply =
+        r#"{"ok":true,"slot":5,"frame_slots":8,"table":"/a.json","pending_switch_slot":null}"#;
+    assert_eq!(
+        exchange(&dir, &["status"], reply, 0),
+        "{\"op\":\"status\"}\n"
+    );
 }
 
 #[test]
 fn switch_table_sends_an_absolute_path_and_an_error_reply_exits_1() {
     let dir = temp_dir("err");
-    let sock = dir.join("s");
-    let reply =
-        "{\"ok\":false,\"error\":\"slot_us = 5000: must equal the running plan's 10000\"}\n";
-    let server = serve_once(&sock, Some(reply));
-    let out = ctl(&sock, &["switch-table", "b.json"]);
-    let request: serde_json::Value =
-        serde_json::from_str(&server.join().expect("server")).expect("JSON request");
+    let reply = r#"{"ok":false,"error":"slot_us = 5000: must equal the running plan's 10000"}"#;
+    let line = exchange(&dir, &["switch-table", "b.json"], reply, 1);
+    let request: serde_json::Value = serde_json::from_str(&line).expect("JSON request");
     assert_eq!(request["op"], "switch_table");
     assert_eq!(
         request["plan"].as_str().map(PathBuf::from),
         Some(dir.join("b.json"))
     );
-    assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
-    assert_eq!(out.status.code(), Some(1));
 }
 
 #[test]
 fn a_missing_socket_exits_2_and_names_it() {
-    let dir = temp_dir("missing");
-    let sock = dir.join("nobody");
-    let out = ctl(&sock, &["status"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let sock = temp_dir("missing").join("nobody");
+    let err = exit_2(&ctl(&sock, &["status"]));
     assert!(
         err.contains("cannot reach the control socket") && err.contains("nobody"),
         "{err}"
@@ -90,12 +103,9 @@ fn a_missing_socket_exits_2_and_names_it() {
 
 #[test]
 fn a_silent_server_exits_2_after_the_timeout() {
-    let dir = temp_dir("silent");
-    let sock = dir.join("s");
+    let sock = temp_dir("silent").join("s");
     let server = serve_once(&sock, None);
-    let out = ctl(&sock, &["--timeout-s", "0.3", "status"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = exit_2(&ctl(&sock, &["--timeout-s", "0.3", "status"]));
     assert!(err.contains("no reply from the control socket"), "{err}");
     let _ = server.join();
 }
@@ -105,39 +115,32 @@ fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
     let dir = temp_dir("admit");
     let cases = [
         (
-            "{\"ok\":true,\"accepted\":true,\"cpu\":1,\"deadline_slot\":90,\"first_slot\":33}\n",
+            r#"{"ok":true,"accepted":true,"cpu":1,"deadline_slot":90,"first_slot":33}"#,
             0,
         ),
         (
-            "{\"ok\":true,\"accepted\":false,\"needed\":40,\"available\":12,\"deadline_slot\":60}\n",
+            r#"{"ok":true,"accepted":false,"needed":40,"available":12,"deadline_slot":60}"#,
             3,
         ),
         (
-            "{\"ok\":false,\"error\":\"task = \\\"x\\\": no task of the plan has this name\"}\n",
+            r#"{"ok":false,"error":"task = \"x\": no task of the plan has this name"}"#,
             1,
         ),
     ];
-    for (i, (reply, code)) in cases.into_iter().enumerate() {
-        let sock = dir.join(format!("s{i}"));
-        let server = serve_once(&sock, Some(reply));
-        let out = ctl(
-            &sock,
-            &[
-                "admit-firm",
-                "--task",
-                "tt-a",
-                "--wcet-slots",
-                "20",
-                "--deadline-slots",
-                "60",
-            ],
-        );
+    let args = [
+        "admit-firm",
+        "--task",
+        "tt-a",
+        "--wcet-slots",
+        "20",
+        "--deadline-slots",
+        "60",
+    ];
+    for (reply, code) in cases {
         assert_eq!(
-            server.join().expect("server"),
-            "{\"deadline_slots\":60,\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20}\n"
+            exchange(&dir, &args, reply, code),
+            "{\"op\":\"admit_firm\",\"task\":\"tt-a\",\"wcet_slots\":20,\"deadline_slots\":60}\n"
         );
-        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
-        assert_eq!(out.status.code(), Some(code), "{reply}");
     }
 }
 
@@ -145,28 +148,21 @@ fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
 fn set_policy_sends_the_policy_and_exits_0_ok_1_error() {
     let dir = temp_dir("policy");
     let cases = [
-        ("dvfs", "{\"ok\":true,\"policy\":\"dvfs\",\"from_slot\":41}\n", 0),
+        ("dvfs", r#"{"ok":true,"policy":"dvfs","from_slot":41}"#, 0),
         (
             "dpm",
-            "{\"ok\":false,\"error\":\"policy = \\\"dpm\\\": the kernel path runs bss or dvfs only\"}\n",
+            r#"{"ok":false,"error":"policy = \"dpm\": the kernel path runs bss or dvfs only"}"#,
             1,
         ),
     ];
-    for (i, (policy, reply, code)) in cases.into_iter().enumerate() {
-        let sock = dir.join(format!("s{i}"));
-        let server = serve_once(&sock, Some(reply));
-        let out = ctl(&sock, &["set-policy", policy]);
+    for (policy, reply, code) in cases {
         assert_eq!(
-            server.join().expect("server"),
+            exchange(&dir, &["set-policy", policy], reply, code),
             format!("{{\"op\":\"set_policy\",\"policy\":\"{policy}\"}}\n")
         );
-        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
-        assert_eq!(out.status.code(), Some(code), "{reply}");
     }
     // an unknown name never reaches the socket: a usage error naming the value
-    let out = ctl(&dir.join("nobody"), &["set-policy", "turbo"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let err = exit_2(&ctl(&dir.join("nobody"), &["set-policy", "turbo"]));
     assert!(err.contains("unknown policy \"turbo\""), "{err}");
 }
 
@@ -176,39 +172,30 @@ fn admit_periodic_and_remove_send_the_task_and_exit_0_accepted_3_rejected_1_erro
     let cases = [
         (
             "admit-periodic",
-            "{\"ok\":true,\"accepted\":true,\"cpu\":1,\"from_slot\":400}\n",
+            r#"{"ok":true,"accepted":true,"cpu":1,"from_slot":400}"#,
             0,
         ),
         (
             "admit-periodic",
-            "{\"ok\":true,\"accepted\":false,\"why\":\"80 slots every 100 slots on cpu 1: frame infeasible\"}\n",
+            r#"{"ok":true,"accepted":false,"why":"80 slots every 100 slots on cpu 1: frame infeasible"}"#,
             3,
         ),
         (
             "admit-periodic",
-            "{\"ok\":false,\"error\":\"task = \\\"a\\\": is not declared\"}\n",
+            r#"{"ok":false,"error":"task = \"a\": is not declared"}"#,
             1,
         ),
+        ("remove", r#"{"ok":true,"removed":true,"from_slot":642}"#, 0),
         (
             "remove",
-            "{\"ok\":true,\"removed\":true,\"from_slot\":642}\n",
-            0,
-        ),
-        (
-            "remove",
-            "{\"ok\":false,\"error\":\"task = \\\"vm\\\": is not running\"}\n",
+            r#"{"ok":false,"error":"task = \"vm\": is not running"}"#,
             1,
         ),
     ];
-    for (i, (op, reply, code)) in cases.into_iter().enumerate() {
-        let sock = dir.join(format!("s{i}"));
-        let server = serve_once(&sock, Some(reply));
-        let out = ctl(&sock, &[op, "--task", "vm"]);
+    for (op, reply, code) in cases {
         assert_eq!(
-            server.join().expect("server"),
+            exchange(&dir, &[op, "--task", "vm"], reply, code),
             format!("{{\"op\":\"{}\",\"task\":\"vm\"}}\n", op.replace('-', "_"))
         );
-        assert_eq!(String::from_utf8_lossy(&out.stdout), reply);
-        assert_eq!(out.status.code(), Some(code), "{op}: {reply}");
     }
 }

@@ -140,3 +140,30 @@ fn gen_reports_retried_seeds() {
     assert!(stderr.contains("retrying with the next seed"), "{stderr}");
     assert!(stderr.contains("plan gen: seed 4:"), "{stderr}");
 }
+
+#[test]
+fn check_plan_above_the_bpf_task_limit_exits_2_naming_tasks() {
+    // MAX_TASKS + 1 be tasks, each valid on its own: the plan cannot load (TT_MAX_TASKS).
+    let n = scx_tt::abi::MAX_TASKS + 1;
+    let tasks: Vec<serde_json::Value> = (0..n)
+        .map(|i| serde_json::json!({ "name": format!("t{i}"), "pid": 100 + i, "class": "be" }))
+        .collect();
+    let plan = serde_json::json!({
+        "slot_us": 1000,
+        "frame_slots": 10,
+        "cpus": { "managed": [1], "housekeeping": [0] },
+        "tasks": tasks,
+    });
+    let path = scratch("too-many-tasks.json");
+    std::fs::write(&path, plan.to_string()).expect("write");
+    let out = scx_tt(&["plan", "check", path.to_str().expect("utf-8")]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "tasks: has {n} tasks, above the BPF scheduler's limit of {} (TT_MAX_TASKS)",
+            n - 1
+        )),
+        "{stderr}"
+    );
+}

@@ -669,3 +669,79 @@ fn errors_are_collected_not_first_only() {
     set(&mut v, "/tasks/1/comm", json!(""));
     assert_eq!(errors(&v).len(), 3, "{:#?}", errors(&v));
 }
+
+// ---- the BPF scheduler's limits (src/plan/limits.rs, src/bpf/intf.h) ----
+
+/// The base plan with `n` be tasks in all (a plan that loads has at most `abi::MAX_TASKS`).
+fn with_tasks(n: usize) -> Value {
+    let mut v = base();
+    v["frame_slots"] = json!(10);
+    v["tasks"] = json!((0..n)
+        .map(|i| json!({ "name": format!("t{i}"), "pid": 100 + i, "class": "be" }))
+        .collect::<Vec<_>>());
+    v
+}
+
+#[test]
+fn task_count_above_the_bpf_limit() {
+    use scx_tt::abi::MAX_TASKS;
+    assert_eq!(errors(&with_tasks(MAX_TASKS)), Vec::new());
+    let v = with_tasks(MAX_TASKS + 1);
+    let e = expect!(v, "tasks", None, Rule::TooManyTasks { .. });
+    assert_eq!(
+        e.to_string(),
+        "tasks: has 513 tasks, above the BPF scheduler's limit of 512 (TT_MAX_TASKS)"
+    );
+    // the only error: every task is valid on its own
+    assert_eq!(errors(&v).len(), 1);
+}
+
+#[test]
+fn cpu_id_at_or_above_the_bpf_limit() {
+    use scx_tt::abi::MAX_CPUS;
+    let mut v = base();
+    set(&mut v, "/cpus/managed", json!([1, MAX_CPUS]));
+    let e = expect!(
+        v,
+        "cpus.managed[1]",
+        Some("256"),
+        Rule::CpuIdTooLarge { .. }
+    );
+    assert!(
+        e.to_string()
+            .ends_with("limit of 256 CPU ids (TT_MAX_CPUS)"),
+        "{e}"
+    );
+    let mut v = base();
+    set(&mut v, "/cpus/housekeeping", json!([0, 4096]));
+    expect!(
+        v,
+        "cpus.housekeeping[1]",
+        Some("4096"),
+        Rule::CpuIdTooLarge { limit: 256 }
+    );
+    // the highest id the per-CPU arrays hold is fine
+    let mut v = base();
+    set(&mut v, "/cpus/housekeeping", json!([0, MAX_CPUS - 1]));
+    assert_eq!(errors(&v), Vec::new());
+}
+
+#[test]
+fn tids_above_the_bpf_thread_limit() {
+    use scx_tt::abi::{MAX_PLAN_THREADS, MAX_THREADS};
+    // one entry of the tid map is scx_tt's loader thread
+    assert_eq!(MAX_PLAN_THREADS, MAX_THREADS - 1);
+    let mut v = base();
+    v["tasks"][1] = json!({ "name": "b", "tids": (1..=MAX_PLAN_THREADS as u32).collect::<Vec<_>>(), "class": "be" });
+    assert_eq!(errors(&v), Vec::new());
+    push_task(
+        &mut v,
+        json!({ "name": "c", "tids": [1, 2, MAX_THREADS as u32], "class": "be" }),
+    );
+    let e = expect!(v, "tasks[2].tids", None, Rule::TooManyThreads { .. });
+    assert!(
+        e.to_string()
+            .contains("distinct thread ids to 65536, above the BPF scheduler's limit of 65535"),
+        "{e}"
+    );
+}

@@ -100,3 +100,19 @@ fn explain_json_fields_are_documented() {
         );
     }
 }
+
+/// The schema's bounds that come from the BPF scheduler (`plan::limits`) are its constants.
+#[test]
+fn schema_bounds_are_the_bpf_limits() {
+    use scx_tt::abi::{MAX_CPUS, MAX_PLAN_THREADS, MAX_TASKS};
+    let schema: Value = serde_json::from_str(&read("docs/plan.schema.json")).expect("schema JSON");
+    let d = &schema["$defs"];
+    assert_eq!(schema["properties"]["tasks"]["maxItems"], MAX_TASKS);
+    assert_eq!(d["cpu_list"]["items"]["maximum"], MAX_CPUS - 1);
+    assert_eq!(d["task"]["properties"]["cpu"]["maximum"], MAX_CPUS - 1);
+    assert_eq!(d["cpu_table"]["properties"]["cpu"]["maximum"], MAX_CPUS - 1);
+    assert_eq!(
+        d["task"]["properties"]["tids"]["maxItems"],
+        MAX_PLAN_THREADS
+    );
+}

@@ -386,7 +386,7 @@ fn only_tt_tasks_with_a_cpu_take_firm_jobs() {
 }
 
 /// One managed CPU, tt tasks a (period 50, wcet 10) and b (period 100, wcet 20), no be task:
-/// the VM test's plan (tests/vm/plans/planner.json); idle slots run at the minimum under dvfs.
+/// the VM test's plan (tests/vm/scenarios/planner/planner.json); idle slots run at the minimum under dvfs.
 const NO_BE: &str = r#"{ "version": 1, "slot_us": 10000,
   "cpus": { "managed": [1], "housekeeping": [0] },
   "tasks": [

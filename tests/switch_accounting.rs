@@ -17,7 +17,7 @@ const END_SLOT: u64 = 32;
 
 fn load(file: &str) -> (Plan, SchedConfig) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/vm/plans")
+        .join("tests/vm/scenarios/switch")
         .join(file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     let plan = plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));

@@ -104,13 +104,22 @@ pub struct TaskCounters {
     pub inside_ns: u64,
 }
 
-/// Per-CPU counters kept by BPF.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Per-CPU counters kept by BPF: `struct tt_cpu_stats` of src/bpf/intf.h, field for field and
+/// under the same names (the loader fills it exhaustively; the summary carries it whole as
+/// `cpus[].bpf_counters`, docs/run-output.md).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CpuCounters {
+    /// Slot timer callbacks (boundary ticks; guard-band events count in `stop_events`).
     pub ticks: u64,
+    /// Time spent inside the slot timer callbacks.
     pub tick_cost_ns: u64,
+    /// Callbacks so late that whole slots were skipped (they have no record).
     pub late_skips: u64,
+    /// This CPU's slot timer callback ran on another CPU (the scheduler exits: B.4).
+    pub pin_mismatch: u64,
+    /// Slot records lost because the ring buffer was full.
     pub rec_drops: u64,
+    /// Run time that could not be attributed to a slot record.
     pub lost_ns: u64,
     /// Guard-band events (one before each boundary that ends an owner's run).
     pub stop_events: u64,
@@ -118,7 +127,55 @@ pub struct CpuCounters {
     pub stop_late: u64,
     /// Guard-band events that found the ending owner running and preempted it.
     pub stop_kicks: u64,
+    /// Time spent inside the in-time guard-band callbacks.
     pub stop_cost_ns: u64,
+    /// `bpf_timer_start` refused to (re-)arm this CPU's slot timer (the scheduler exits: B.4).
+    pub timer_errors: u64,
+}
+
+impl CpuCounters {
+    /// Every counter with its `intf.h` name, in the struct's order.
+    pub fn named(&self) -> [(&'static str, u64); 11] {
+        // exhaustive: a new counter must be named here too
+        let CpuCounters {
+            ticks,
+            tick_cost_ns,
+            late_skips,
+            pin_mismatch,
+            rec_drops,
+            lost_ns,
+            stop_events,
+            stop_late,
+            stop_kicks,
+            stop_cost_ns,
+            timer_errors,
+        } = *self;
+        [
+            ("ticks", ticks),
+            ("tick_cost_ns", tick_cost_ns),
+            ("late_skips", late_skips),
+            ("pin_mismatch", pin_mismatch),
+            ("rec_drops", rec_drops),
+            ("lost_ns", lost_ns),
+            ("stop_events", stop_events),
+            ("stop_late", stop_late),
+            ("stop_kicks", stop_kicks),
+            ("stop_cost_ns", stop_cost_ns),
+            ("timer_errors", timer_errors),
+        ]
+    }
+
+    /// The invariant counters that are not 0: the CPU's slot clock broke (`pin_mismatch`,
+    /// `timer_errors`), which ended the scheduler (src/bpf/tt_sched.bpf.c, B.4).
+    pub fn clock_faults(&self) -> Vec<(&'static str, u64)> {
+        [
+            ("pin_mismatch", self.pin_mismatch),
+            ("timer_errors", self.timer_errors),
+        ]
+        .into_iter()
+        .filter(|&(_, v)| v > 0)
+        .collect()
+    }
 }
 
 /// Whether a task's threads were found and are still alive.
@@ -355,6 +412,7 @@ impl Accounting {
                     guard_stops: counters.stop_kicks,
                     record_drops: counters.rec_drops,
                     freq_residency: freq_shares(&acc.residency),
+                    bpf_counters: counters,
                 }
             })
             .collect();
@@ -557,6 +615,10 @@ pub struct CpuSummary {
     pub record_drops: u64,
     /// Per P-state of the power model, by ascending MHz (empty without a model).
     pub freq_residency: Vec<FreqShare>,
+    /// Every counter BPF keeps for the CPU, raw (`struct tt_cpu_stats`); the fields above that
+    /// come from counters (late_skips, guard_*, record_drops, bpf_tick_ns_avg) repeat or derive
+    /// some of them under their summary names.
+    pub bpf_counters: CpuCounters,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]

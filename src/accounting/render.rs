@@ -68,7 +68,29 @@ fn render_hist(out: &mut String, cpu: u32, hist: &[HistBucket]) {
     }
 }
 
-/// The exit summary printed on stdout, starting with `=== scx_tt summary ===`.
+/// `bpf counters cpu N: ticks 990 tick_cost_ns ... timer_errors 0`: every BPF counter of the
+/// CPU; then, when its slot clock broke, an `error:` line naming the counters.
+fn render_counters(out: &mut String, c: &CpuSummary) {
+    let all: Vec<String> = c
+        .bpf_counters
+        .named()
+        .iter()
+        .map(|(name, v)| format!("{name} {v}"))
+        .collect();
+    let _ = writeln!(out, "bpf counters cpu {}: {}", c.cpu, all.join(" "));
+    let faults = c.bpf_counters.clock_faults();
+    if !faults.is_empty() {
+        let named: Vec<String> = faults.iter().map(|(n, v)| format!("{n} {v}")).collect();
+        let _ = writeln!(
+            out,
+            "error: cpu {}: the slot clock broke ({}); the BPF scheduler exited, see its exit \
+             message",
+            c.cpu,
+            named.join(", ")
+        );
+    }
+}
+
 /// A hint when more than 1 % of a CPU's guard-band events came after the boundary they guard:
 /// each of those let the ending owner run into the next slot (src/bpf/tt_sched.bpf.c, B.2f).
 pub fn guard_hint(c: &CpuSummary) -> Option<String> {
@@ -86,6 +108,7 @@ pub fn guard_hint(c: &CpuSummary) -> Option<String> {
     ))
 }
 
+/// The exit summary printed on stdout, starting with `=== scx_tt summary ===`.
 pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     let mut out = String::new();
     let exit = serde_json::to_value(s.exit)
@@ -179,6 +202,9 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         if let Some(hint) = guard_hint(c) {
             let _ = writeln!(out, "{hint}");
         }
+    }
+    for c in &s.cpus {
+        render_counters(&mut out, c);
     }
     for p in &s.bpf_prog_stats {
         let _ = writeln!(

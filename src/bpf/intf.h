@@ -79,6 +79,25 @@ struct tt_arm_arg {
 };
 
 /*
+ * What arm_timer returns: 0 when the timer is armed; one of these when scx_tt's own checks
+ * refuse; a negative errno when bpf_timer_init, bpf_timer_set_callback or bpf_timer_start
+ * fails (a failed bpf_timer_start also exits the scheduler with scx_bpf_error naming the CPU
+ * and the slot).
+ */
+enum tt_arm_result {
+	TT_ARM_WRONG_CPU = 1, /* ran on another CPU than arg->cpu: the caller was not pinned there */
+	TT_ARM_NOT_MANAGED = 2, /* arg->cpu is not a managed CPU */
+	TT_ARM_NO_T0 = 3, /* t0_ns was not written before arming */
+	TT_ARM_NO_TIMER = 4, /* arg->cpu has no entry in the timers map */
+};
+
+/*
+ * The flag the test seam of tt_sched.bpf.c (H) adds to bpf_timer_start's flags: no valid
+ * BPF_F_TIMER_* flag, so the kernel refuses the call with -EINVAL.
+ */
+#define TT_TEST_BAD_TIMER_FLAG (1ULL << 63)
+
+/*
  * One record per (managed CPU, slot), emitted through the ring buffer by the slot timer when
  * the slot ends. owner_ns + be_ns + other_tt_ns + kthread_ns + foreign_ns <= slot length;
  * the rest was idle.
@@ -111,19 +130,20 @@ struct tt_cpu_stats {
 	u64 ticks; /* slot timer callbacks */
 	u64 tick_cost_ns; /* time spent inside the slot timer callback */
 	u64 late_skips; /* callbacks so late that whole slots were skipped */
-	u64 pin_mismatch; /* callback ran on another CPU than it was armed for */
+	u64 pin_mismatch; /* this CPU's slot timer callback ran on another CPU (scx_bpf_error) */
 	u64 rec_drops; /* ring buffer full */
 	u64 lost_ns; /* run time that could not be attributed to a slot record */
 	u64 stop_events; /* guard-band timer callbacks (before the end of an owner's run) */
 	u64 stop_late; /* of which fired after the boundary (handled as the boundary tick) */
 	u64 stop_kicks; /* of which (in time) found the ending owner running and preempted it */
 	u64 stop_cost_ns; /* time spent inside the in-time guard-band callbacks */
+	u64 timer_errors; /* bpf_timer_start refused to (re-)arm this CPU's slot timer (scx_bpf_error) */
 };
 
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 80, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 88, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

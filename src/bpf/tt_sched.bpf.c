@@ -21,10 +21,12 @@
  *   1. Arming. ops.init runs in a kernel worker on an arbitrary CPU, so it cannot pin a timer.
  *      Instead the loader pins its thread to each managed CPU in turn with
  *      sched_setaffinity and test-runs the SEC("syscall") program arm_timer there
- *      (BPF_PROG_TEST_RUN runs on the calling CPU), then restores its affinity. arm_timer checks it runs on the CPU it was
- *      asked to arm, and starts that CPU's bpf_timer with BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN
- *      at the next grid point t0 + k*slot_ns. Userspace writes t0_ns (bss) before arming, a
- *      little in the future, so every CPU's first tick is the same slot 0 boundary.
+ *      (BPF_PROG_TEST_RUN runs on the calling CPU), then restores its affinity. arm_timer
+ *      checks it runs on the CPU it was asked to arm, and starts that CPU's bpf_timer with
+ *      BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN at the next grid point t0 + k*slot_ns. Userspace
+ *      writes t0_ns (bss) before arming, a little in the future, so every CPU's first tick is
+ *      the same slot 0 boundary. arm_timer's result (enum tt_arm_result, or a bpf_timer_*
+ *      errno) goes back to the loader, which names the CPU and the reason and stops.
  *   2. At a boundary (slot_tick, hardirq on the pinned CPU):
  *      a. charge the running task's time up to now to the slot(s) it ran in;
  *      b. close the ending slot's accounting record and emit it through the ring buffer
@@ -35,7 +37,8 @@
  *      d. with a perf table (issue 5, EASS-DVFS on schedutil systems), request the new slot's
  *         cpuperf target with scx_bpf_cpuperf_set and note it in the record;
  *      e. re-arm for the next grid point (absolute expiry, so lateness does not accumulate;
- *         a tick later than a whole slot skips ahead and counts late_skips);
+ *         a tick later than a whole slot skips ahead and counts late_skips; a re-arm the
+ *         kernel refuses ends the scheduler, B.4);
  *      f. when the new slot's owner does not own the slot after it (its run ends at the next
  *         boundary), the timer is first armed for the guard-band event at that boundary minus
  *         guard_ns: if the ending owner is running, it is kicked with SCX_KICK_PREEMPT and,
@@ -46,6 +49,16 @@
  *         the owner's time at the end of each run. A guard-band event that fires after the
  *         boundary is handled as the boundary tick.
  *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
+ *   4. Failures are loud. The table is only enforced while every managed CPU's timer ticks on
+ *      that CPU, so a broken slot clock ends the scheduler with scx_bpf_error (sched_ext then
+ *      disables it and every task returns to the fair class) instead of counting silently:
+ *        - a callback running on another CPU than its timer was pinned to (pin_mismatch):
+ *          "slot timer of CPU <k> ran on CPU <cpu> at slot <s>";
+ *        - bpf_timer_start refusing to re-arm a timer, from the boundary tick or the
+ *          guard-band event (timer_errors): "slot timer of CPU <cpu> cannot be re-armed for
+ *          slot <s>: bpf_timer_start returned <errno>" (from arm_timer: "cannot be armed").
+ *      The counters stay in cpu_stats and the summary (docs/run-output.md); the loader sees
+ *      the exit, prints the message with the summary and exits 1.
  *
  * C. Dispatch on a managed CPU at time now in slot k with owner o = table[k mod frame]:
  *   - o's DSQ (or prev, when prev is o and still runnable: its slice is refilled);
@@ -113,6 +126,19 @@
  *   - If a tick is more than a slot late, the skipped slots get no records (late_skips).
  *   - The be_ready_ns check in ops.running races with an owner wakeup that lands between
  *     ops.dispatch (which saw the owner's DSQ empty) and ops.running.
+ *   - There is no unpinned fallback for BPF_F_TIMER_CPU_PIN (Linux 6.7, older than any
+ *     sched_ext kernel): a timer firing on another CPU would account and kick a CPU it does
+ *     not run on, so it ends the scheduler (B.4) instead.
+ *   - A broken slot clock (B.4) ends the scheduler rather than the CPU's enforcement alone:
+ *     the other CPUs' tables would still run, but the plan as a whole no longer holds.
+ *
+ * H. Test seam
+ *   test_fault_timer / test_fault_cpu / test_fault_slot (rodata, off by default) make the
+ *   first arming of test_fault_cpu's timer for a boundary at or after slot test_fault_slot
+ *   (at or after: a tick more than a slot late skips slots) pass TT_TEST_BAD_TIMER_FLAG to
+ *   bpf_timer_start, which the kernel refuses (-EINVAL): the real failure path of B.4 runs
+ *   (slot 0: arm_timer's, later slots: the re-arm's). The loader sets it only from the
+ *   environment variable SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests); nothing else does.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -134,6 +160,11 @@ const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
 const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
+
+/* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
+const volatile bool test_fault_timer; /* false: off (always, unless a test sets it) */
+const volatile s32 test_fault_cpu;
+const volatile u64 test_fault_slot;
 
 /* Run-time state, written by userspace (see F). */
 volatile u64 t0_ns; /* start of slot 0; 0 until userspace arms the timers */
@@ -452,25 +483,53 @@ static void set_slot_perf(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 }
 
 /*
+ * Start @timer of @cpu at t->expires_ns, pinned to the calling CPU (B.1). The test seam (H)
+ * adds a flag the kernel refuses when arming @cpu for a slot at or after test_fault_slot.
+ */
+static int start_timer(struct tt_timer *t, struct bpf_timer *timer, s32 cpu)
+{
+	u64 flags = BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN;
+
+	if (test_fault_timer && cpu == test_fault_cpu && t->slot >= test_fault_slot)
+		flags |= TT_TEST_BAD_TIMER_FLAG;
+	return bpf_timer_start(timer, t->expires_ns, flags);
+}
+
+/*
+ * Re-arm @cpu's slot timer from its callback. A failure would stop the CPU's slot clock, so
+ * the scheduler exits instead, naming the CPU, the slot and the error (B.4).
+ */
+static bool rearm(struct tt_timer *t, struct bpf_timer *timer, s32 cpu)
+{
+	int ret = start_timer(t, timer, cpu);
+
+	if (!ret)
+		return true;
+	__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].timer_errors, 1);
+	scx_bpf_error("slot timer of CPU %d cannot be re-armed for slot %llu: bpf_timer_start returned %d",
+		      cpu, t->slot, ret);
+	return false;
+}
+
+/*
  * Arm @t for the boundary that starts slot @next. When the current slot's owner @owner does
  * not own @next, its run ends at that boundary: arm the guard-band event first (B.2f), so the
  * owner is stopped guard_ns before the boundary and a late boundary tick does not let it run
  * into the next owner's slot.
  */
-static void arm_next(struct tt_timer *t, struct bpf_timer *timer, u64 next, u32 owner)
+static void arm_next(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 next, u32 owner)
 {
 	u64 boundary = slot_start(next);
 
 	t->slot = next;
-	if (owner != TT_NO_TASK && guard_ns && guard_ns < slot_ns &&
-	    owner_of(bpf_get_smp_processor_id(), next) != owner) {
+	if (owner != TT_NO_TASK && guard_ns && guard_ns < slot_ns && owner_of(cpu, next) != owner) {
 		t->phase = TT_PHASE_STOP;
 		t->expires_ns = boundary - guard_ns;
 	} else {
 		t->phase = TT_PHASE_BOUNDARY;
 		t->expires_ns = boundary;
 	}
-	bpf_timer_start(timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+	rearm(t, timer, cpu);
 }
 
 /*
@@ -499,7 +558,7 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 	}
 	t->phase = TT_PHASE_BOUNDARY;
 	t->expires_ns = boundary;
-	bpf_timer_start(timer, boundary, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+	rearm(t, timer, cpu);
 	__sync_fetch_and_add(&cpu_stats[cpu].stop_cost_ns, bpf_ktime_get_ns() - now);
 	return true;
 }
@@ -515,12 +574,16 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	u32 owner;
 
 	t = bpf_map_lookup_elem(&timers, &k);
-	if (!t || cpu >= TT_MAX_CPUS)
+	if (!t)
 		return 0;
 	if (cpu != k) {
-		__sync_fetch_and_add(&cpu_stats[cpu].pin_mismatch, 1);
+		/* armed with BPF_F_TIMER_CPU_PIN on CPU k (B.1): the slot clock of k is broken */
+		__sync_fetch_and_add(&cpu_stats[k & (TT_MAX_CPUS - 1)].pin_mismatch, 1);
+		scx_bpf_error("slot timer of CPU %u ran on CPU %d at slot %llu", k, cpu, t->slot);
 		return 0;
 	}
+	if (cpu >= TT_MAX_CPUS)
+		return 0;
 	if (t->phase == TT_PHASE_STOP) {
 		if (stop_tick(t, timer, cpu, now))
 			return 0;
@@ -561,14 +624,17 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	if (perf_enabled)
 		set_slot_perf(a, cpu, slot);
 
-	arm_next(t, timer, slot + 1, owner);
+	arm_next(t, timer, cpu, slot + 1, owner);
 
 	__sync_fetch_and_add(&cpu_stats[cpu].ticks, 1);
 	__sync_fetch_and_add(&cpu_stats[cpu].tick_cost_ns, bpf_ktime_get_ns() - now);
 	return 0;
 }
 
-/* Arm the slot timer of the CPU this runs on (test-run by a thread pinned to arg->cpu). */
+/*
+ * Arm the slot timer of the CPU this runs on (test-run by a thread pinned to arg->cpu).
+ * Returns 0, an enum tt_arm_result, or a bpf_timer_* helper's negative errno (B.1, B.4).
+ */
 SEC("syscall")
 int arm_timer(struct tt_arm_arg *arg)
 {
@@ -579,11 +645,15 @@ int arm_timer(struct tt_arm_arg *arg)
 	u64 now, slot;
 	int ret;
 
-	if (cpu != arg->cpu || !is_managed(cpu) || !t0_ns)
-		return -EINVAL;
+	if (cpu != arg->cpu)
+		return TT_ARM_WRONG_CPU;
+	if (!is_managed(cpu))
+		return TT_ARM_NOT_MANAGED;
+	if (!t0_ns)
+		return TT_ARM_NO_T0;
 	t = bpf_map_lookup_elem(&timers, &key);
 	if (!t)
-		return -ENOENT;
+		return TT_ARM_NO_TIMER;
 	ret = bpf_timer_init(&t->timer, &timers, CLOCK_MONOTONIC);
 	if (ret && ret != -EBUSY)
 		return ret;
@@ -594,14 +664,25 @@ int arm_timer(struct tt_arm_arg *arg)
 	now = bpf_ktime_get_ns();
 	slot = now < t0_ns ? 0 : slot_of(now) + 1;
 	a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	/*
+	 * The two open records (E): the slot the first tick starts and the one running now; before
+	 * t0 that is slot 1 instead, which the tick at slot 0 (closing nothing) would not open.
+	 */
 	acc_open(a, cpu, slot);
-	if (slot > 0)
-		acc_open(a, cpu, slot - 1);
+	acc_open(a, cpu, slot > 0 ? slot - 1 : 1);
 	t->slot = slot;
 	t->expires_ns = slot_start(slot);
 	t->phase = TT_PHASE_BOUNDARY;
+	ret = start_timer(t, &t->timer, cpu);
+	if (ret) {
+		/* the scheduler is attached: it cannot run this CPU's table (B.4) */
+		__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].timer_errors, 1);
+		scx_bpf_error("slot timer of CPU %d cannot be armed for slot %llu: bpf_timer_start returned %d",
+			      cpu, slot, ret);
+		return ret;
+	}
 	__sync_fetch_and_add(&nr_arms, 1);
-	return bpf_timer_start(&t->timer, t->expires_ns, BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN);
+	return 0;
 }
 
 SEC("syscall")

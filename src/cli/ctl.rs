@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use scx_tt::control::request::{AdmitFirm, SetPolicy, SwitchTable, TaskArg};
 use scx_tt::control::Request;
 use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};
@@ -76,23 +77,24 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     );
     let request = match args.cmd {
         CtlCmd::Status => Request::Status,
-        CtlCmd::SwitchTable { plan } => Request::SwitchTable {
+        CtlCmd::SwitchTable { plan } => Request::SwitchTable(SwitchTable {
             plan: std::path::absolute(&plan)
                 .with_context(|| format!("making {} absolute", plan.display()))?,
-        },
+        }),
         CtlCmd::AdmitFirm {
             task,
             wcet_slots,
             deadline_slots,
-        } => Request::AdmitFirm {
+        } => Request::AdmitFirm(AdmitFirm {
             task,
             wcet_slots,
             deadline_slots,
-        },
-        CtlCmd::SetPolicy { policy } => Request::SetPolicy { policy },
-        CtlCmd::AdmitPeriodic { task } => Request::AdmitPeriodic { task },
-        CtlCmd::Remove { task } => Request::Remove { task },
+        }),
+        CtlCmd::SetPolicy { policy } => Request::SetPolicy(SetPolicy { policy }),
+        CtlCmd::AdmitPeriodic { task } => Request::AdmitPeriodic(TaskArg { task }),
+        CtlCmd::Remove { task } => Request::Remove(TaskArg { task }),
     };
+    let line = request.to_line().context("encoding the request")?;
     let unreachable = |what: &str, e: std::io::Error| {
         eprintln!(
             "scx_tt ctl: {what} the control socket {}: {e} (is `scx_tt --table PLAN.json \
@@ -113,7 +115,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     {
         return unreachable("cannot configure", e);
     }
-    if let Err(e) = (&stream).write_all(request.to_line().as_bytes()) {
+    if let Err(e) = (&stream).write_all(line.as_bytes()) {
         return unreachable("cannot write to", e);
     }
     let mut line = String::new();

@@ -1,74 +1,107 @@
-//! Requests of the control protocol (docs/control.md): one JSON object per line, parsed by hand
-//! from a `serde_json::Value` so that each error names the field, the value and the rule.
+//! Requests of the control protocol (docs/control.md): one JSON object per line, `op` naming
+//! the operation and the other fields its arguments.
+//!
+//! Parsed with serde, in two steps, because serde's internally tagged enums buffer the object
+//! before they pick the variant and so lose the path of a field error: [`Request::parse`] takes
+//! `op` out of the object and reads the rest into that op's arguments (a struct that denies
+//! unknown fields) through `serde_path_to_error`, so that every error names the field. Written
+//! back (`scx_tt ctl`) through the derived, `op`-tagged serialisation of the same enum.
 
 use crate::planner::Policy;
-use serde_json::{Map, Value};
-use std::path::{Path, PathBuf};
+use serde::de::{self, DeserializeOwned, Deserializer, Unexpected, Visitor};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use std::fmt;
+use std::path::PathBuf;
 use thiserror::Error;
 
 /// The longest request line accepted, newline excluded.
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
+/// The operations, in the order of docs/control.md.
 const OPS: &str = "status, switch_table, admit_firm, set_policy, admit_periodic, remove";
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// `{"op":"status"}`
     Status,
     /// `{"op":"switch_table","plan":"/abs/path.json"}`
-    SwitchTable { plan: PathBuf },
-    /// `{"op":"admit_firm","task":"NAME","wcet_slots":N,"deadline_slots":D}` (planner mode):
-    /// a firm job of `wcet_slots` slots for tt task NAME, due `deadline_slots` slots after the
-    /// current slot.
-    AdmitFirm {
-        task: String,
-        wcet_slots: u64,
-        deadline_slots: u64,
-    },
-    /// `{"op":"set_policy","policy":"bss"|"dvfs"}` (planner mode): the planner decides the
-    /// slots from its next undecided one on under `policy`.
-    SetPolicy { policy: Policy },
-    /// `{"op":"admit_periodic","task":"NAME"}` (planner mode): admit tt task NAME, declared
-    /// `"start": "admitted"`, with its plan timing on its CPU.
-    AdmitPeriodic { task: String },
-    /// `{"op":"remove","task":"NAME"}` (planner mode): tt task NAME owns no slot from the
-    /// planner's next undecided one on.
-    Remove { task: String },
+    SwitchTable(SwitchTable),
+    /// `{"op":"admit_firm","task":"NAME","wcet_slots":N,"deadline_slots":D}` (planner mode)
+    AdmitFirm(AdmitFirm),
+    /// `{"op":"set_policy","policy":"bss"|"dvfs"}` (planner mode)
+    SetPolicy(SetPolicy),
+    /// `{"op":"admit_periodic","task":"NAME"}` (planner mode)
+    AdmitPeriodic(TaskArg),
+    /// `{"op":"remove","task":"NAME"}` (planner mode)
+    Remove(TaskArg),
+}
+
+/// `status` takes no argument.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
+/// Switch to the plan file `plan`'s table at the next frame start far enough ahead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchTable {
+    /// An absolute path: scx_tt's working directory is not the client's.
+    #[serde(deserialize_with = "absolute_path")]
+    pub plan: PathBuf,
+}
+
+/// A firm job of `wcet_slots` slots for tt task `task`, due `deadline_slots` slots after the
+/// current slot.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdmitFirm {
+    pub task: String,
+    #[serde(deserialize_with = "positive_slots")]
+    pub wcet_slots: u64,
+    #[serde(deserialize_with = "positive_slots")]
+    pub deadline_slots: u64,
+}
+
+/// The planner decides the slots from its next undecided one on under `policy` (any policy
+/// name parses; the kernel path runs bss and dvfs only, which the state machine checks).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetPolicy {
+    #[serde(serialize_with = "policy_name", deserialize_with = "policy_of_name")]
+    pub policy: Policy,
+}
+
+/// The task an `admit_periodic` or `remove` is about, by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskArg {
+    pub task: String,
 }
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum RequestError {
+    #[error("request is longer than {MAX_REQUEST_BYTES} bytes")]
+    TooLong,
     #[error("request is not JSON: {0}")]
     Json(String),
     #[error("request = {0}: must be a JSON object such as {{\"op\":\"status\"}}")]
     NotObject(String),
     #[error("op: is required (one of {OPS})")]
     MissingOp,
+    /// The value of `op`, as JSON text.
     #[error("op = {0}: unknown operation (one of {OPS})")]
     UnknownOp(String),
-    #[error("{field}: unknown field for op {op} (its fields: {allowed})")]
-    UnknownField {
+    /// An argument of `op` broke a rule: `field` names it, or `message` does when the error is
+    /// about the arguments as a whole (a missing one).
+    #[error("{at}: {message}", at = field.clone().unwrap_or_else(|| format!("op = {op:?}")))]
+    Field {
         op: &'static str,
-        field: String,
-        allowed: &'static str,
+        field: Option<String>,
+        message: String,
     },
-    #[error("{field}: is required for op {op}")]
-    MissingField {
-        op: &'static str,
-        field: &'static str,
-    },
-    #[error("{field} = {value}: must be {expected}")]
-    FieldType {
-        field: &'static str,
-        value: String,
-        expected: &'static str,
-    },
-    #[error(
-        "plan = {0:?}: must be an absolute path (scx_tt's working directory is not the client's)"
-    )]
-    RelativePlan(String),
-    #[error("request is longer than {MAX_REQUEST_BYTES} bytes")]
-    TooLong,
 }
 
 impl Request {
@@ -79,393 +112,99 @@ impl Request {
         }
         let value: Value =
             serde_json::from_str(line).map_err(|e| RequestError::Json(e.to_string()))?;
-        let Value::Object(obj) = value else {
+        let Value::Object(mut args) = value else {
             return Err(RequestError::NotObject(value.to_string()));
         };
-        let op = match obj.get("op") {
-            None => return Err(RequestError::MissingOp),
-            Some(Value::String(op)) => op.as_str(),
-            Some(other) => return Err(RequestError::UnknownOp(other.to_string())),
-        };
-        match op {
-            "status" => {
-                only_fields(&obj, "status", &["op"], "op")?;
-                Ok(Request::Status)
+        let op = args.remove("op").ok_or(RequestError::MissingOp)?;
+        let args = Value::Object(args);
+        match op.as_str() {
+            Some("status") => parse_args::<NoArgs>("status", args).map(|_| Request::Status),
+            Some("switch_table") => parse_args("switch_table", args).map(Request::SwitchTable),
+            Some("admit_firm") => parse_args("admit_firm", args).map(Request::AdmitFirm),
+            Some("set_policy") => parse_args("set_policy", args).map(Request::SetPolicy),
+            Some("admit_periodic") => {
+                parse_args("admit_periodic", args).map(Request::AdmitPeriodic)
             }
-            "switch_table" => {
-                only_fields(&obj, "switch_table", &["op", "plan"], "op, plan")?;
-                let plan = match obj.get("plan") {
-                    None => {
-                        return Err(RequestError::MissingField {
-                            op: "switch_table",
-                            field: "plan",
-                        })
-                    }
-                    Some(Value::String(p)) => p,
-                    Some(other) => {
-                        return Err(RequestError::FieldType {
-                            field: "plan",
-                            value: other.to_string(),
-                            expected: "a string (the plan file's absolute path)",
-                        })
-                    }
-                };
-                if !Path::new(plan).is_absolute() {
-                    return Err(RequestError::RelativePlan(plan.clone()));
-                }
-                Ok(Request::SwitchTable {
-                    plan: PathBuf::from(plan),
-                })
-            }
-            "admit_firm" => {
-                const FIELDS: &str = "op, task, wcet_slots, deadline_slots";
-                only_fields(
-                    &obj,
-                    "admit_firm",
-                    &["op", "task", "wcet_slots", "deadline_slots"],
-                    FIELDS,
-                )?;
-                Ok(Request::AdmitFirm {
-                    task: task_name(&obj, "admit_firm")?,
-                    wcet_slots: positive(&obj, "wcet_slots")?,
-                    deadline_slots: positive(&obj, "deadline_slots")?,
-                })
-            }
-            "set_policy" => {
-                only_fields(&obj, "set_policy", &["op", "policy"], "op, policy")?;
-                let policy = match obj.get("policy") {
-                    None => {
-                        return Err(RequestError::MissingField {
-                            op: "set_policy",
-                            field: "policy",
-                        })
-                    }
-                    Some(v) => v.as_str().and_then(|p| p.parse().ok()).ok_or_else(|| {
-                        RequestError::FieldType {
-                            field: "policy",
-                            value: v.to_string(),
-                            expected: "a policy name: \"bss\" or \"dvfs\" in the kernel path",
-                        }
-                    })?,
-                };
-                Ok(Request::SetPolicy { policy })
-            }
-            "admit_periodic" => {
-                only_fields(&obj, "admit_periodic", &["op", "task"], "op, task")?;
-                Ok(Request::AdmitPeriodic {
-                    task: task_name(&obj, "admit_periodic")?,
-                })
-            }
-            "remove" => {
-                only_fields(&obj, "remove", &["op", "task"], "op, task")?;
-                Ok(Request::Remove {
-                    task: task_name(&obj, "remove")?,
-                })
-            }
-            other => Err(RequestError::UnknownOp(Value::from(other).to_string())),
+            Some("remove") => parse_args("remove", args).map(Request::Remove),
+            _ => Err(RequestError::UnknownOp(op.to_string())),
         }
     }
 
-    /// The request as one JSON line, newline included (what `scx_tt ctl` sends).
-    pub fn to_line(&self) -> String {
-        let value = match self {
-            Request::Status => serde_json::json!({ "op": "status" }),
-            Request::SwitchTable { plan } => {
-                serde_json::json!({ "op": "switch_table", "plan": plan.to_string_lossy() })
-            }
-            Request::AdmitFirm {
-                task,
-                wcet_slots,
-                deadline_slots,
-            } => serde_json::json!({
-                "op": "admit_firm",
-                "task": task,
-                "wcet_slots": wcet_slots,
-                "deadline_slots": deadline_slots,
-            }),
-            Request::SetPolicy { policy } => {
-                serde_json::json!({ "op": "set_policy", "policy": policy.name() })
-            }
-            Request::AdmitPeriodic { task } => {
-                serde_json::json!({ "op": "admit_periodic", "task": task })
-            }
-            Request::Remove { task } => serde_json::json!({ "op": "remove", "task": task }),
-        };
-        format!("{value}\n")
+    /// The request as one JSON line, newline included (what `scx_tt ctl` sends); `Err` for a
+    /// plan path that is not UTF-8 (JSON cannot carry it).
+    pub fn to_line(&self) -> Result<String, serde_json::Error> {
+        Ok(serde_json::to_string(self)? + "\n")
     }
 }
 
-/// The required `task` field of `op`: a task name.
-fn task_name(obj: &Map<String, Value>, op: &'static str) -> Result<String, RequestError> {
-    match obj.get("task") {
-        None => Err(RequestError::MissingField { op, field: "task" }),
-        Some(Value::String(t)) => Ok(t.clone()),
-        Some(other) => Err(RequestError::FieldType {
-            field: "task",
-            value: other.to_string(),
-            expected: "a string (the name of a tt task of the plan)",
-        }),
-    }
-}
-
-/// A required field of `admit_firm` holding an integer of at least 1 (slots).
-fn positive(obj: &Map<String, Value>, field: &'static str) -> Result<u64, RequestError> {
-    match obj.get(field) {
-        None => Err(RequestError::MissingField {
-            op: "admit_firm",
-            field,
-        }),
-        Some(v) => match v.as_u64() {
-            Some(n) if n >= 1 => Ok(n),
-            _ => Err(RequestError::FieldType {
-                field,
-                value: v.to_string(),
-                expected: "an integer of at least 1 (slots)",
-            }),
-        },
-    }
-}
-
-fn only_fields(
-    obj: &Map<String, Value>,
-    op: &'static str,
-    known: &[&str],
-    allowed: &'static str,
-) -> Result<(), RequestError> {
-    match obj.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(field) => Err(RequestError::UnknownField {
+/// Reads the arguments of `op` (the request object without `op`) into `T`.
+fn parse_args<T: DeserializeOwned>(op: &'static str, args: Value) -> Result<T, RequestError> {
+    serde_path_to_error::deserialize(args).map_err(|e| {
+        let path = e.path().to_string();
+        RequestError::Field {
             op,
-            field: field.clone(),
-            allowed,
-        }),
-        None => Ok(()),
-    }
+            field: (path != ".").then_some(path),
+            message: e.into_inner().to_string(),
+        }
+    })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_and_switch_table_parse() {
-        assert_eq!(Request::parse(r#"{"op":"status"}"#), Ok(Request::Status));
-        assert_eq!(
-            Request::parse(r#" {"plan":"/p/b.json", "op":"switch_table"} "#),
-            Ok(Request::SwitchTable {
-                plan: PathBuf::from("/p/b.json")
-            })
-        );
-    }
-
-    #[test]
-    fn to_line_round_trips_through_parse() {
-        for r in [
-            Request::Status,
-            Request::SwitchTable {
-                plan: PathBuf::from("/a b/\"q\".json"),
-            },
-            Request::AdmitFirm {
-                task: "tt-a".into(),
-                wcet_slots: 20,
-                deadline_slots: 60,
-            },
-            Request::SetPolicy {
-                policy: Policy::Dvfs,
-            },
-            Request::SetPolicy {
-                policy: Policy::DpmDvfs,
-            },
-            Request::AdmitPeriodic { task: "vm".into() },
-            Request::Remove {
-                task: "a \"b\"".into(),
-            },
-        ] {
-            let line = r.to_line();
-            assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
-            assert_eq!(Request::parse(line.trim_end()), Ok(r));
+/// `wcet_slots`, `deadline_slots`: an integer of at least 1.
+fn positive_slots<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    struct Slots;
+    impl Visitor<'_> for Slots {
+        type Value = u64;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("an integer of at least 1 (slots)")
+        }
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+            match n {
+                0 => Err(E::invalid_value(Unexpected::Unsigned(n), &self)),
+                _ => Ok(n),
+            }
+        }
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+            match u64::try_from(n) {
+                Ok(n) => self.visit_u64(n),
+                Err(_) => Err(E::invalid_value(Unexpected::Signed(n), &self)),
+            }
         }
     }
+    d.deserialize_u64(Slots)
+}
 
-    #[test]
-    fn bad_json_names_the_position() {
-        let err = Request::parse(r#"{"op":"status""#).unwrap_err();
-        assert!(
-            matches!(&err, RequestError::Json(m) if m.contains("line 1")),
-            "{err}"
-        );
+/// `plan`: an absolute path.
+fn absolute_path<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+    d.deserialize_str(StrRule {
+        expected: "an absolute path (scx_tt's working directory is not the client's)",
+        parse: |s: &str| Some(PathBuf::from(s)).filter(|p| p.is_absolute()),
+    })
+}
+
+/// `policy`: a policy name.
+fn policy_of_name<'de, D: Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
+    d.deserialize_str(StrRule {
+        expected: "a policy name: \"bss\" or \"dvfs\" in the kernel path",
+        parse: |s: &str| s.parse().ok(),
+    })
+}
+
+fn policy_name<S: Serializer>(policy: &Policy, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(policy.name())
+}
+
+/// A string field that `parse` accepts (`None`: the value breaks the rule `expected` says).
+struct StrRule<F> {
+    expected: &'static str,
+    parse: F,
+}
+
+impl<T, F: FnOnce(&str) -> Option<T>> Visitor<'_> for StrRule<F> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.expected)
     }
-
-    #[test]
-    fn a_non_object_is_rejected_with_its_value() {
-        let err = Request::parse("[1,2]").unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "request = [1,2]: must be a JSON object such as {\"op\":\"status\"}"
-        );
-    }
-
-    #[test]
-    fn missing_and_unknown_ops_are_named() {
-        assert_eq!(Request::parse("{}"), Err(RequestError::MissingOp));
-        let err = Request::parse(r#"{"op":"reboot"}"#).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm, \
-             set_policy, admit_periodic, remove)"
-        );
-        assert_eq!(
-            Request::parse(r#"{"op":7}"#),
-            Err(RequestError::UnknownOp("7".into()))
-        );
-    }
-
-    #[test]
-    fn unknown_fields_are_rejected_per_op() {
-        let err = Request::parse(r#"{"op":"status","plan":"/x.json"}"#).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            "plan: unknown field for op status (its fields: op)"
-        );
-        let err = Request::parse(r#"{"op":"switch_table","plan":"/x","at_slot":3}"#).unwrap_err();
-        assert!(
-            err.to_string().starts_with("at_slot: unknown field"),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn switch_table_needs_an_absolute_plan_string() {
-        assert_eq!(
-            Request::parse(r#"{"op":"switch_table"}"#)
-                .unwrap_err()
-                .to_string(),
-            "plan: is required for op switch_table"
-        );
-        assert_eq!(
-            Request::parse(r#"{"op":"switch_table","plan":5}"#)
-                .unwrap_err()
-                .to_string(),
-            "plan = 5: must be a string (the plan file's absolute path)"
-        );
-        assert_eq!(
-            Request::parse(r#"{"op":"switch_table","plan":"b.json"}"#),
-            Err(RequestError::RelativePlan("b.json".into()))
-        );
-    }
-
-    #[test]
-    fn admit_firm_parses_and_names_every_bad_field() {
-        assert_eq!(
-            Request::parse(r#"{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":9}"#),
-            Ok(Request::AdmitFirm {
-                task: "a".into(),
-                wcet_slots: 3,
-                deadline_slots: 9
-            })
-        );
-        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
-        assert_eq!(
-            err(r#"{"op":"admit_firm","wcet_slots":3,"deadline_slots":9}"#),
-            "task: is required for op admit_firm"
-        );
-        assert_eq!(
-            err(r#"{"op":"admit_firm","task":"a","deadline_slots":9}"#),
-            "wcet_slots: is required for op admit_firm"
-        );
-        assert_eq!(
-            err(r#"{"op":"admit_firm","task":"a","wcet_slots":3}"#),
-            "deadline_slots: is required for op admit_firm"
-        );
-        assert_eq!(
-            err(r#"{"op":"admit_firm","task":7,"wcet_slots":3,"deadline_slots":9}"#),
-            "task = 7: must be a string (the name of a tt task of the plan)"
-        );
-        for bad in ["0", "-2", "1.5", "\"3\"", "null"] {
-            assert_eq!(
-                err(&format!(
-                    r#"{{"op":"admit_firm","task":"a","wcet_slots":{bad},"deadline_slots":9}}"#
-                )),
-                format!("wcet_slots = {bad}: must be an integer of at least 1 (slots)")
-            );
-            assert_eq!(
-                err(&format!(
-                    r#"{{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":{bad}}}"#
-                )),
-                format!("deadline_slots = {bad}: must be an integer of at least 1 (slots)")
-            );
-        }
-        assert_eq!(
-            err(r#"{"op":"admit_firm","task":"a","wcet_slots":3,"deadline_slots":9,"cpu":1}"#),
-            "cpu: unknown field for op admit_firm (its fields: op, task, wcet_slots, deadline_slots)"
-        );
-    }
-
-    #[test]
-    fn set_policy_parses_a_policy_name_and_names_every_bad_field() {
-        assert_eq!(
-            Request::parse(r#"{"op":"set_policy","policy":"dvfs"}"#),
-            Ok(Request::SetPolicy {
-                policy: Policy::Dvfs
-            })
-        );
-        // dpm parses (a policy); the planner refuses it (src/control/online.rs)
-        assert_eq!(
-            Request::parse(r#"{"op":"set_policy","policy":"dpm"}"#),
-            Ok(Request::SetPolicy {
-                policy: Policy::Dpm
-            })
-        );
-        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
-        assert_eq!(
-            err(r#"{"op":"set_policy"}"#),
-            "policy: is required for op set_policy"
-        );
-        for bad in ["\"fast\"", "3", "null", "\"BSS\""] {
-            assert_eq!(
-                err(&format!(r#"{{"op":"set_policy","policy":{bad}}}"#)),
-                format!(
-                    "policy = {bad}: must be a policy name: \"bss\" or \"dvfs\" in the kernel path"
-                )
-            );
-        }
-        assert_eq!(
-            err(r#"{"op":"set_policy","policy":"bss","from_slot":3}"#),
-            "from_slot: unknown field for op set_policy (its fields: op, policy)"
-        );
-    }
-
-    #[test]
-    fn an_oversized_line_is_refused_before_parsing() {
-        let line = format!(
-            r#"{{"op":"status","pad":"{}"}}"#,
-            "x".repeat(MAX_REQUEST_BYTES)
-        );
-        assert_eq!(Request::parse(&line), Err(RequestError::TooLong));
-    }
-
-    #[test]
-    fn admit_periodic_and_remove_parse_and_name_every_bad_field() {
-        assert_eq!(
-            Request::parse(r#"{"op":"admit_periodic","task":"vm"}"#),
-            Ok(Request::AdmitPeriodic { task: "vm".into() })
-        );
-        assert_eq!(
-            Request::parse(r#"{"op":"remove","task":"a"}"#),
-            Ok(Request::Remove { task: "a".into() })
-        );
-        let err = |line: &str| Request::parse(line).unwrap_err().to_string();
-        assert_eq!(
-            err(r#"{"op":"admit_periodic"}"#),
-            "task: is required for op admit_periodic"
-        );
-        assert_eq!(err(r#"{"op":"remove"}"#), "task: is required for op remove");
-        assert_eq!(
-            err(r#"{"op":"remove","task":3}"#),
-            "task = 3: must be a string (the name of a tt task of the plan)"
-        );
-        assert_eq!(
-            err(r#"{"op":"admit_periodic","task":"vm","wcet_slots":3}"#),
-            "wcet_slots: unknown field for op admit_periodic (its fields: op, task)"
-        );
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<T, E> {
+        (self.parse)(s).ok_or_else(|| E::invalid_value(Unexpected::Str(s), &self.expected))
     }
 }

@@ -133,6 +133,19 @@ pub enum Rule {
         got: u64,
         wcet: u64,
     },
+    #[error("has {count} tasks, above the BPF scheduler's limit of {limit} (TT_MAX_TASKS)")]
+    TooManyTasks { count: usize, limit: usize },
+    #[error("is not below the BPF scheduler's limit of {limit} CPU ids (TT_MAX_CPUS)")]
+    CpuIdTooLarge { limit: u32 },
+    #[error("2 halves × {managed} managed CPUs × {frame} slots = {entries} table entries, above the BPF scheduler's limit of {limit}")]
+    TableTooLarge {
+        managed: usize,
+        frame: u64,
+        entries: u128,
+        limit: u64,
+    },
+    #[error("brings the plan's distinct thread ids to {count}, above the BPF scheduler's limit of {limit} (TT_MAX_THREADS less scx_tt's own loader thread)")]
+    TooManyThreads { count: usize, limit: usize },
     #[error("job {instance} of {task} (window [{release}, {deadline}), wcet {wcet}) misses its deadline on cpu {cpu} under EDF: {remaining} slots left at slot {deadline}")]
     Infeasible {
         task: String,

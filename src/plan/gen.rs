@@ -28,6 +28,7 @@
 
 use super::raw::{RawCpus, RawPlan, RawTask};
 use super::Plan;
+use crate::abi::{MAX_CPUS, MAX_TASKS};
 use crate::planner::offline::Slot;
 
 /// Seeds tried before giving up.
@@ -127,6 +128,21 @@ fn check(p: &GenParams) -> Result<(), GenError> {
     }
     if p.cpus == 0 {
         return bad("--cpus must be at least 1".into());
+    }
+    // The BPF limits (plan::limits) would reject every seed; say so once instead.
+    if p.tasks > MAX_TASKS {
+        return bad(format!(
+            "--tasks {} is above the BPF scheduler's limit of {MAX_TASKS} tasks",
+            p.tasks
+        ));
+    }
+    if p.cpus >= MAX_CPUS {
+        return bad(format!(
+            "--cpus {} needs CPU ids up to {}, above the BPF scheduler's highest CPU id {}",
+            p.cpus,
+            p.cpus,
+            MAX_CPUS - 1
+        ));
     }
     if !(p.util > 0.0 && p.util <= p.cpus as f64 && p.util <= p.tasks as f64) {
         return bad(format!(
@@ -324,5 +340,25 @@ mod tests {
             ..params()
         };
         assert!(matches!(generate(&p), Err(GenError::Params(m)) if m.contains("divides")));
+    }
+
+    #[test]
+    fn params_beyond_the_bpf_limits_are_rejected_before_any_seed() {
+        // managed CPUs are 1..=cpus: 255 fits below TT_MAX_CPUS = 256, 256 does not
+        let p = GenParams {
+            cpus: MAX_CPUS,
+            util: 1.0,
+            ..params()
+        };
+        assert!(
+            matches!(generate(&p), Err(GenError::Params(m)) if m.contains("highest CPU id 255"))
+        );
+        let p = GenParams {
+            tasks: MAX_TASKS + 1,
+            ..params()
+        };
+        assert!(
+            matches!(generate(&p), Err(GenError::Params(m)) if m.contains("limit of 512 tasks"))
+        );
     }
 }

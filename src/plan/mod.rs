@@ -13,6 +13,7 @@ pub mod cpus;
 pub mod error;
 pub mod explain;
 pub mod gen;
+pub mod limits;
 pub mod raw;
 mod table;
 pub mod timing;

@@ -1,8 +1,10 @@
 //! `Plan::try_from(RawPlan)`: every rule of `docs/plan-format.md`, checked in three stages.
 //!
-//! 1. Fields: version, slot_us, cpus, each task's name, selector, class, cpu and timing. All
-//!    errors of this stage are collected.
-//! 2. The frame: given or the lcm of the periods, under the cap; explicit jobs inside it.
+//! 1. Fields: version, slot_us, cpus, each task's name, selector, class, cpu and timing, and
+//!    the BPF scheduler's limits on them ([`limits`]: tasks, CPU ids, `tids`). All errors of
+//!    this stage are collected.
+//! 2. The frame: given or the lcm of the periods, under the cap; explicit jobs inside it; the
+//!    table it gives fits the BPF scheduler.
 //! 3. Per managed CPU: partitioning of `tt` tasks without `cpu` (worst-fit decreasing, see
 //!    [`partition`]), the jobs of the frame, the table (the explicit one validated, or EDF), and
 //!    the capacity intervals with spare capacities (always recomputed).
@@ -10,6 +12,7 @@
 //! A later stage runs only when the earlier ones found no error: its inputs would be meaningless.
 
 use super::error::{PlanError, PlanErrors, Rule};
+use super::limits;
 use super::raw::{RawPlan, RawTask};
 use super::table::check_table;
 use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
@@ -74,6 +77,9 @@ impl TryFrom<RawPlan> for Plan {
 
         let mut errs = Errors::default();
         let frame = check_frame(raw.frame_slots, &f.tasks, &mut errs);
+        if frame > 0 {
+            limits::check_table_size(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+        }
         errs.finish()?;
 
         let cpu_of = partition(&f.tasks, &f.managed, frame);
@@ -154,6 +160,8 @@ fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
             Vec::new()
         }
         Some(t) => {
+            limits::check_task_count(t, &mut errs);
+            limits::check_thread_count(t, &mut errs);
             let mut seen: HashMap<&str, usize> = HashMap::new();
             let mut out = Vec::new();
             for (i, task) in t.iter().enumerate() {
@@ -227,7 +235,7 @@ fn check_cpus(raw: &RawPlan, errs: &mut Errors) -> CpuLists {
             errs.value(path, v, Rule::Empty);
             return None;
         }
-        let mut ok = true;
+        let mut ok = limits::check_cpu_ids(&path, v, errs);
         for (i, c) in v.iter().enumerate() {
             if let Some(first) = v[..i].iter().position(|x| x == c) {
                 errs.value(

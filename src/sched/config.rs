@@ -1,6 +1,7 @@
 //! What the BPF scheduler is loaded with, derived from a validated plan. Pure: no BPF here,
 //! so the translation is tested without root or the `bpf` feature.
 
+use crate::plan::limits::table_entries;
 use crate::plan::{Class, Plan};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
@@ -42,6 +43,47 @@ pub struct SchedConfig {
     pub table: Vec<u32>,
     /// Same layout as `table`: cpuperf target per slot (1..=PERF_ONE), 0 to leave it alone.
     pub perf: Option<Vec<u32>>,
+}
+
+/// The environment variable that turns on the BPF test seam ([`TimerFault`]).
+pub const TIMER_FAULT_ENV: &str = "SCX_TT_TEST_TIMER_FAULT";
+
+/// The BPF test seam (src/bpf/tt_sched.bpf.c, H): the first arming of managed CPU `cpu`'s slot
+/// timer for a boundary at or after slot `slot` fails in the kernel, so the failure path
+/// (`scx_bpf_error` naming the CPU and the slot) runs for real. Set only from `SCX_TT_TEST_TIMER_FAULT=CPU:SLOT`
+/// (VM tests, docs/vm-harness.md); no flag and no plan field reach it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimerFault {
+    pub cpu: u32,
+    pub slot: u64,
+}
+
+impl TimerFault {
+    /// `CPU:SLOT`, where CPU must be one of `managed` (else the fault would never fire).
+    pub fn parse(text: &str, managed: &[u32]) -> Result<Self, String> {
+        let bad = |why: &str| format!("{TIMER_FAULT_ENV}={text:?}: {why}");
+        let (cpu, slot) = text
+            .split_once(':')
+            .ok_or_else(|| bad("expected CPU:SLOT"))?;
+        let cpu: u32 = cpu.trim().parse().map_err(|_| bad("CPU is not a number"))?;
+        let slot: u64 = slot
+            .trim()
+            .parse()
+            .map_err(|_| bad("SLOT is not a number"))?;
+        if !managed.contains(&cpu) {
+            return Err(bad(&format!("cpu {cpu} is not a managed CPU of the plan")));
+        }
+        Ok(TimerFault { cpu, slot })
+    }
+
+    /// From the environment: `None` when the variable is not set.
+    pub fn from_env(managed: &[u32]) -> Result<Option<Self>, String> {
+        match std::env::var(TIMER_FAULT_ENV) {
+            Ok(text) => Self::parse(&text, managed).map(Some),
+            Err(std::env::VarError::NotPresent) => Ok(None),
+            Err(e) => Err(format!("{TIMER_FAULT_ENV}: {e}")),
+        }
+    }
 }
 
 /// A normalised frequency in (0, 1] as a cpuperf target in 1..=PERF_ONE, rounded up (a slot
@@ -95,6 +137,13 @@ impl PerfTable {
 
 impl SchedConfig {
     /// `online`: the CPUs of this machine; those not managed by the plan do housekeeping.
+    ///
+    /// The BPF limits on the plan (tasks, CPU ids, table size) are plan rules
+    /// (`plan::limits`), so for a plan that came through `Plan::try_from` the `TooManyTasks`,
+    /// `TableTooLarge` and (for the plan's own CPUs) `CpuTooLarge` errors below cannot happen;
+    /// they stay as the inside re-assertion of those rules, for a `Plan` built in code.
+    /// Reachable for a validated plan: `GuardTooLong` (the guard band is a flag, not part of
+    /// the plan) and `CpuTooLarge` for an online CPU of a machine with more than `MAX_CPUS`.
     pub fn from_plan(plan: &Plan, guard_us: u64, online: &[u32]) -> Result<Self, ConfigError> {
         if guard_us >= plan.slot_us {
             return Err(ConfigError::GuardTooLong {
@@ -122,8 +171,7 @@ impl SchedConfig {
             .filter(|c| !plan.managed.contains(c))
             .collect();
         let frame = plan.frame_slots;
-        let entries = 2 * plan.managed.len() as u64 * frame;
-        if entries > MAX_TABLE_ENTRIES {
+        if table_entries(plan.managed.len(), frame) > u128::from(MAX_TABLE_ENTRIES) {
             return Err(ConfigError::TableTooLarge {
                 cpus: plan.managed.len(),
                 frame,
@@ -360,6 +408,23 @@ mod tests {
             not_an_object.contains("at the top level"),
             "{not_an_object}"
         );
+    }
+
+    #[test]
+    fn timer_fault_is_cpu_colon_slot_on_a_managed_cpu() {
+        assert_eq!(
+            TimerFault::parse("2:40", &[1, 2]),
+            Ok(TimerFault { cpu: 2, slot: 40 })
+        );
+        for (text, why) in [
+            ("2", "expected CPU:SLOT"),
+            ("x:40", "CPU is not a number"),
+            ("2:-1", "SLOT is not a number"),
+            ("0:40", "cpu 0 is not a managed CPU"),
+        ] {
+            let e = TimerFault::parse(text, &[1, 2]).unwrap_err();
+            assert!(e.starts_with(TIMER_FAULT_ENV) && e.contains(why), "{e}");
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! [`TableState`] into it.
 
 use super::affinity;
-use super::config::SchedConfig;
+use super::config::{SchedConfig, TimerFault, TIMER_FAULT_ENV};
 use super::system::SysFs;
 use crate::abi::{self, MAX_TASKS, NO_TASK};
 use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
@@ -342,6 +342,16 @@ impl<'a> Scheduler<'a> {
                 ro.housekeeping_cpus[i] = cpu;
             }
             ro.perf_enabled = cfg.perf.is_some();
+            if let Some(f) = TimerFault::from_env(&cfg.managed).map_err(LoadError::Open)? {
+                eprintln!(
+                    "scx_tt: test seam: arming the slot timer of CPU {} for slot {} will fail \
+                     ({TIMER_FAULT_ENV})",
+                    f.cpu, f.slot
+                );
+                ro.test_fault_timer = true;
+                ro.test_fault_cpu = f.cpu as i32;
+                ro.test_fault_slot = f.slot;
+            }
             for (t, &(class, cpu)) in cfg.tasks.iter().enumerate() {
                 ro.task_class[t] = match class {
                     Class::Tt => abi::tt_class_TT_CLASS_TT,
@@ -539,7 +549,7 @@ impl<'a> Scheduler<'a> {
                 }
                 rc => Err(LoadError::Arm {
                     cpu,
-                    msg: format!("arm_timer returned {rc}"),
+                    msg: abi::arm_result_text(rc),
                 }),
             }
         });
@@ -616,17 +626,33 @@ impl<'a> Scheduler<'a> {
             .managed
             .iter()
             .map(|&c| {
-                let s = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
+                // Exhaustive on both sides: a counter added to intf.h without a summary field
+                // (or the reverse) does not compile.
+                let crate::bpf_skel::types::tt_cpu_stats {
+                    ticks,
+                    tick_cost_ns,
+                    late_skips,
+                    pin_mismatch,
+                    rec_drops,
+                    lost_ns,
+                    stop_events,
+                    stop_late,
+                    stop_kicks,
+                    stop_cost_ns,
+                    timer_errors,
+                } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
-                    ticks: s.ticks,
-                    tick_cost_ns: s.tick_cost_ns,
-                    late_skips: s.late_skips,
-                    rec_drops: s.rec_drops,
-                    lost_ns: s.lost_ns,
-                    stop_events: s.stop_events,
-                    stop_late: s.stop_late,
-                    stop_kicks: s.stop_kicks,
-                    stop_cost_ns: s.stop_cost_ns,
+                    ticks,
+                    tick_cost_ns,
+                    late_skips,
+                    pin_mismatch,
+                    rec_drops,
+                    lost_ns,
+                    stop_events,
+                    stop_late,
+                    stop_kicks,
+                    stop_cost_ns,
+                    timer_errors,
                 };
                 (c, counters)
             })

@@ -1,8 +1,9 @@
 #!/bin/bash
-# Builds the test VM's initramfs: busybox-static, the guest init and scenarios, scx_tt and
-# tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian, the shared
-# libraries of every binary (found with ldd), the VM kernel's config (/boot/config-RELEASE),
-# schedules/ and the test plans.
+# Builds the test VM's initramfs: busybox-static, the guest init and lib.sh, every scenario
+# folder's guest.sh and plans (tests/vm/scenarios/NAME/{guest.sh,*.json} -> /tt/scenarios/NAME/),
+# scx_tt and tt_timer_baseline (release builds), stress-ng, cyclictest and bpftool from Debian,
+# the shared libraries of every binary (found with ldd), the VM kernel's config
+# (/boot/config-RELEASE) and schedules/.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
 set -euo pipefail
@@ -31,12 +32,17 @@ mkdir -p "$VM_DIR"
 ROOT=$(mktemp -d "$VM_DIR/root.XXXX")
 chmod 755 "$ROOT"   # the guest's /: unprivileged users must traverse it
 trap 'rm -rf "$ROOT"' EXIT
-mkdir -p "$ROOT"/{bin,usr/bin,dev,proc,sys,tmp,run,out,tt/scenarios,tt/plans,schedules}
+mkdir -p "$ROOT"/{bin,usr/bin,dev,proc,sys,tmp,run,out,tt/scenarios,schedules}
 cp /bin/busybox "$ROOT/bin/busybox"
 install -m 755 "$VM_SRC/guest/init" "$ROOT/init"
 cp "$VM_SRC/guest/lib.sh" "$ROOT/tt/lib.sh"
-cp "$VM_SRC"/guest/scenarios/*.sh "$ROOT/tt/scenarios/"
-cp "$VM_SRC"/plans/*.json "$ROOT/tt/plans/" 2>/dev/null || true
+for dir in "$VM_SRC"/scenarios/*/; do
+  [ -f "$dir/guest.sh" ] || continue
+  name=$(basename "$dir")
+  mkdir -p "$ROOT/tt/scenarios/$name"
+  cp "$dir/guest.sh" "$ROOT/tt/scenarios/$name/"
+  cp "$dir"/*.json "$ROOT/tt/scenarios/$name/" 2>/dev/null || true
+done
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.
 mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"

@@ -61,23 +61,27 @@ fn add_cpu(a: CpuCounters, b: CpuCounters) -> CpuCounters {
         ticks,
         tick_cost_ns,
         late_skips,
+        pin_mismatch,
         rec_drops,
         lost_ns,
         stop_events,
         stop_late,
         stop_kicks,
         stop_cost_ns,
+        timer_errors,
     } = b;
     CpuCounters {
         ticks: a.ticks + ticks,
         tick_cost_ns: a.tick_cost_ns + tick_cost_ns,
         late_skips: a.late_skips + late_skips,
+        pin_mismatch: a.pin_mismatch + pin_mismatch,
         rec_drops: a.rec_drops + rec_drops,
         lost_ns: a.lost_ns + lost_ns,
         stop_events: a.stop_events + stop_events,
         stop_late: a.stop_late + stop_late,
         stop_kicks: a.stop_kicks + stop_kicks,
         stop_cost_ns: a.stop_cost_ns + stop_cost_ns,
+        timer_errors: a.timer_errors + timer_errors,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The socket of `--control PATH` (docs/control.md): a unix stream socket, mode 0600, served
 //! from the run loop without ever blocking it. Non-blocking accept and reads; one JSON request
-//! per line, answered by the caller's handler (the pure protocol in `scx_tt::control`); a line
+//! per line, answered by the caller's handler (`Control::serve` over the run's engine); a line
 //! over `MAX_REQUEST_BYTES` or a connection idle for `IDLE_TIMEOUT` is answered or closed. The
 //! socket file is removed when this is dropped (every exit path of the run, error or not).
 #![cfg_attr(not(feature = "bpf"), allow(dead_code))]
@@ -100,10 +100,8 @@ impl ControlSocket {
                         continue;
                     }
                     if self.conns.len() >= MAX_CONNECTIONS {
-                        let busy = Reply::Error {
-                            ok: false,
-                            error: format!("too many connections (at most {MAX_CONNECTIONS})"),
-                        };
+                        let busy =
+                            Reply::Err(format!("too many connections (at most {MAX_CONNECTIONS})"));
                         let _ = (&stream).write_all(busy.to_line().as_bytes());
                         continue;
                     }
@@ -159,10 +157,7 @@ impl Conn {
             }
         }
         if self.buf.len() > MAX_REQUEST_BYTES {
-            let too_long = Reply::Error {
-                ok: false,
-                error: RequestError::TooLong.to_string(),
-            };
+            let too_long = Reply::Err(RequestError::TooLong.to_string());
             let _ = self.stream.write_all(too_long.to_line().as_bytes());
             return Keep::Close;
         }
@@ -182,11 +177,7 @@ impl Conn {
         let reply = match std::str::from_utf8(line) {
             Ok(text) if text.trim().is_empty() => return Keep::Open,
             Ok(text) => handle(text.trim()),
-            Err(e) => Reply::Error {
-                ok: false,
-                error: format!("request is not UTF-8: {e}"),
-            }
-            .to_line(),
+            Err(e) => Reply::Err(format!("request is not UTF-8: {e}")).to_line(),
         };
         // Replies are small: a full socket buffer means a client that does not read.
         match self.stream.write_all(reply.as_bytes()) {

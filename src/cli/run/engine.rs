@@ -35,17 +35,17 @@ impl Engine for RunEngine<'_, '_> {
             .map_err(|e| format!("configuring the scheduler: {e}"))?;
         self.sched
             .switch_table(&cfg.table, at_slot)
-            .map_err(|e| format!("writing the table to the kernel: {e}"))
+            .map_err(|e| e.to_string())
     }
 
     fn with_planner<R>(
         &mut self,
         f: impl FnOnce(&mut KernelPlanner, u64) -> R,
     ) -> Result<R, String> {
-        let planner = self.planner.ok_or("the planner is not running")?;
+        let planner = self.planner.ok_or("this run has no planner")?;
         let mut p = planner
             .lock()
-            .map_err(|_| "the planner is not available (its lock is poisoned)".to_string())?;
+            .map_err(|_| "its lock is poisoned (the planner thread panicked)".to_string())?;
         // the slot in progress, read while the planner thread cannot step
         let cur = self.clock.slot_or_first(monotonic_ns());
         Ok(f(&mut p, cur))

@@ -1,10 +1,23 @@
-# Helpers for the guest scenarios (sourced by /init and every scenario).
+# Helpers for the guest scenarios (sourced by /init and every scenario's guest.sh).
+# /out: every file a scenario leaves here reaches the host (target/vm/runs/LABEL/files/).
 OUT=/out
 
 # Value of KEY=VALUE on the kernel command line.
 cmdline_arg() {
   tr ' ' '\n' < /proc/cmdline | sed -n "s/^$1=//p" | head -1
 }
+
+# arg KEY DEFAULT: the value of KEY=VALUE on the kernel command line, or DEFAULT.
+arg() {
+  v=$(cmdline_arg "$1")
+  echo "${v:-$2}"
+}
+
+# The control socket of `ctl`, `start_control_run` and `finish_scx_tt`.
+SOCK=/run/tt.sock
+
+# This scenario's folder (tests/vm/scenarios/NAME/ on the host): its guest.sh and plans.
+HERE=/tt/scenarios/$(cmdline_arg tt.scenario)
 
 # Guest uptime in milliseconds (10 ms resolution).
 uptime_ms() {
@@ -58,8 +71,43 @@ run_scx_tt() {
   return $rc
 }
 
+# start_scx_tt NAME ARGS...: starts scx_tt in the background with its stdout and stderr in
+# /out/NAME.out and /out/NAME.err; finish_scx_tt NAME waits for it.
+start_scx_tt() {
+  name=$1; shift
+  echo "tt-vm: run scx_tt $* (background)"
+  scx_tt "$@" > $OUT/$name.out 2> $OUT/$name.err &
+  SCX_TT_PID=$!
+}
+
+# start_control_run NAME WARMUP_S ARGS...: first scx_tt ARGS for WARMUP_S seconds, not
+# measured (TCG translates each new guest code path, the scheduler's BPF and the sched_ext
+# paths, on first use, which makes the first seconds after attaching slower); then start_scx_tt
+# NAME ARGS with the control socket $SOCK, the trace in /out/NAME.trace.jsonl and the summary in
+# /out/NAME.json (what the host's Vm::check_control reads), for tt.duration_s seconds
+# (DEFAULT_DURATION_S when not given).
+start_control_run() {
+  # run_scx_tt and start_scx_tt set the (global) name: keep this one apart.
+  control_run=$1 warmup_s=$2; shift 2
+  run_scx_tt warmup "$@" --duration-s "$warmup_s"
+  start_scx_tt "$control_run" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
+    --control "$SOCK" --trace "$OUT/$control_run.trace.jsonl" \
+    --summary-json "$OUT/$control_run.json"
+}
+
+# finish_scx_tt NAME: waits for the scx_tt of start_scx_tt; its exit code goes into the results
+# as NAME_rc, the state after it as NAME_state, its output to the console, and whether the
+# control socket $SOCK is left as socket_left (yes/no).
+finish_scx_tt() {
+  wait $SCX_TT_PID
+  result "${1}_rc" $?
+  result "${1}_state" "$(scx_state)"
+  cat $OUT/$1.out $OUT/$1.err
+  [ -e "$SOCK" ] && result socket_left yes || result socket_left no
+}
+
 # ctl NAME ARGS...: one `scx_tt ctl --socket $SOCK` request; the reply goes to NAME.reply,
-# stderr to NAME.err, the exit code into the results as NAME_rc (scenarios set SOCK).
+# stderr to NAME.err, the exit code into the results as NAME_rc.
 ctl() {
   name=$1; shift
   scx_tt ctl --socket "$SOCK" "$@" > "$OUT/$name.reply" 2> "$OUT/$name.err"

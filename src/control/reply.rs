@@ -1,0 +1,153 @@
+//! Replies of the control protocol (docs/control.md): one JSON object per line, `ok` first.
+//! An answer's fields follow `ok`; the admissions and the removal carry their verdict
+//! (`accepted`, `removed`) between the two, as clients read it.
+
+use serde::Serialize;
+
+/// One reply line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// `{"ok":true, ...}`: the request was done (an admission may still be rejected).
+    Ok(Answer),
+    /// `{"ok":false,"error":"..."}`: the request was refused and changed nothing.
+    Err(String),
+}
+
+/// What a request did.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Status(Status),
+    /// `switch_table` written: the new table is in force from `switch_slot` on, which starts at
+    /// `at_ns`.
+    Switched {
+        switch_slot: u64,
+        at_ns: u64,
+    },
+    /// `admit_firm` accepted: guaranteed on CPU `cpu` before `deadline_slot`; the first slot
+    /// the job can run in is `first_slot` (absolute slots of the kernel's slot clock).
+    FirmAccepted {
+        cpu: u32,
+        deadline_slot: u64,
+        first_slot: u64,
+    },
+    /// `admit_firm` rejected: `needed` slots, `available` free before `deadline_slot`.
+    FirmRejected {
+        needed: u64,
+        available: i64,
+        deadline_slot: u64,
+    },
+    /// `set_policy` done: the planner decides the slots from `from_slot` on under `policy`.
+    PolicySet {
+        policy: String,
+        from_slot: u64,
+    },
+    /// `admit_periodic` accepted: the task runs on CPU `cpu` from `from_slot` on (a frame
+    /// start).
+    PeriodicAccepted {
+        cpu: u32,
+        from_slot: u64,
+    },
+    /// `admit_periodic` rejected: the planner's reason (the EDF miss on the task's CPU).
+    PeriodicRejected {
+        why: String,
+    },
+    /// `remove` done: the task owns no slot from `from_slot` on.
+    Removed {
+        from_slot: u64,
+    },
+}
+
+/// The answer to `status`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Status {
+    /// The slot in progress (0 before slot 0 starts).
+    pub slot: u64,
+    pub frame_slots: u64,
+    /// The name of the plan in force.
+    pub table: String,
+    pub pending_switch_slot: Option<u64>,
+    /// Planner mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner: Option<PlannerStatus>,
+}
+
+/// The planner part of a status reply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct PlannerStatus {
+    pub policy: String,
+    pub lead_slots: u64,
+    /// Firm admissions.
+    pub admissions_accepted: u64,
+    pub admissions_rejected: u64,
+    /// Tasks admitted (`admit_periodic`) or removed at run time, latest state of each, in the
+    /// order of their first change.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskChange>,
+}
+
+/// The run-time state of a task that was admitted or removed.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct TaskChange {
+    pub task: String,
+    pub state: TaskState,
+    /// The first slot of that state.
+    pub from_slot: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskState {
+    /// Owns its slots (`admit_periodic` accepted).
+    Admitted,
+    /// Owns no slot (`remove`).
+    Removed,
+}
+
+impl Answer {
+    /// `accepted` of an admission, written before the answer's own fields.
+    fn accepted(&self) -> Option<bool> {
+        match self {
+            Answer::FirmAccepted { .. } | Answer::PeriodicAccepted { .. } => Some(true),
+            Answer::FirmRejected { .. } | Answer::PeriodicRejected { .. } => Some(false),
+            _ => None,
+        }
+    }
+}
+
+/// A reply as it is written.
+#[derive(Default, Serialize)]
+struct Line<'a> {
+    ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    accepted: Option<bool>,
+    /// Of a removal: always true.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<bool>,
+    #[serde(flatten)]
+    answer: Option<&'a Answer>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+}
+
+impl Reply {
+    /// The reply as one JSON line, newline included.
+    pub fn to_line(&self) -> String {
+        let line = match self {
+            Reply::Ok(answer) => Line {
+                ok: true,
+                accepted: answer.accepted(),
+                removed: matches!(answer, Answer::Removed { .. }).then_some(true),
+                answer: Some(answer),
+                error: None,
+            },
+            Reply::Err(error) => Line {
+                error: Some(error),
+                ..Line::default()
+            },
+        };
+        let text = serde_json::to_string(&line)
+            .unwrap_or_else(|e| format!(r#"{{"ok":false,"error":"encoding the reply: {e}"}}"#));
+        text + "\n"
+    }
+}

@@ -1,0 +1,163 @@
+//! The BPF scheduler's load limits as plan rules, checked at the boundary so that `plan check`
+//! reports a plan that cannot load (the model: scx_layered's `verify_layer_specs`, one error per
+//! BPF limit before anything is loaded).
+//!
+//! Each limit is a constant of `src/bpf/intf.h`, read through [`crate::abi`]:
+//!
+//! | limit | rule | path |
+//! |---|---|---|
+//! | `TT_MAX_TASKS` | tasks (tt + be) ≤ 512 | `tasks` |
+//! | `TT_MAX_CPUS` | every CPU id < 256 | `cpus.managed[i]`, `cpus.housekeeping[i]` |
+//! | `MAX_TABLE_ENTRIES` | 2 halves × managed CPUs × frame slots ≤ 1,073,741,823 | `frame_slots` |
+//! | `TT_MAX_THREADS` | distinct ids of the `tids` lists ≤ 65,535 | `tasks[i].tids` |
+//!
+//! Selectors other than `tids` (`pid`, `comm`, `cgroup`, `qemu`, `cmd`) name their threads only
+//! at run time; the loader reports a full thread map then (`writing BPF map task_ctx`).
+//! `TT_LOOKAHEAD_SLOTS`, `TT_MAX_PIECES` and `TT_RINGBUF_BYTES` limit behaviour, not loading
+//! (docs/plan-format.md, "BPF limits").
+//!
+//! `SchedConfig::from_plan` re-asserts the same limits (the Xen ARINC 653 habit: validate at the
+//! boundary, re-assert inside), through [`table_entries`] for the table.
+
+use super::error::Rule;
+use super::raw::RawTask;
+use super::validate::Errors;
+use crate::abi::{MAX_CPUS, MAX_PLAN_THREADS, MAX_TABLE_ENTRIES, MAX_TASKS};
+use std::collections::HashSet;
+
+/// Entries of the BPF `table` map for `managed` CPUs and a frame of `frame` slots: two halves
+/// (the double buffer of src/bpf/tt_sched.bpf.c, F) of one row per managed CPU.
+pub fn table_entries(managed: usize, frame: u64) -> u128 {
+    2 * managed as u128 * u128::from(frame)
+}
+
+/// `tasks`: at most `TT_MAX_TASKS` (the per-task rodata and statistics arrays).
+pub(super) fn check_task_count(tasks: &[RawTask], errs: &mut Errors) {
+    if tasks.len() > MAX_TASKS {
+        errs.push(
+            "tasks",
+            None,
+            Rule::TooManyTasks {
+                count: tasks.len(),
+                limit: MAX_TASKS,
+            },
+        );
+    }
+}
+
+/// `cpus.<list>[i]`: below `TT_MAX_CPUS` (the per-CPU arrays). Whether all of them are.
+pub(super) fn check_cpu_ids(path: &str, cpus: &[u32], errs: &mut Errors) -> bool {
+    let mut ok = true;
+    for (i, &c) in cpus.iter().enumerate() {
+        if c >= MAX_CPUS {
+            errs.value(
+                format!("{path}[{i}]"),
+                &c,
+                Rule::CpuIdTooLarge { limit: MAX_CPUS },
+            );
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// `tasks[i].tids`: the distinct thread ids of all `tids` lists fit the tid → task map, next to
+/// scx_tt's loader thread (`MAX_PLAN_THREADS`). Reported at the list that crosses the limit.
+pub(super) fn check_thread_count(tasks: &[RawTask], errs: &mut Errors) {
+    let mut seen: HashSet<u32> = HashSet::new();
+    for (i, t) in tasks.iter().enumerate() {
+        let Some(tids) = &t.tids else { continue };
+        seen.extend(tids.iter().copied());
+        if seen.len() > MAX_PLAN_THREADS {
+            errs.push(
+                format!("tasks[{i}].tids"),
+                None,
+                Rule::TooManyThreads {
+                    count: seen.len(),
+                    limit: MAX_PLAN_THREADS,
+                },
+            );
+            return;
+        }
+    }
+}
+
+/// `frame_slots`: the double-buffered table of `managed` CPUs × `frame` slots fits one BPF
+/// array (`MAX_TABLE_ENTRIES`). `given`: the plan wrote `frame_slots` (else it is the lcm of the
+/// periods and has no value in the file).
+///
+/// With today's caps this cannot fire for a plan file: 2 × 256 CPUs × 1,000,000 slots (the
+/// frame cap) = 512,000,000 entries, below the limit. It is checked anyway, so that raising
+/// either cap cannot let a plan through that the kernel refuses.
+pub(super) fn check_table_size(managed: usize, frame: u64, given: bool, errs: &mut Errors) {
+    let entries = table_entries(managed, frame);
+    if entries > u128::from(MAX_TABLE_ENTRIES) {
+        let rule = Rule::TableTooLarge {
+            managed,
+            frame,
+            entries,
+            limit: MAX_TABLE_ENTRIES,
+        };
+        if given {
+            errs.value("frame_slots", &frame, rule);
+        } else {
+            errs.push("frame_slots", None, rule);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(f: impl FnOnce(&mut Errors)) -> Vec<String> {
+        let mut errs = Errors::default();
+        f(&mut errs);
+        errs.0.iter().map(|e| e.to_string()).collect()
+    }
+
+    #[test]
+    fn the_table_rule_fires_above_the_limit_and_names_frame_and_cpus() {
+        // 2 × 537 × 1,000,000 = 1,074,000,000 > 1,073,741,823; 2 × 536 × 1,000,000 fits.
+        let got = errors(|e| check_table_size(537, 1_000_000, true, e));
+        assert_eq!(
+            got,
+            vec![
+                "frame_slots = 1000000: 2 halves × 537 managed CPUs × 1000000 slots = \
+                 1074000000 table entries, above the BPF scheduler's limit of 1073741823"
+                    .to_string()
+            ]
+        );
+        assert!(errors(|e| check_table_size(536, 1_000_000, true, e)).is_empty());
+        // a derived frame has no value in the file
+        let derived = errors(|e| check_table_size(537, 1_000_000, false, e));
+        assert!(
+            derived[0].starts_with("frame_slots: 2 halves"),
+            "{derived:?}"
+        );
+    }
+
+    #[test]
+    fn the_frame_and_cpu_caps_keep_plan_files_inside_the_table_limit() {
+        let most = table_entries(MAX_CPUS as usize, super::super::timing::FRAME_CAP_SLOTS);
+        assert!(most <= u128::from(MAX_TABLE_ENTRIES), "{most}");
+    }
+
+    #[test]
+    fn repeated_tids_count_once() {
+        let task = |tids: Vec<u32>| RawTask {
+            tids: Some(tids),
+            ..Default::default()
+        };
+        let half = (MAX_PLAN_THREADS / 2) as u32;
+        // two lists of `half` ids sharing one: half * 2 - 1 distinct ids ≤ the limit
+        let a = task((1..=half).collect());
+        let b = task((half..2 * half).collect());
+        assert!(errors(|e| check_thread_count(&[a.clone(), b], e)).is_empty());
+        // the second list brings the distinct count to MAX_PLAN_THREADS + 1
+        let c = task((half + 1..=2 * half + 2).collect());
+        let got = errors(|e| check_thread_count(&[a, c], e));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert!(got[0].starts_with("tasks[1].tids: "), "{got:?}");
+    }
+}

@@ -1,0 +1,38 @@
+//! The VM tests, one module per scenario folder `tests/vm/scenarios/NAME/` (guest.sh, its plans,
+//! check.rs: this module); tests/vm/scenarios/README.md says how to add one. They boot a
+//! sched_ext kernel under QEMU and are `#[ignore]`d, so a plain `cargo test` runs only the
+//! checks that need no VM; `make test-vm` runs the smoke tests first
+//! (`cargo test --release --test vm smoke -- --ignored --nocapture`), then the others one VM at
+//! a time. docs/vm-harness.md lists every test and its tolerances.
+
+#[path = "vm/harness.rs"]
+mod harness;
+#[path = "vm/plan_files.rs"]
+mod plan_files;
+#[path = "vm/planner_checks.rs"]
+mod planner_checks;
+
+#[path = "vm/scenarios/cpuperf/check.rs"]
+mod cpuperf;
+#[path = "vm/scenarios/delivery/check.rs"]
+mod delivery;
+#[path = "vm/scenarios/errors/check.rs"]
+mod errors;
+#[path = "vm/scenarios/faults/check.rs"]
+mod faults;
+#[path = "vm/scenarios/planner/check.rs"]
+mod planner;
+#[path = "vm/scenarios/planner_admit/check.rs"]
+mod planner_admit;
+#[path = "vm/scenarios/planner_dvfs/check.rs"]
+mod planner_dvfs;
+#[path = "vm/scenarios/restart/check.rs"]
+mod restart;
+#[path = "vm/scenarios/semantics/check.rs"]
+mod semantics;
+#[path = "vm/scenarios/signals/check.rs"]
+mod signals;
+#[path = "vm/scenarios/smoke/check.rs"]
+mod smoke;
+#[path = "vm/scenarios/switch/check.rs"]
+mod switch;

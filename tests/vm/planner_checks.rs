@@ -1,0 +1,185 @@
+//! Shared fixtures of the control-socket VM checks (scenarios `planner`, `planner_dvfs`,
+//! `planner_admit` and `switch`): their plans and static tables computed with the library (not
+//! taken from scx_tt), the replies of `ctl` requests (lib.sh `ctl NAME ...`: NAME.reply and
+//! result NAME_rc), the summary checks of planner mode, and owner counts over a CPU's trace.
+//! The skeleton of these tests (boot, replies, summary, trace, measure again) is
+//! `Vm::check_control` in the harness.
+#![allow(dead_code)]
+
+use crate::harness::{self, pct, Checks, Summary, VmOutput};
+use scx_tt::plan::{self, Plan};
+use scx_tt::sched::config::{default_guard_us, SchedConfig};
+use scx_tt::trace::SlotRecord;
+
+/// The managed CPU of every planner-mode test plan (`-smp 2`, housekeeping CPU 0).
+pub const CPU: u32 = 1;
+/// Lead of the planner (the default of --planner-lead-slots).
+pub const LEAD: u64 = 2;
+/// Each running tt task's delivered share of its owned time (timing).
+pub const MIN_DELIVERED_PCT: f64 = 90.0;
+/// Tolerated share of slots decided late (the planner thread slept through `LEAD` boundaries):
+/// under TCG on a shared host a stall of 20 ms or more happens a few times per run; none is
+/// expected on hardware.
+pub const LATE_PCT: f64 = 2.0;
+
+/// A test plan of scenario `scenario` (tests/vm/scenarios/SCENARIO/FILE), loaded with the library.
+pub fn load_plan(scenario: &str, file: &str) -> Plan {
+    let path = harness::repo()
+        .join("tests/vm/scenarios")
+        .join(scenario)
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// A test plan with its static table (`SchedConfig::from_plan`, the default guard band, CPUs 0
+/// and 1 online): owner task index per managed CPU and frame slot.
+pub struct Table {
+    pub plan: Plan,
+    pub managed: Vec<u32>,
+    pub frame: u64,
+    owners: Vec<Vec<Option<usize>>>,
+}
+
+impl Table {
+    pub fn of(scenario: &str, file: &str) -> Table {
+        let plan = load_plan(scenario, file);
+        let cfg = SchedConfig::from_plan(&plan, default_guard_us(plan.slot_us), &[0, 1])
+            .unwrap_or_else(|e| panic!("{file}: {e}"));
+        let owners = (0..cfg.managed.len())
+            .map(|m| (0..cfg.frame_slots).map(|s| cfg.owner(m, s)).collect())
+            .collect();
+        Table {
+            plan,
+            managed: cfg.managed,
+            frame: cfg.frame_slots,
+            owners,
+        }
+    }
+
+    /// The static owner's name of `slot` on `cpu`; `None` for a free slot or an unmanaged CPU.
+    pub fn owner(&self, cpu: u32, slot: u64) -> Option<&str> {
+        let m = self.managed.iter().position(|&c| c == cpu)?;
+        self.owners[m][(slot % self.frame) as usize].map(|t| self.plan.tasks[t].name.as_str())
+    }
+
+    /// Static slots of `task` on `CPU` in `[from, to)`.
+    pub fn static_count(&self, task: &str, from: u64, to: u64) -> u64 {
+        (from..to)
+            .filter(|&s| self.owner(CPU, s) == Some(task))
+            .count() as u64
+    }
+
+    /// Index of the plan's task `name`.
+    pub fn index(&self, name: &str) -> usize {
+        self.plan
+            .tasks
+            .iter()
+            .position(|t| t.name == name)
+            .expect("task of the plan")
+    }
+}
+
+/// The JSON reply of `ctl` request NAME (`Null` when absent or not JSON), printed for the test log.
+pub fn reply(out: &VmOutput, name: &str) -> serde_json::Value {
+    let v = out.reply(name);
+    println!("  {name}: {v}");
+    v
+}
+
+/// Checks that `ctl` request NAME was refused: client exit `rc` and the raw reply (printed)
+/// containing `words`; `what` says what the check means.
+pub fn check_refused(
+    c: &mut Checks,
+    out: &VmOutput,
+    name: &str,
+    rc: &str,
+    words: &str,
+    what: &str,
+) {
+    let text = out.file(&format!("{name}.reply")).unwrap_or_default();
+    println!("  {name}: {}", text.trim());
+    c.check(
+        out.rc(name) == rc && text.contains(words),
+        format!("{what} (client exit {})", out.rc(name)),
+    );
+}
+
+/// The planner-mode summary checks: 0 ns foreign on every managed CPU (exact); each `tt` task
+/// (but those in `skip`) delivered at least `min_delivered_pct` % of its owned time, if given
+/// (timing); `planner_late_slots` present (exact) and at most `LATE_PCT` % of the run's slots
+/// (timing). Returns the late-slot count.
+pub fn check_summary(
+    c: &mut Checks,
+    s: &Summary,
+    min_delivered_pct: Option<f64>,
+    skip: &[&str],
+) -> u64 {
+    for cpu in s.managed() {
+        c.check(
+            cpu.foreign_ns == 0,
+            format!("cpu {}: foreign {} ns (want 0)", cpu.cpu, cpu.foreign_ns),
+        );
+    }
+    if let Some(min) = min_delivered_pct {
+        for t in s
+            .tasks
+            .iter()
+            .filter(|t| t.class == "tt" && !skip.contains(&t.name.as_str()))
+        {
+            c.check_timing(
+                t.planned_ns > 0 && t.delivered_pct() >= min,
+                format!(
+                    "{}: delivered {:.1} % of its owned time (>= {min} %)",
+                    t.name,
+                    t.delivered_pct()
+                ),
+            );
+        }
+    }
+    let slots = s.duration_ns / (s.slot_us * 1000).max(1);
+    let late = s.planner_late_slots;
+    let pct = pct(late.unwrap_or(0), slots);
+    println!("--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %)");
+    c.check(
+        late.is_some(),
+        "the summary JSON has planner_late_slots".into(),
+    );
+    c.check_timing(
+        pct <= LATE_PCT,
+        format!("planner_late_slots {late:?} is {pct:.2} % of {slots} slots (<= {LATE_PCT} %)"),
+    );
+    late.unwrap_or(0)
+}
+
+/// An owner check of a planner-mode trace: exact when no slot was decided late; with `late`
+/// late slots the entries the planner decided were not all written, the owners then lag the
+/// planner by design, so the check becomes a timing check.
+pub fn check_owners(c: &mut Checks, late: u64, ok: bool, what: String) {
+    if late == 0 {
+        c.check(ok, what)
+    } else {
+        c.check_timing(ok, format!("{what} [{late} late slots]"))
+    }
+}
+
+/// The trace records of `CPU`, in trace order.
+pub fn on_cpu(trace: &[SlotRecord]) -> Vec<&SlotRecord> {
+    trace.iter().filter(|r| r.cpu == CPU).collect()
+}
+
+/// How many of `records` have a slot in `[from, to)`.
+pub fn recorded(records: &[&SlotRecord], from: u64, to: u64) -> u64 {
+    records
+        .iter()
+        .filter(|r| (from..to).contains(&r.slot))
+        .count() as u64
+}
+
+/// How many of `records` with a slot in `[from, to)` `task` owns.
+pub fn owned(records: &[&SlotRecord], task: &str, from: u64, to: u64) -> u64 {
+    records
+        .iter()
+        .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) == Some(task))
+        .count() as u64
+}

@@ -1,0 +1,251 @@
+//! VM test of periodic admissions in planner mode (docs/planner.md, "Kernel path"):
+//! `scx_tt --planner bss` enforces planner_admit.json at `-smp 2` (managed CPU 1:
+//! tt-a 2 of every 10 slots and tt-b 4 of every 20 in the table; tt-v 3 of every 10 and tt-w 14
+//! of every 20 declared `"start": "admitted"`; 10 ms slots, frame 20) with `--control` and
+//! `--trace`. After 2 s `scx_tt ctl admit-periodic` sends tt-w (8 + 14 > 20 slots per frame:
+//! rejected, exit 3), tt-a (not declared admitted: exit 1) and tt-v (accepted on CPU 1, exit 0,
+//! `from_slot` F); 2 s later `remove` takes tt-v out (exit 0, `from_slot` R) and a second
+//! `remove` is refused (exit 1). The shares are computed here from the plan with the library.
+//!
+//! Checks: F is the start of the third frame after the one the request arrived in (the
+//! planner's horizon, docs/planner.md "Frames and horizon"), R is at most a few slots after
+//! the request; status lists tt-v admitted from F, then removed from R; from the trace on CPU
+//! 1: tt-v owns no slot before F and none from R on; in every whole frame in [F, R) it owns
+//! exactly its wcet in each of its periods; in every whole frame of the run tt-a and tt-b own
+//! exactly their static share; tt-w never owns a slot; 0 ns foreign; `planner_late_slots`
+//! printed, at most `LATE_PCT` % of the slots (with late slots the owner checks become timing
+//! checks); scx_tt exits 0, sched_ext is disabled, the socket is gone.
+
+use crate::harness::{Checks, Vm, VmOutput};
+use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table, MIN_DELIVERED_PCT};
+use scx_tt::plan::Start;
+use scx_tt::trace::SlotRecord;
+use serde_json::Value;
+
+const DURATION_S: u64 = 6;
+/// Slots between the clock reading of the `remove` and its effect: the planner's lead (2) plus
+/// a slot for the request's own delay.
+const REMOVE_SLACK: u64 = 3;
+
+/// planner_admit.json: tt-a and tt-b in the table, tt-v and tt-w declared admitted.
+fn expect() -> Table {
+    Table::of("planner_admit", "planner_admit.json")
+}
+
+/// Slots per frame of a task in the table (its jobs' wcet).
+fn share(e: &Table, name: &str) -> u64 {
+    let t = e.index(name);
+    e.plan.cpus[0]
+        .jobs
+        .iter()
+        .filter(|j| j.task == t)
+        .map(|j| j.wcet)
+        .sum()
+}
+
+/// (period, wcet) of a task declared admitted.
+fn admitted(e: &Table, name: &str) -> (u64, u64) {
+    match e.plan.tasks[e.index(name)].start {
+        Start::Admitted { period, wcet } => (period, wcet),
+        Start::Table => panic!("{name} is not declared admitted"),
+    }
+}
+
+/// The status reply lists tt-v in `state` from the `from_slot` of `change` (named `at`).
+fn check_listed(c: &mut Checks, status: &Value, state: &str, change: &Value, at: &str) {
+    let listed = &status["planner"]["tasks"];
+    c.check(
+        listed[0]["task"] == "tt-v"
+            && listed[0]["state"] == state
+            && listed[0]["from_slot"] == change["from_slot"],
+        format!("status lists tt-v {state} from {at}: {listed}"),
+    );
+}
+
+/// (F, R) of the accepted admission and the removal.
+fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Table) -> Option<(u64, u64)> {
+    println!("--- replies");
+    let rej = pc::reply(out, "reject");
+    let why = rej["why"].as_str().unwrap_or("");
+    c.check(
+        out.rc("reject") == "3"
+            && rej["accepted"] == false
+            && why.contains("14 slots every 20 slots on cpu 1")
+            && why.contains("frame infeasible on CPU index 0"),
+        format!(
+            "tt-w (14 of 20 next to 8 of 20) is rejected with the EDF miss (client exit {})",
+            out.rc("reject")
+        ),
+    );
+    pc::check_refused(
+        c,
+        out,
+        "bad",
+        "1",
+        "is not declared \\\"start\\\": \\\"admitted\\\"",
+        "tt-a (in the table) cannot be admitted",
+    );
+    let acc = pc::reply(out, "accept");
+    let status = pc::reply(out, "status");
+    let asked = status["slot"].as_u64();
+    let f = acc["from_slot"].as_u64();
+    // Admitted during the planner's frame k, tt-v joins from frame k + 3. The planner runs
+    // up to 2 slots ahead of the request's slot and the status came after the request: k is
+    // the status's frame, the one before or the one after.
+    let f_ok = matches!((f, asked), (Some(f), Some(s))
+        if f % e.frame == 0 && (s / e.frame + 2..=s / e.frame + 4).contains(&(f / e.frame)));
+    c.check(
+        out.rc("accept") == "0" && acc["accepted"] == true && acc["cpu"] == 1 && f_ok,
+        format!(
+            "tt-v is accepted on CPU 1 (client exit {}) from F = {f:?}: a frame start, the \
+             third after the planner's frame at the request (status right after: slot \
+             {asked:?})",
+            out.rc("accept")
+        ),
+    );
+    check_listed(c, &status, "admitted", &acc, "F");
+    let rem = pc::reply(out, "remove");
+    let status2 = pc::reply(out, "status2");
+    let r = rem["from_slot"].as_u64();
+    let after = status2["slot"].as_u64();
+    c.check(
+        out.rc("remove") == "0"
+            && rem["removed"] == true
+            && matches!((r, after), (Some(r), Some(s)) if r <= s + REMOVE_SLACK),
+        format!(
+            "tt-v is removed (client exit {}) from R = {r:?}, at most {REMOVE_SLACK} slots \
+             after the slot of the status that followed ({after:?})",
+            out.rc("remove")
+        ),
+    );
+    pc::check_refused(
+        c,
+        out,
+        "again",
+        "1",
+        "is not running (it was removed from slot",
+        "a second removal is refused",
+    );
+    check_listed(c, &status2, "removed", &rem, "R");
+    out.check_clean_exit(c, "admit");
+    out.check_results(c, &[("socket_left", "no")]);
+    match (f, r) {
+        (Some(f), Some(r)) if f_ok => Some((f, r)),
+        _ => None,
+    }
+}
+
+fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Table, (f, r): (u64, u64), late: u64) {
+    let cpu1 = pc::on_cpu(trace);
+    let frame = e.frame;
+    let (period, wcet) = admitted(e, "tt-v");
+    println!(
+        "--- trace: {} records on CPU 1; tt-v {wcet} of every {period} slots from F = {f} to R = \
+         {r}",
+        cpu1.len()
+    );
+    let count = |task: &str, from: u64, to: u64| owned(&cpu1, task, from, to);
+    let records = |from: u64, to: u64| recorded(&cpu1, from, to);
+    let exact = |c: &mut Checks, ok: bool, what: String| check_owners(c, late, ok, what);
+    let before = count("tt-v", 0, f);
+    let after = count("tt-v", r, u64::MAX);
+    exact(
+        c,
+        before == 0 && records(0, f) > 100,
+        format!(
+            "tt-v owns {before} slots before F (want 0, {} records)",
+            records(0, f)
+        ),
+    );
+    exact(
+        c,
+        after == 0 && records(r, u64::MAX) > 50,
+        format!(
+            "tt-v owns {after} slots from R on (want 0, {} records)",
+            records(r, u64::MAX)
+        ),
+    );
+    let whole = (f / frame..r / frame).filter(|&k| (k + 1) * frame <= r);
+    let mut frames = 0;
+    let mut wrong = Vec::new();
+    for k in whole {
+        let lo = k * frame;
+        if records(lo, lo + frame) != frame {
+            continue;
+        }
+        frames += 1;
+        for p in (lo..lo + frame).step_by(period as usize) {
+            let got = count("tt-v", p, p + period);
+            if got != wcet {
+                wrong.push(format!("[{p}, {}): {got}", p + period));
+            }
+        }
+    }
+    exact(
+        c,
+        frames >= 3 && wrong.is_empty(),
+        format!(
+            "in {frames} whole recorded frames in [F, R) tt-v owns {wcet} slots in every period \
+             of {period} (wrong: {wrong:?})"
+        ),
+    );
+    let last = cpu1.iter().map(|x| x.slot).max().unwrap_or(0);
+    for task in ["tt-a", "tt-b"] {
+        let share = share(e, task);
+        let mut checked = 0;
+        let mut wrong = Vec::new();
+        for k in 0..last / frame {
+            let lo = k * frame;
+            if records(lo, lo + frame) != frame {
+                continue;
+            }
+            checked += 1;
+            let got = count(task, lo, lo + frame);
+            if got != share {
+                wrong.push(format!("frame {k}: {got}"));
+            }
+        }
+        exact(
+            c,
+            checked > 10 && wrong.is_empty(),
+            format!("{task} owns its static {share} slots in each of {checked} whole recorded frames (wrong: {wrong:?})"),
+        );
+    }
+    let w = count("tt-w", 0, u64::MAX);
+    c.check(w == 0, format!("tt-w (rejected) owns {w} slots (want 0)"));
+}
+
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn planner_mode_admits_a_periodic_task_then_removes_it() {
+    let e = expect();
+    Vm::new("planner_admit")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S)
+        .check_control(
+            "admit",
+            (
+                "planner_admit.json under --planner bss, tt-v admitted then removed",
+                "no accepted admission",
+            ),
+            |c, out| check_protocol(c, out, &e),
+            |c, s, trace, fr| {
+                // tt-w is never admitted: it owns no time, so it has no delivery to check.
+                let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"]);
+                check_trace(c, trace, &e, fr, late);
+            },
+        );
+}
+
+#[test]
+fn the_expectations_of_the_test_plan() {
+    let e = expect();
+    assert_eq!(e.frame, 20);
+    assert_eq!((share(&e, "tt-a"), share(&e, "tt-b")), (4, 4));
+    assert_eq!(admitted(&e, "tt-v"), (10, 3));
+    assert_eq!(admitted(&e, "tt-w"), (20, 14));
+    // tt-w cannot fit next to the table, tt-v can
+    assert!(share(&e, "tt-a") + share(&e, "tt-b") + 14 > e.frame);
+    assert!(share(&e, "tt-a") + share(&e, "tt-b") + 2 * 3 <= e.frame);
+}
