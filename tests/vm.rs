@@ -26,6 +26,8 @@ mod planner;
 mod planner_admit;
 #[path = "vm/scenarios/planner_dvfs/check.rs"]
 mod planner_dvfs;
+#[path = "vm/scenarios/restart/check.rs"]
+mod restart;
 #[path = "vm/scenarios/semantics/check.rs"]
 mod semantics;
 #[path = "vm/scenarios/signals/check.rs"]

@@ -1,20 +1,40 @@
 //! `scx_tt --table plan.json`: enforce a plan with the BPF scheduler (src/sched), stream its
 //! per-slot records into the accounting (src/accounting), and print the summary at exit.
+//! This file is the flags and the plan; the run is a daemon in the shape of scx's Rust
+//! schedulers (feature `bpf`):
+//! - `daemon.rs`: the run: `Daemon` (steps 1–2: system checks, configuration, tasks; what a
+//!   restart keeps), the restart loop (`enforce`), `finish` → the summary;
+//! - `enforce.rs`: one BPF scheduler: `Enforcer` start (steps 3–7: load/attach, arm, planner
+//!   thread, control, stats), the run loop, stop (detach, exit info, restart or end);
+//! - `restart.rs`: the restart bound and the hotplug settle; `carry.rs`: counters over
+//!   restarts; `every.rs`: the run loop's periodic deadlines;
+//! - `tasks.rs`: the plan's threads and spawned children; `stats.rs`: accounting, energy and
+//!   trace fed by the ring buffer; `energy.rs`: the live energy meter; `report.rs`: what is
+//!   printed after the summary and the summary JSON;
+//! - `planner_loop.rs`: planner mode's planner and thread; `engine.rs`: the control protocol's
+//!   engine over the loaded scheduler; `control_socket.rs`: the `--control` socket.
 //!
-//! Order (as scx_bpfland): checks → resolve/spawn → open → rodata → load → maps → attach →
-//! arm timers → resume spawned tasks → run loop (ring buffer, --stats, exit conditions) →
-//! disarm → detach → wait for `disabled` → kill spawned tasks → summary.
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
+mod carry;
 mod control_socket;
+#[cfg(feature = "bpf")]
+mod daemon;
 #[cfg(feature = "bpf")]
 mod energy;
 #[cfg(feature = "bpf")]
 mod enforce;
 #[cfg(feature = "bpf")]
 mod engine;
+mod every;
 #[cfg(feature = "bpf")]
 mod planner_loop;
+mod report;
+mod restart;
+#[cfg(feature = "bpf")]
+mod stats;
+#[cfg(feature = "bpf")]
+mod tasks;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -108,7 +128,7 @@ pub fn run(args: RunArgs) -> Result<i32> {
     }
     let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]
-    return enforce::enforce(&args, &plan, &model);
+    return daemon::enforce(&args, &plan, &model);
     #[cfg(not(feature = "bpf"))]
     bail!(
         "{} ({} tasks, power model {}): this scx_tt was built without the `bpf` feature and \

@@ -3,6 +3,8 @@
 
 use crate::plan::limits::table_entries;
 use crate::plan::{Class, Plan};
+use serde::{Deserialize, Deserializer};
+use std::collections::BTreeMap;
 use thiserror::Error;
 
 use crate::abi::{MAX_CPUS, MAX_TABLE_ENTRIES, MAX_TASKS, NO_TASK};
@@ -23,6 +25,8 @@ pub enum ConfigError {
     PerfLength { cpu: u32, got: usize, frame: u64 },
     #[error("perf table: cpu {cpu} slot {slot}: {value} is not a normalised frequency in (0, 1]")]
     PerfValue { cpu: u32, slot: usize, value: f64 },
+    #[error("perf table: at {path}: {msg}")]
+    PerfSyntax { path: String, msg: String },
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,6 +95,44 @@ pub fn perf_of_freq(freq: f64) -> u32 {
 /// The default guard band: 5 % of the slot.
 pub fn default_guard_us(slot_us: u64) -> u64 {
     slot_us / 20
+}
+
+/// A `--perf-table` file: `{"<managed cpu>": [normalised frequency per frame slot], ...}`.
+/// [`SchedConfig::with_perf`] checks it against the plan.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct PerfTable(BTreeMap<CpuKey, Vec<f64>>);
+
+/// A JSON object key that names a CPU ("3").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct CpuKey(u32);
+
+impl<'de> Deserialize<'de> for CpuKey {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        let key = String::deserialize(de)?;
+        key.parse()
+            .map(CpuKey)
+            .map_err(|_| serde::de::Error::custom(format!("key {key:?} is not a CPU id")))
+    }
+}
+
+impl PerfTable {
+    /// Parses the file's text; errors name the key (and the index) at fault.
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let de = &mut serde_json::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| ConfigError::PerfSyntax {
+            path: match e.path().to_string() {
+                p if p == "." => "the top level".to_string(),
+                p => p,
+            },
+            msg: e.inner().to_string(),
+        })
+    }
+
+    /// (CPU, its row), by CPU.
+    pub fn rows(&self) -> Vec<(u32, Vec<f64>)> {
+        self.0.iter().map(|(c, row)| (c.0, row.clone())).collect()
+    }
 }
 
 impl SchedConfig {
@@ -337,6 +379,34 @@ mod tests {
                 slot: 1,
                 value: 1.5
             }
+        );
+    }
+
+    #[test]
+    fn a_perf_table_file_parses_into_rows_by_cpu() {
+        let t = PerfTable::parse(r#"{"2": [1.0, 0.5], "1": [0.25, 1]}"#).expect("parse");
+        assert_eq!(t.rows(), vec![(1, vec![0.25, 1.0]), (2, vec![1.0, 0.5])]);
+    }
+
+    #[test]
+    fn perf_table_syntax_errors_name_the_key_and_the_value() {
+        let err = |text: &str| PerfTable::parse(text).unwrap_err().to_string();
+        let bad_key = err(r#"{"cpu1": [1.0]}"#);
+        assert!(
+            bad_key.contains(r#"key "cpu1" is not a CPU id"#),
+            "{bad_key}"
+        );
+        let bad_value = err(r#"{"1": [1.0, "fast"]}"#);
+        assert!(
+            bad_value.contains("at 1[1]") && bad_value.contains(r#""fast""#),
+            "{bad_value}"
+        );
+        let not_a_row = err(r#"{"1": 0.5}"#);
+        assert!(not_a_row.contains("at 1:"), "{not_a_row}");
+        let not_an_object = err("[1.0]");
+        assert!(
+            not_an_object.contains("at the top level"),
+            "{not_an_object}"
         );
     }
 

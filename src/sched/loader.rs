@@ -1,7 +1,9 @@
 //! The loader of src/bpf/tt_sched.bpf.c, in the order of scx_bpfland: open → rodata → map
 //! sizes → load → maps (table, tid map) → attach → arm timers; then the run loop reads the ring
-//! buffer and counters; `shutdown` (also run by Drop) disarms, detaches and waits for
-//! `disabled`.
+//! buffer and counters; `shutdown` (also run by Drop) disarms, detaches, waits for `disabled`
+//! and returns the scheduler's exit info ([`ExitInfo`]: why it ended, and whether the kernel
+//! asks for a restart). A restart loads a new scheduler and carries the old one's
+//! [`TableState`] into it.
 
 use super::affinity;
 use super::config::{SchedConfig, TimerFault, TIMER_FAULT_ENV};
@@ -13,6 +15,7 @@ use crate::plan::Class;
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput, RingBuffer, RingBufferBuilder};
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use std::collections::BTreeMap;
+use std::ffi::CStr;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
@@ -32,6 +35,108 @@ pub enum LoadError {
     Arm { cpu: u32, msg: String },
     #[error("the BPF object has no {0} section")]
     Section(&'static str),
+}
+
+/// `scx_exit_kind`: how a sched_ext scheduler ended.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExitKind {
+    /// It has not exited.
+    #[default]
+    None,
+    Done,
+    /// Userspace detached it (scx_tt's own end of the run).
+    Unregistered,
+    /// The BPF program called `scx_bpf_exit()`.
+    UnregisteredByBpf,
+    /// The kernel unregistered it, e.g. on CPU hotplug (with a restart request).
+    UnregisteredByKernel,
+    SysRq,
+    Error,
+    ErrorByBpf,
+    /// The watchdog found a runnable task not run for too long.
+    Stall,
+    Other(i32),
+}
+
+impl ExitKind {
+    fn of_raw(kind: i32) -> Self {
+        use scx_utils::ScxExitKind as K;
+        [
+            (K::None, ExitKind::None),
+            (K::Done, ExitKind::Done),
+            (K::Unreg, ExitKind::Unregistered),
+            (K::UnregBPF, ExitKind::UnregisteredByBpf),
+            (K::UnregKern, ExitKind::UnregisteredByKernel),
+            (K::SysRq, ExitKind::SysRq),
+            (K::Error, ExitKind::Error),
+            (K::ErrorBPF, ExitKind::ErrorByBpf),
+            (K::ErrorStall, ExitKind::Stall),
+        ]
+        .into_iter()
+        .find_map(|(raw, ours)| (raw as i32 == kind).then_some(ours))
+        .unwrap_or(ExitKind::Other(kind))
+    }
+}
+
+/// How the BPF scheduler ended: its `user_exit_info` (written by ops.exit) as scx_utils'
+/// `UserExitInfo` reads it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExitInfo {
+    pub kind: ExitKind,
+    /// The kernel's reason, e.g. "unregistered from the main kernel".
+    pub reason: String,
+    /// The exit message, e.g. "cpu 2 going offline, exiting scheduler".
+    pub message: String,
+    /// The exit code asks for a restart (`SCX_ECODE_ACT_RESTART`, `UserExitInfo::should_restart`):
+    /// the kernel set it because a CPU went on- or offline and the scheduler has no
+    /// cpu_online/cpu_offline ops (kernel/sched/ext.c, handle_hotplug).
+    pub restart: bool,
+    /// The exit code names CPU hotplug as the reason (`SCX_ECODE_RSN_HOTPLUG`).
+    pub hotplug: bool,
+}
+
+impl ExitInfo {
+    pub fn should_restart(&self) -> bool {
+        self.restart
+    }
+
+    /// The message, or the reason when there is no message.
+    pub fn describe(&self) -> &str {
+        if self.message.is_empty() {
+            &self.reason
+        } else {
+            &self.message
+        }
+    }
+}
+
+/// What `Scheduler::shutdown` leaves: the sched_ext state after detaching and the exit info.
+#[derive(Clone, Debug)]
+pub struct Detached {
+    pub state: String,
+    pub exit: ExitInfo,
+}
+
+/// The run-time table state of a loaded scheduler, which a restart carries into the next one:
+/// both halves of the double-buffered table with the half in use and a pending switch (the
+/// table switches of `--control`), and the perf map (the planner thread's cpuperf targets).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableState {
+    /// Both halves: `2 × managed CPUs × frame slots` entries.
+    pub table: Vec<u32>,
+    pub active: u32,
+    pub next: u32,
+    /// `NO_SWITCH`, or the slot from which `next` is in force.
+    pub switch_slot: u64,
+    pub perf: Option<Vec<u32>>,
+}
+
+/// A NUL-terminated C string in a fixed array, as text.
+fn c_text(chars: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).collect();
+    CStr::from_bytes_until_nul(&bytes)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// libbpf warnings that say nothing wrong about this scheduler: the sched_ext headers of
@@ -106,6 +211,37 @@ fn write_u32_array(
         }
     }
     Ok(())
+}
+
+/// Reads keys `0..len` of the u32 ARRAY map `map`: in batches when the kernel supports them,
+/// else (or when a batch came back short) one lookup per entry.
+fn read_u32_array(map: &impl MapCore, len: usize) -> Result<Vec<u32>, libbpf_rs::Error> {
+    let mut out = vec![0u32; len];
+    let mut seen = 0;
+    if let Ok(batches) = map.lookup_batch(BATCH_ENTRIES as u32, MapFlags::ANY, MapFlags::ANY) {
+        for (k, v) in batches {
+            let (Ok(k), Ok(v)) = (<[u8; 4]>::try_from(k), <[u8; 4]>::try_from(v)) else {
+                break;
+            };
+            if let Some(slot) = out.get_mut(u32::from_ne_bytes(k) as usize) {
+                *slot = u32::from_ne_bytes(v);
+                seen += 1;
+            }
+        }
+    }
+    if seen == len {
+        return Ok(out);
+    }
+    for (key, slot) in out.iter_mut().enumerate() {
+        let value = map.lookup(&(key as u32).to_ne_bytes(), MapFlags::ANY)?;
+        let bytes = value
+            .and_then(|v| <[u8; 4]>::try_from(v).ok())
+            .ok_or_else(|| {
+                libbpf_rs::Error::from(std::io::Error::other(format!("no entry {key}")))
+            })?;
+        *slot = u32::from_ne_bytes(bytes);
+    }
+    Ok(out)
 }
 
 fn map_err(map: &'static str) -> impl Fn(libbpf_rs::Error) -> LoadError {
@@ -567,9 +703,78 @@ impl<'a> Scheduler<'a> {
         .collect()
     }
 
+    /// How the scheduler ended so far (kind 0 while it runs), read without printing anything.
+    pub fn exit_info(&self) -> ExitInfo {
+        let Some(data) = self.skel.maps.data_data.as_ref() else {
+            return ExitInfo::default();
+        };
+        // SAFETY: a volatile copy of the record ops.exit writes (plain old data).
+        let uei = unsafe { std::ptr::read_volatile(&data.uei) };
+        let user = scx_utils::uei_read!(&self.skel, uei);
+        let hotplug_code = *scx_utils::SCX_ECODE_RSN_HOTPLUG as i64;
+        ExitInfo {
+            kind: ExitKind::of_raw(uei.kind),
+            reason: c_text(&uei.reason),
+            message: c_text(&uei.msg),
+            restart: user.should_restart(),
+            hotplug: user
+                .exit_code()
+                .is_some_and(|c| hotplug_code != 0 && c & hotplug_code != 0),
+        }
+    }
+
+    /// The table state to carry into the next scheduler at a restart.
+    pub fn table_state(&mut self) -> Result<TableState, LoadError> {
+        let table =
+            read_u32_array(&self.skel.maps.table, 2 * self.table_len).map_err(map_err("table"))?;
+        let perf = match self.perf_len {
+            Some(len) => Some(
+                read_u32_array(&self.skel.maps.perf_target, len).map_err(map_err("perf_target"))?,
+            ),
+            None => None,
+        };
+        let (active, next) = {
+            let bss = self.bss_mut()?;
+            (bss.table_active, bss.table_next)
+        };
+        Ok(TableState {
+            table,
+            active,
+            next,
+            switch_slot: self.data_mut()?.table_switch_slot,
+            perf,
+        })
+    }
+
+    /// Loads `state` (from the scheduler this one replaces, loaded with the same
+    /// configuration) into the maps; before `attach`.
+    pub fn restore(&mut self, state: &TableState) -> Result<(), LoadError> {
+        let wrong = |map, what: &str| LoadError::Map {
+            map,
+            msg: format!("the carried {what} does not fit this scheduler"),
+        };
+        if state.table.len() != 2 * self.table_len || state.active > 1 || state.next > 1 {
+            return Err(wrong("table", "table"));
+        }
+        if state.perf.as_ref().map(Vec::len) != self.perf_len {
+            return Err(wrong("perf_target", "perf row"));
+        }
+        write_u32_array(&self.skel.maps.table, 0, &state.table).map_err(map_err("table"))?;
+        if let Some(perf) = &state.perf {
+            write_u32_array(&self.skel.maps.perf_target, 0, perf)
+                .map_err(map_err("perf_target"))?;
+        }
+        let bss = self.bss_mut()?;
+        bss.table_active = state.active;
+        bss.table_next = state.next;
+        self.data_mut()?.table_switch_slot = state.switch_slot;
+        Ok(())
+    }
+
     /// Disarm the timers, detach, and wait (up to `timeout`) for sched_ext to read `disabled`.
-    /// Returns the final state and the scheduler's own exit message, if it exited by itself.
-    pub fn shutdown(&mut self, sysfs: &SysFs, timeout: Duration) -> String {
+    /// Returns the final state and the exit info; the exit is reported on stderr (scx_utils'
+    /// `uei_report!`: "EXIT: reason (message)", or the error of a failed scheduler).
+    pub fn shutdown(&mut self, sysfs: &SysFs, timeout: Duration) -> Detached {
         for cpu in std::mem::take(&mut self.armed) {
             let rc = self.run_timer_prog(cpu, false);
             if rc < 0 {
@@ -577,20 +782,28 @@ impl<'a> Scheduler<'a> {
             }
         }
         if self.link.take().is_none() {
-            return sysfs.sched_ext_state().unwrap_or_default();
+            return Detached {
+                state: sysfs.sched_ext_state().unwrap_or_default(),
+                exit: self.exit_info(),
+            };
         }
         let state = sysfs.wait_disabled(timeout);
         if let Err(e) = uei_report!(&self.skel, uei) {
             eprintln!("scx_tt: BPF scheduler exit: {e:#}");
         }
-        state
+        Detached {
+            state,
+            exit: self.exit_info(),
+        }
     }
 }
 
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
         if self.link.is_some() || !self.armed.is_empty() {
-            let state = self.shutdown(&SysFs::default(), Duration::from_secs(2));
+            let state = self
+                .shutdown(&SysFs::default(), Duration::from_secs(2))
+                .state;
             if state != "disabled" {
                 eprintln!("scx_tt: warning: sched_ext state is {state} after detaching");
             }

@@ -1,7 +1,9 @@
 //! `cmd` tasks: spawned stopped (so their tid is in the BPF map before they run a single
 //! instruction of the workload, and their forks inherit the task), resumed after attach, and
-//! killed with their process group at exit.
+//! killed with their process group at exit. A restart of the BPF scheduler finds the task's
+//! threads again by its process group ([`Spawned::group_threads`]).
 
+use crate::resolve::ProcFs;
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -63,6 +65,12 @@ impl Spawned {
         self.exited
     }
 
+    /// Every thread of its process group: the task and the processes it forked (unless they
+    /// left the group), as `procfs` lists them now.
+    pub fn group_threads(&self, procfs: &ProcFs) -> Vec<u32> {
+        group_threads(procfs, self.pid)
+    }
+
     /// Kill its whole process group and reap it.
     pub fn kill(&mut self) -> io::Result<()> {
         if self.exited() {
@@ -73,5 +81,59 @@ impl Spawned {
         self.child.wait()?;
         self.exited = true;
         Ok(())
+    }
+}
+
+/// The threads of every process in process group `pgid`.
+fn group_threads(procfs: &ProcFs, pgid: u32) -> Vec<u32> {
+    procfs
+        .pids()
+        .into_iter()
+        .filter(|&pid| process_group(procfs, pid) == Some(pgid))
+        .flat_map(|pid| procfs.threads(pid).unwrap_or_default())
+        .collect()
+}
+
+/// The process group of `pid` (`/proc/<pid>/stat`: after the comm's closing parenthesis come
+/// the state, the parent pid and the process group).
+fn process_group(procfs: &ProcFs, pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(procfs.proc_root.join(format!("{pid}/stat"))).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(2)?
+        .parse()
+        .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn the_process_group_collects_the_threads_of_its_members_only() {
+        let root = std::env::temp_dir().join(format!("scx_tt-spawn-pg-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        // pid 10 leads group 10 (threads 10, 11); pid 12 (comm with ") 9 ") is in group 10;
+        // pid 13 is in group 13.
+        for (pid, stat, tids) in [
+            (10, "10 (sh) S 1 10 10 0", &[10, 11][..]),
+            (12, "12 (a) 9 (b) R 10 10 10 0", &[12][..]),
+            (13, "13 (sh) S 1 13 13 0", &[13][..]),
+        ] {
+            for tid in tids {
+                fs::create_dir_all(root.join(format!("{pid}/task/{tid}"))).expect("mkdir");
+            }
+            fs::write(root.join(format!("{pid}/stat")), stat).expect("write");
+        }
+        let procfs = ProcFs {
+            proc_root: root.clone(),
+            cgroup_root: root.clone(),
+        };
+        assert_eq!(process_group(&procfs, 12), Some(10));
+        assert_eq!(group_threads(&procfs, 10), vec![10, 11, 12]);
+        assert_eq!(group_threads(&procfs, 13), vec![13]);
+        let _ = fs::remove_dir_all(&root);
     }
 }

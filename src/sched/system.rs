@@ -85,6 +85,22 @@ impl SysFs {
         }
     }
 
+    /// Poll the online CPU list until `cpu` is (`online`) or is not in it, or `timeout` passes;
+    /// returns whether it got there. A CPU going offline leaves the list only after the kernel
+    /// told sched_ext (which exits the scheduler first).
+    pub fn wait_cpu(&self, cpu: u32, online: bool, timeout: Duration) -> bool {
+        let start = Instant::now();
+        loop {
+            if self.online_cpus().contains(&cpu) == online {
+                return true;
+            }
+            if start.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Poll the state until it reads `disabled` or `timeout` passes; returns the last state.
     pub fn wait_disabled(&self, timeout: Duration) -> String {
         let start = Instant::now();
@@ -144,6 +160,15 @@ mod tests {
             fake("free", Some("disabled"), None, "0-1").check_sched_ext_free(),
             Ok(())
         );
+    }
+
+    #[test]
+    fn waiting_for_a_cpu_state_sees_the_online_list() {
+        let s = fake("wait", Some("disabled"), None, "0,2\n");
+        let no_wait = Duration::ZERO;
+        assert!(s.wait_cpu(1, false, no_wait));
+        assert!(s.wait_cpu(2, true, no_wait));
+        assert!(!s.wait_cpu(2, false, Duration::from_millis(30)));
     }
 
     #[test]

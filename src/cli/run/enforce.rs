@@ -1,439 +1,364 @@
-//! The enforcing run (feature `bpf`): see the order in the parent module's doc.
+//! One BPF scheduler of the run (feature `bpf`): [`Enforcer::start`] loads, attaches and arms
+//! it (steps 3–7 of daemon.rs), [`Enforcer::run`] is the run loop, [`Enforcer::stop`] detaches
+//! it and says whether the kernel asked for a restart. The first start creates what counts on
+//! the slot grid ([`Live`]); a restart takes it over from the scheduler before, with that
+//! scheduler's table state, and arms its timers on the same grid.
 
-use super::control_socket::ControlSocket;
-use super::energy::LiveEnergy;
+use super::carry::Counters;
+use super::daemon::{Daemon, Shutdown};
 use super::engine::RunEngine;
-use super::planner_loop::{PlannerLoop, Writers};
-use super::RunArgs;
-use anyhow::{bail, Context, Result};
-use scx_tt::accounting::{
-    render_stats_line, render_summary, Accounting, ExitReason, RunFacts, SlotSample, TableSwitch,
-    TaskInfo, TaskState,
-};
+use super::every::Every;
+use super::planner_loop::{self, PlannerLoop};
+use super::stats::Stats;
+use anyhow::{Context, Result};
+use libbpf_rs::{OpenObject, RingBuffer};
+use scx_tt::accounting::{render_stats_line, EnergySummary, ExitReason, RunFacts, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::{Control, KernelPlanner};
-use scx_tt::energy::model::PowerModel;
-use scx_tt::energy::sysfs::Root;
-use scx_tt::plan::{Plan, Selector};
-use scx_tt::planner::kernel_path::{initial_perf, KernelPathConfig};
-use scx_tt::planner::Freqs;
-use scx_tt::resolve::{ProcFs, ResolveError};
-use scx_tt::sched::config::{default_guard_us, SchedConfig};
-use scx_tt::sched::loader::Scheduler;
-use scx_tt::sched::spawn::Spawned;
-use scx_tt::sched::system::{check_root, SysFs};
-use std::cell::RefCell;
-use std::io::{BufWriter, Write};
+use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState};
 use std::mem::MaybeUninit;
-use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// `--perf-table`: {"<cpu>": [freq per frame slot], ...}.
-fn read_perf_table(path: &std::path::Path) -> Result<Vec<(u32, Vec<f64>)>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let raw: std::collections::BTreeMap<String, Vec<f64>> =
-        serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
-    raw.into_iter()
-        .map(|(cpu, row)| {
-            let cpu = cpu
-                .parse()
-                .with_context(|| format!("{}: key {cpu:?} is not a CPU id", path.display()))?;
-            Ok((cpu, row))
-        })
-        .collect()
+/// The period of the ring buffer reads, the control socket and the exit checks.
+const POLL_NS: u64 = 100_000_000;
+/// How long `stop` waits for sched_ext to read `disabled` after detaching.
+const DETACH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Planner mode: the planner the planner thread steps and the control engine admits into.
+pub type SharedPlanner = Arc<Mutex<KernelPlanner>>;
+
+/// What counts on the slot grid: created by the first start, kept across restarts.
+pub struct Live {
+    pub clock: SlotClock,
+    pub control: Control,
+    /// Planner mode: the planner the planner thread steps.
+    pub planner: Option<SharedPlanner>,
+    pub stats: Stats,
+    /// `--duration-s`: when the run ends (CLOCK_MONOTONIC ns).
+    pub deadline_ns: Option<u64>,
 }
 
-/// Spawned `cmd` tasks, killed (with their process groups) when dropped.
-#[derive(Default)]
-struct Children(Vec<(usize, Spawned)>);
+/// What a restart takes from the scheduler it replaces.
+pub struct Kept {
+    pub live: Live,
+    pub table: TableState,
+    pub exit: ExitInfo,
+}
 
-impl Children {
-    fn kill_all(&mut self) {
-        for (_, c) in &mut self.0 {
-            if let Err(e) = c.kill() {
-                eprintln!("scx_tt: warning: killing spawned pid {}: {e}", c.pid);
-            }
+/// The end of the run, for `Daemon::finish`.
+pub struct End {
+    pub live: Live,
+    pub facts: RunFacts,
+    pub energy: Option<EnergySummary>,
+    /// sched_ext's state after detaching.
+    pub state: String,
+    /// The planner thread's result (planner mode).
+    pub planner: Result<()>,
+}
+
+pub enum Stopped {
+    Final(End),
+    /// The kernel asked for a restart (CPU hotplug).
+    Restart(Kept),
+}
+
+pub struct Enforcer<'d, 'a, 'obj> {
+    d: &'d mut Daemon<'a>,
+    live: Live,
+    sched: Scheduler<'obj>,
+    ring: RingBuffer<'static>,
+    thread: Option<PlannerLoop>,
+}
+
+impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
+    /// The first start (`kept` = None) or a restart.
+    pub fn start(
+        d: &'d mut Daemon<'a>,
+        kept: Option<Kept>,
+        open_object: &'obj mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        match kept {
+            None => Self::first(d, open_object),
+            Some(k) => Self::again(d, k, open_object).context("restarting the BPF scheduler"),
         }
     }
-}
 
-impl Drop for Children {
-    fn drop(&mut self) {
-        self.kill_all();
-    }
-}
-
-/// Resolve every task's threads; spawn `cmd` tasks stopped. Missing pids/tids are errors.
-fn resolve_tasks(plan: &Plan, procfs: &ProcFs, children: &mut Children) -> Result<Vec<Vec<u32>>> {
-    let mut tids = Vec::with_capacity(plan.tasks.len());
-    for (i, task) in plan.tasks.iter().enumerate() {
-        let found = match &task.selector {
-            Selector::Cmd(argv) => {
-                let child = Spawned::stopped(argv)
-                    .with_context(|| format!("spawning task {} ({argv:?})", task.name))?;
-                let pid = child.pid;
-                children.0.push((i, child));
-                vec![pid]
-            }
-            sel => match procfs.resolve(sel) {
-                Ok(t) => t,
-                Err(e @ (ResolveError::NoSuchPid(_) | ResolveError::NoSuchTid(_))) => {
-                    bail!("task {}: {e}", task.name)
-                }
-                Err(e) => {
-                    eprintln!(
-                        "scx_tt: warning: task {}: {e}; its slots go to be work",
-                        task.name
-                    );
-                    Vec::new()
-                }
-            },
+    /// Steps 3–7 of the first start.
+    fn first(d: &'d mut Daemon<'a>, obj: &'obj mut MaybeUninit<OpenObject>) -> Result<Self> {
+        // 3. open → load → attach, with the threads found at the start
+        let mut sched = load_and_attach(d, obj, &d.tasks.threads_at_start(), None)?;
+        // 4. arm: slot 0 starts a little ahead (two slots, at least 100 ms)
+        let t0_ns = monotonic_ns() + (2 * d.cfg.slot_ns).max(100_000_000);
+        sched.arm(t0_ns)?;
+        d.verbose(&format!(
+            "timers armed on CPUs {:?}, slot 0 at t0={t0_ns} ns",
+            d.cfg.managed
+        ));
+        let clock = SlotClock::new(t0_ns, d.cfg.slot_ns);
+        // 5. planner thread, 6. control; then the spawned tasks run
+        let (control, planner) = start_planner(d, &mut sched, clock)?;
+        let (planner, thread) = planner.unzip();
+        if let Some(sock) = &d.socket {
+            d.verbose(&format!("control socket at {}", sock.path().display()));
+        }
+        d.tasks.resume()?;
+        // 7. stats
+        let stats = Stats::open(d.args, d.plan, d.model, &d.cfg)?;
+        let ring = stats.reader(&sched)?;
+        let deadline_ns = d
+            .args
+            .duration_s
+            .map(|s| monotonic_ns().saturating_add(secs_ns(s)));
+        let live = Live {
+            clock,
+            control,
+            planner,
+            stats,
+            deadline_ns,
         };
-        if found.is_empty() {
-            eprintln!(
-                "scx_tt: warning: task {}: no threads found; its slots go to be work",
-                task.name
-            );
-        }
-        tids.push(found);
-    }
-    Ok(tids)
-}
-
-fn task_states(tids: &[Vec<u32>], children: &mut Children, procfs: &ProcFs) -> Vec<TaskState> {
-    tids.iter()
-        .enumerate()
-        .map(|(i, t)| {
-            if t.is_empty() {
-                return TaskState::NotFound;
-            }
-            let spawned = children.0.iter_mut().find(|(task, _)| *task == i);
-            let alive = match spawned {
-                Some((_, c)) => !c.exited(),
-                None => t.iter().any(|&tid| procfs.tid_alive(tid)),
-            };
-            if alive {
-                TaskState::Running
-            } else {
-                TaskState::Exited
-            }
+        Ok(Enforcer {
+            d,
+            live,
+            sched,
+            ring,
+            thread,
         })
-        .collect()
+    }
+
+    /// Steps 3–5 and 7 after a restart: the tasks' threads now, the carried table state, the
+    /// same slot grid, planner, control and stats; the spawned tasks never stopped.
+    fn again(
+        d: &'d mut Daemon<'a>,
+        k: Kept,
+        obj: &'obj mut MaybeUninit<OpenObject>,
+    ) -> Result<Self> {
+        let threads = d.tasks.threads_now(d.plan, &d.procfs);
+        let mut sched = load_and_attach(d, obj, &threads, Some(&k.table))?;
+        let clock = k.live.clock;
+        sched.arm(clock.t0_ns)?;
+        let from_slot = clock.slot_or_first(monotonic_ns()) + 1;
+        d.verbose(&format!(
+            "timers armed again on CPUs {:?}, from slot {from_slot}",
+            d.cfg.managed
+        ));
+        let thread = match &k.live.planner {
+            Some(p) => Some(PlannerLoop::for_scheduler(p, &mut sched, d.plan, clock)?),
+            None => None,
+        };
+        let ring = k.live.stats.reader(&sched)?;
+        d.restarts.done(k.exit.describe(), from_slot);
+        eprintln!(
+            "scx_tt: restart {}: the BPF scheduler is attached again ({} threads of the plan); \
+             enforcing from slot {from_slot}",
+            d.restarts.count(),
+            threads.len()
+        );
+        Ok(Enforcer {
+            d,
+            live: k.live,
+            sched,
+            ring,
+            thread,
+        })
+    }
+
+    /// The run loop: every periodic duty on its own deadline (every.rs); the loop sleeps in
+    /// the ring buffer's poll until the earliest one (BPF submits records without wakeups, so
+    /// only the timeout or a signal ends the poll). Returns why the run (or this scheduler)
+    /// ended.
+    pub fn run(&mut self, shutdown: &Shutdown) -> Result<ExitReason> {
+        let now = monotonic_ns();
+        let mut ring = Every::new(now, POLL_NS);
+        let mut control = Every::new(now, POLL_NS);
+        let mut checks = Every::new(now, POLL_NS);
+        let mut stats = self
+            .d
+            .args
+            .stats
+            .map(|s| Every::new(now, secs_ns(s.max(0.1))));
+        loop {
+            let wake = [ring, control, checks]
+                .iter()
+                .chain(&stats)
+                .map(Every::next_ns)
+                .chain(self.live.deadline_ns)
+                .min()
+                .unwrap_or(now);
+            // EINTR from the signal handler is expected; the flag is checked below.
+            let _ = self
+                .ring
+                .poll(Duration::from_nanos(wake.saturating_sub(monotonic_ns())));
+            let now = monotonic_ns();
+            if ring.due(now) {
+                let _ = self.ring.consume();
+                self.live.stats.drain()?;
+            }
+            if control.due(now) {
+                self.serve_control();
+            }
+            if shutdown.requested() {
+                return Ok(ExitReason::Signal);
+            }
+            let past_deadline = self.live.deadline_ns.is_some_and(|d| now >= d);
+            if checks.due(now) || past_deadline {
+                if let Some(exit) = self.exit_check(now) {
+                    return Ok(exit);
+                }
+            }
+            if stats.as_mut().is_some_and(|s| s.due(now)) {
+                self.print_stats();
+            }
+        }
+    }
+
+    /// Answers the control socket's requests against this scheduler.
+    fn serve_control(&mut self) {
+        let d = &mut *self.d;
+        let Some(sock) = d.socket.as_mut() else {
+            return;
+        };
+        let mut engine = RunEngine {
+            sched: &mut self.sched,
+            guard_us: d.guard_us,
+            online: &d.online,
+            planner: self.live.planner.as_deref(),
+            clock: self.live.clock,
+        };
+        let control = &mut self.live.control;
+        sock.serve(|line| control.serve(line, &mut engine).to_line());
+    }
+
+    /// Why the run ends now, if it does (the signal is checked by the caller).
+    fn exit_check(&mut self, now_ns: u64) -> Option<ExitReason> {
+        if self.live.deadline_ns.is_some_and(|d| now_ns >= d) {
+            return Some(ExitReason::Duration);
+        }
+        if self.sched.exited() {
+            return Some(ExitReason::SchedulerExited);
+        }
+        if self.thread.as_ref().is_some_and(PlannerLoop::finished) {
+            // only an error ends the planner thread; it is reported after the summary
+            return Some(ExitReason::Signal);
+        }
+        if self.d.args.exit_when_tasks_exit {
+            let states = self.d.tasks.states(&self.d.procfs);
+            if states.iter().all(|s| *s != TaskState::Running) {
+                return Some(ExitReason::TasksExited);
+            }
+        }
+        None
+    }
+
+    /// `--stats`: one line of the summary so far.
+    fn print_stats(&mut self) {
+        let now = counters(&self.sched, self.d.plan.tasks.len());
+        let facts = self.d.facts(self.live.clock, ExitReason::Duration, &now);
+        let stats = &mut self.live.stats;
+        let summary = stats.acc.summary(&facts).with_energy(stats.energy.read());
+        println!("{}", render_stats_line(&summary));
+    }
+
+    /// Stops the planner thread, reads the last records and the counters, detaches. A
+    /// scheduler the kernel exited with a restart request (and no planner error) hands its
+    /// table state and [`Live`] over to the next one; otherwise this is the end of the run.
+    pub fn stop(self, exit: ExitReason) -> Result<Stopped> {
+        let Enforcer {
+            d,
+            mut live,
+            mut sched,
+            ring,
+            mut thread,
+        } = self;
+        let planner = thread.as_mut().map_or(Ok(()), PlannerLoop::stop);
+        let _ = ring.consume();
+        live.stats.drain()?;
+        d.counters = d.counters.plus(&counters(&sched, d.plan.tasks.len()));
+        let restart = exit == ExitReason::SchedulerExited
+            && sched.exit_info().should_restart()
+            && planner.is_ok();
+        if restart {
+            let table = sched
+                .table_state()
+                .context("reading the table state to carry into the restart")?;
+            let detached = sched.shutdown(&d.sysfs, DETACH_TIMEOUT);
+            drop(ring);
+            d.verbose(&format!("detached, sched_ext state {}", detached.state));
+            let exit = detached.exit;
+            return Ok(Stopped::Restart(Kept { live, table, exit }));
+        }
+        let mut end = d.end(live, exit, planner);
+        let detached = sched.shutdown(&d.sysfs, DETACH_TIMEOUT);
+        drop(ring);
+        d.verbose(&format!("detached, sched_ext state {}", detached.state));
+        end.state = detached.state; // the state after detaching
+        Ok(Stopped::Final(end))
+    }
 }
 
-pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
-    let sysfs = SysFs::default();
-    let procfs = ProcFs::default();
-    check_root()?;
-    // First: a live socket at the path (another scx_tt) refuses the start whatever else holds.
-    let mut control_socket = args
-        .control
-        .as_deref()
-        .map(ControlSocket::bind)
-        .transpose()?;
-    sysfs.check_sched_ext_free()?;
-    let online = sysfs.online_cpus();
-    let plan_cpus: Vec<u32> = plan
-        .managed
-        .iter()
-        .chain(&plan.housekeeping)
-        .copied()
-        .collect();
-    sysfs.check_cpus(&plan_cpus)?;
-    let guard_us = args
-        .guard_us
-        .unwrap_or_else(|| default_guard_us(plan.slot_us));
-    let mut cfg =
-        SchedConfig::from_plan(plan, guard_us, &online).context("configuring the scheduler")?;
-    if let Some(path) = &args.perf_table {
-        cfg = cfg
-            .with_perf(&read_perf_table(path)?)
-            .context("configuring the scheduler")?;
-    }
-    if args.planner.is_some() {
-        // the planner writes a cpuperf target per slot (all at full speed until then)
-        cfg.perf = Some(initial_perf(cfg.table.len()));
-    }
-
-    let mut children = Children::default();
-    let tids = resolve_tasks(plan, &procfs, &mut children)?;
-    let threads: Vec<(u32, usize)> = tids
-        .iter()
-        .enumerate()
-        .flat_map(|(i, t)| t.iter().map(move |&tid| (tid, i)))
-        .collect();
-
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = stop.clone();
-        ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst))
-            .context("installing the SIGINT/SIGTERM handler")?;
-    }
-
-    let verbose = |msg: &str| {
-        if args.verbose {
-            eprintln!("scx_tt: {msg}");
-        }
-    };
-    let mut open_object = MaybeUninit::uninit();
+/// Step 3: open, load (the task map `threads`, the carried table state of a restart) and
+/// attach.
+fn load_and_attach<'obj>(
+    d: &Daemon,
+    obj: &'obj mut MaybeUninit<OpenObject>,
+    threads: &[(u32, usize)],
+    carried: Option<&TableState>,
+) -> Result<Scheduler<'obj>> {
     let t_load = Instant::now();
-    let mut sched = Scheduler::load(&mut open_object, &cfg, &threads)?;
-    verbose(&format!("loaded in {:?}", t_load.elapsed()));
+    let mut sched = Scheduler::load(obj, &d.cfg, threads)?;
+    if let Some(state) = carried {
+        sched.restore(state)?;
+    }
+    d.verbose(&format!("loaded in {:?}", t_load.elapsed()));
     if let Err(e) = sched.enable_bpf_stats() {
         eprintln!("scx_tt: warning: kernel.bpf_stats not available: {e}");
     }
     sched.attach()?;
-    verbose(&format!(
+    d.verbose(&format!(
         "attached ({})",
-        sysfs.attached_ops().unwrap_or_default()
+        d.sysfs.attached_ops().unwrap_or_default()
     ));
-    let t0_ns = monotonic_ns() + (2 * cfg.slot_ns).max(100_000_000);
-    sched.arm(t0_ns)?;
-    verbose(&format!(
-        "timers armed on CPUs {:?}, slot 0 at t0={t0_ns} ns",
-        cfg.managed
-    ));
-    let table_name = args
+    Ok(sched)
+}
+
+/// The control protocol on `clock` and, in planner mode, the planner and its thread (which
+/// starts before slot 0 and decides slots 0..lead first).
+fn start_planner(
+    d: &Daemon,
+    sched: &mut Scheduler,
+    clock: SlotClock,
+) -> Result<(Control, Option<(SharedPlanner, PlannerLoop)>)> {
+    let table_name = d
+        .args
         .table
         .as_ref()
         .map_or_else(String::new, |p| p.display().to_string());
-    let clock = SlotClock::new(t0_ns, cfg.slot_ns);
-    let mut control = Control::new(plan.clone(), table_name, clock);
-    // Planner mode: the thread starts before slot 0 and decides slots 0..lead first.
-    let (planner, mut planner_loop) = match args.planner {
-        Some(policy) => {
-            let freqs = dvfs_freqs(args, plan, model)?;
-            verbose(&format!(
-                "dvfs frequencies (of the maximum, ppm): {:?}",
-                freqs.ppm()
-            ));
-            let shared = Arc::new(Mutex::new(
-                KernelPlanner::new(
-                    &plan.planner_inputs(),
-                    plan.tasks.len(),
-                    KernelPathConfig {
-                        policy,
-                        lead: args.planner_lead_slots,
-                        frame_slots: plan.frame_slots,
-                        slot_ns: cfg.slot_ns,
-                        freqs,
-                    },
-                    cfg.table.clone(),
-                )
-                .context("planner mode")?,
-            ));
-            let writers = Writers {
-                table: sched.table_writer()?,
-                perf: sched.perf_writer()?,
-            };
-            let lp = PlannerLoop::start(
-                shared.clone(),
-                writers,
-                cfg.frame_slots,
-                clock,
-                plan.housekeeping.first().copied(),
-            )?;
-            control = control.with_planner(policy.name(), args.planner_lead_slots);
-            verbose(&format!(
-                "planner {policy} deciding {} slots ahead on a housekeeping CPU",
-                args.planner_lead_slots
-            ));
-            (Some(shared), Some(lp))
-        }
-        None => (None, None),
+    let control = Control::new(d.plan.clone(), table_name, clock);
+    let Some(policy) = d.args.planner else {
+        return Ok((control, None));
     };
-    if let Some(sock) = &control_socket {
-        verbose(&format!("control socket at {}", sock.path().display()));
-    }
-    for (_, c) in &children.0 {
-        c.resume()
-            .with_context(|| format!("resuming spawned pid {}", c.pid))?;
-    }
-
-    let infos = TaskInfo::of_plan(plan);
-    let mut acc = Accounting::new(cfg.slot_ns, infos, &cfg.managed, args.timeline_slots)
-        .with_power_model(model.clone());
-    let mut energy = LiveEnergy::open(
-        &Root::new(args.sysfs_root.clone()),
-        model,
-        &cfg.managed,
-        plan.slot_us,
-    );
-    verbose(&format!("{} ({})", energy.describe(), model.name));
-    let mut trace = match &args.trace {
-        Some(p) => Some(BufWriter::new(
-            std::fs::File::create(p).with_context(|| format!("creating trace {}", p.display()))?,
-        )),
-        None => None,
-    };
-    let samples: Rc<RefCell<Vec<SlotSample>>> = Rc::default();
-    let ring = {
-        let samples = samples.clone();
-        sched.slot_records(move |s| samples.borrow_mut().push(s))?
-    };
-
-    let deadline = args.duration_s.map(|s| Duration::from_secs_f64(s.max(0.0)));
-    let stats_every = args.stats.map(|s| Duration::from_secs_f64(s.max(0.1)));
-    let start = Instant::now();
-    let mut next_stats = stats_every.map(|d| start + d);
-    let facts = |sched: &Scheduler, exit, states: Vec<TaskState>| {
-        let (task_counters, cpu_counters) = sched.counters(plan.tasks.len());
-        RunFacts {
-            duration_ns: monotonic_ns().saturating_sub(t0_ns),
-            exit,
-            tids: tids.clone(),
-            states,
-            task_counters,
-            cpu_counters,
-            prog_stats: sched.prog_stats(),
-        }
-    };
-    let mut drain = |acc: &mut Accounting, energy: &mut LiveEnergy| -> Result<()> {
-        for s in samples.borrow_mut().drain(..) {
-            acc.add(&s);
-            let rec = acc.trace_record(&s);
-            energy.record(&rec);
-            if let Some(w) = trace.as_mut() {
-                serde_json::to_writer(&mut *w, &rec).context("writing the trace")?;
-                w.write_all(b"\n").context("writing the trace")?;
-            }
-        }
-        Ok(())
-    };
-
-    let exit = loop {
-        // BPF submits without wakeups, so poll is a 100 ms sleep; consume drains the ring.
-        // EINTR from the signal handler is expected; the flag is checked below.
-        let _ = ring.poll(Duration::from_millis(100));
-        let _ = ring.consume();
-        drain(&mut acc, &mut energy)?;
-        if let Some(sock) = control_socket.as_mut() {
-            let mut engine = RunEngine {
-                sched: &mut sched,
-                guard_us,
-                online: &online,
-                planner: planner.as_deref(),
-                clock,
-            };
-            sock.serve(|line| control.serve(line, &mut engine).to_line());
-        }
-        if stop.load(Ordering::SeqCst) {
-            break ExitReason::Signal;
-        }
-        if deadline.is_some_and(|d| start.elapsed() >= d) {
-            break ExitReason::Duration;
-        }
-        if sched.exited() {
-            break ExitReason::SchedulerExited;
-        }
-        if planner_loop.as_ref().is_some_and(PlannerLoop::finished) {
-            // only an error ends the planner thread; it is reported after the summary
-            break ExitReason::Signal;
-        }
-        if args.exit_when_tasks_exit {
-            let states = task_states(&tids, &mut children, &procfs);
-            if states.iter().all(|s| *s != TaskState::Running) {
-                break ExitReason::TasksExited;
-            }
-        }
-        if let (Some(at), Some(every)) = (next_stats, stats_every) {
-            if Instant::now() >= at {
-                let states = task_states(&tids, &mut children, &procfs);
-                let summary = acc
-                    .summary(&facts(&sched, ExitReason::Duration, states))
-                    .with_energy(energy.read());
-                println!("{}", render_stats_line(&summary));
-                next_stats = Some(at + every);
-            }
-        }
-    };
-
-    let planner_result = planner_loop.as_mut().map(PlannerLoop::stop);
-    let late_slots = planner
-        .as_ref()
-        .and_then(|p| p.lock().ok().map(|p| p.late_slots()));
-    let _ = ring.consume();
-    drain(&mut acc, &mut energy)?;
-    let states = task_states(&tids, &mut children, &procfs);
-    let run = facts(&sched, exit, states);
-    let reading = energy.read();
-    let state = sched.shutdown(&sysfs, Duration::from_secs(2));
-    drop(ring);
-    verbose(&format!("detached, sched_ext state {state}"));
-    children.kill_all();
-
-    drop(control_socket.take());
-    let switches = control
-        .history()
-        .iter()
-        .map(|s| TableSwitch {
-            slot: s.at_slot,
-            table: s.table.clone(),
-        })
-        .collect();
-    let summary = acc
-        .summary(&run)
-        .with_energy(reading)
-        .with_table_switches(switches)
-        .with_planner_late_slots(late_slots);
-    print!("{}", render_summary(&acc, &summary));
-    print_switches(&control, &acc, &cfg.managed);
-    if let Some(w) = trace.as_mut() {
-        w.flush().context("writing the trace")?;
-    }
-    if let Some(p) = &args.summary_json {
-        let text = serde_json::to_string_pretty(&summary).context("encoding the summary")?;
-        std::fs::write(p, text + "\n").with_context(|| format!("writing {}", p.display()))?;
-    }
-    if state != "disabled" {
-        bail!("sched_ext state is {state} after detaching (expected disabled)");
-    }
-    if let Some(Err(e)) = planner_result {
-        return Err(e.context("the planner thread stopped"));
-    }
-    Ok(if exit == ExitReason::SchedulerExited {
-        1
-    } else {
-        0
-    })
+    let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
+    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock)?;
+    let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
+    d.verbose(&format!(
+        "planner {policy} deciding {} slots ahead on a housekeeping CPU",
+        d.args.planner_lead_slots
+    ));
+    Ok((control, Some((planner, thread))))
 }
 
-/// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster
-/// of the first managed CPU), else `Freqs::xeon_default()` as `scx_tt simulate`.
-fn dvfs_freqs(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<Freqs> {
-    if args.power_model.is_none() {
-        return Ok(Freqs::xeon_default());
+/// The current scheduler's counters.
+fn counters(sched: &Scheduler, nr_tasks: usize) -> Counters {
+    let (tasks, cpus) = sched.counters(nr_tasks);
+    Counters {
+        tasks,
+        cpus,
+        progs: sched.prog_stats(),
     }
-    let cpu = plan.managed.first().copied().unwrap_or(0);
-    model.dvfs_freqs(cpu).with_context(|| {
-        format!(
-            "the P-states of power model {} as dvfs frequencies",
-            model.name
-        )
-    })
 }
 
-/// After the summary: the table switches of the run, and where one falls in the timeline.
-fn print_switches(control: &Control, acc: &Accounting, managed: &[u32]) {
-    if control.history().is_empty() {
-        return;
-    }
-    let last = managed
-        .iter()
-        .filter_map(|&cpu| acc.timeline(cpu)?.last().map(|c| c.0))
-        .max();
-    let shown = last.map(|last| ((last + 1).saturating_sub(acc.timeline_slots() as u64), last));
-    println!("table switches (each slot's record carries the owner of the table in force):");
-    for s in control.history() {
-        let column = match shown {
-            Some((first, last)) if (first..=last).contains(&s.at_slot) => {
-                format!(" (timeline column {})", s.at_slot - first + 1)
-            }
-            _ => String::new(),
-        };
-        println!("  from slot {}: {}{column}", s.at_slot, s.table);
-    }
+/// Seconds of a flag as ns (negative: 0; too large: the longest).
+fn secs_ns(s: f64) -> u64 {
+    Duration::try_from_secs_f64(s.max(0.0))
+        .map_or(u64::MAX, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
 }

@@ -1,14 +1,21 @@
 //! The planner thread of `scx_tt --planner bss|dvfs` (docs/planner.md, "Kernel path"): on a
 //! housekeeping CPU, once per slot of the BPF slot clock (`t0_ns + k · slot_ns`, the epoch the
 //! loader armed the timers with), it steps the shared [`KernelPlanner`] up to `lead` slots
-//! ahead and writes the changed entries (each slot's cpuperf target first, then its owner). The pure part (which slots, which entries, late
-//! slots) is `KernelPlanner::advance`; this file is the clock, the thread and the map writes.
+//! ahead and writes the changed entries (each slot's cpuperf target first, then its owner).
+//! The pure part (which slots, which entries, late slots) is `KernelPlanner::advance`; this
+//! file builds the planner, and is the clock, the thread and the map writes. The planner
+//! outlives a restart of the BPF scheduler; each scheduler gets its own thread and writers.
 
+use super::RunArgs;
 use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
-use scx_tt::planner::kernel_path::KernelPlanner;
+use scx_tt::energy::model::PowerModel;
+use scx_tt::plan::Plan;
+use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner};
+use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
-use scx_tt::sched::loader::TableWriter;
+use scx_tt::sched::config::SchedConfig;
+use scx_tt::sched::loader::{Scheduler, TableWriter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -27,7 +34,75 @@ pub struct Writers {
     pub perf: TableWriter,
 }
 
+/// The planner of `--planner POLICY`, deciding from the table `cfg` loads (all at full speed).
+pub fn kernel_planner(
+    policy: Policy,
+    args: &RunArgs,
+    plan: &Plan,
+    model: &PowerModel,
+    cfg: &SchedConfig,
+) -> Result<Arc<Mutex<KernelPlanner>>> {
+    let freqs = dvfs_freqs(args, plan, model)?;
+    if args.verbose {
+        eprintln!(
+            "scx_tt: dvfs frequencies (of the maximum, ppm): {:?}",
+            freqs.ppm()
+        );
+    }
+    let config = KernelPathConfig {
+        policy,
+        lead: args.planner_lead_slots,
+        frame_slots: plan.frame_slots,
+        slot_ns: cfg.slot_ns,
+        freqs,
+    };
+    let planner = KernelPlanner::new(
+        &plan.planner_inputs(),
+        plan.tasks.len(),
+        config,
+        cfg.table.clone(),
+    )
+    .context("planner mode")?;
+    Ok(Arc::new(Mutex::new(planner)))
+}
+
+/// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster
+/// of the first managed CPU), else `Freqs::xeon_default()` as `scx_tt simulate`.
+fn dvfs_freqs(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<Freqs> {
+    if args.power_model.is_none() {
+        return Ok(Freqs::xeon_default());
+    }
+    let cpu = plan.managed.first().copied().unwrap_or(0);
+    model.dvfs_freqs(cpu).with_context(|| {
+        format!(
+            "the P-states of power model {} as dvfs frequencies",
+            model.name
+        )
+    })
+}
+
 impl PlannerLoop {
+    /// Starts the thread of `planner` writing into `sched`'s table and perf map, pinned to
+    /// the plan's first housekeeping CPU.
+    pub fn for_scheduler(
+        planner: &Arc<Mutex<KernelPlanner>>,
+        sched: &mut Scheduler,
+        plan: &Plan,
+        clock: SlotClock,
+    ) -> Result<Self> {
+        let writers = Writers {
+            table: sched.table_writer()?,
+            perf: sched.perf_writer()?,
+        };
+        Self::start(
+            planner.clone(),
+            writers,
+            plan.frame_slots,
+            clock,
+            plan.housekeeping.first().copied(),
+        )
+    }
+
     /// Starts the thread, pinned to `cpu` (a housekeeping CPU) when given.
     pub fn start(
         online: Arc<Mutex<KernelPlanner>>,

@@ -1,0 +1,286 @@
+//! The run daemon of `scx_tt --table plan.json` (feature `bpf`), in the shape of scx's Rust
+//! schedulers. [`enforce`] is the whole run:
+//!
+//! ```text
+//! daemon = Daemon::init()                  1. system checks  2. configuration, tasks
+//! loop {
+//!     enforcer = Enforcer::start(kept)     3. open/load/attach  4. arm  5. planner thread
+//!                                          6. control  7. stats (enforce.rs)
+//!     exit = enforcer.run(shutdown)        until a signal, --duration-s, the tasks' or the
+//!                                          scheduler's exit
+//!     match enforcer.stop(exit) {          detach; the BPF exit info
+//!         Restart(kept) => daemon.prepare_restart()   bounded (restart.rs), or finish + error
+//!         Final(end) => return daemon.finish(end)     summary, trace, JSON; exit code
+//!     }
+//! }
+//! ```
+//!
+//! [`Daemon`] is what a run keeps across restarts of the BPF scheduler: the inputs, the
+//! control socket, the BPF configuration (built once), the plan's tasks and spawned children,
+//! the counters of exited schedulers and the restarts. What counts on the slot grid (the
+//! clock, the control protocol, the planner, the accounting) is `enforce::Live`, created by
+//! the first start and handed from one scheduler to the next.
+//! Exit codes: 0 clean end, 2 invalid plan (run.rs), 1 any other error.
+
+use super::carry::Counters;
+use super::control_socket::ControlSocket;
+use super::enforce::{End, Enforcer, Live, Stopped};
+use super::report;
+use super::restart::{self, Restarts, MAX_RESTARTS, RESTART_WINDOW_NS};
+use super::tasks::Tasks;
+use super::RunArgs;
+use anyhow::{bail, Context, Result};
+use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
+use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::energy::model::PowerModel;
+use scx_tt::plan::Plan;
+use scx_tt::resolve::ProcFs;
+use scx_tt::sched::config::{default_guard_us, PerfTable, SchedConfig};
+use scx_tt::sched::loader::ExitInfo;
+use scx_tt::sched::system::{check_root, SysFs};
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The run: start, restart while the kernel asks (bounded), finish. Returns the exit code.
+pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
+    let mut daemon = Daemon::init(args, plan, model)?;
+    let shutdown = Shutdown::install()?;
+    let mut open_object = MaybeUninit::uninit();
+    let mut kept = None;
+    loop {
+        let mut enforcer = Enforcer::start(&mut daemon, kept.take(), &mut open_object)?;
+        let exit = enforcer.run(&shutdown)?;
+        let k = match enforcer.stop(exit)? {
+            Stopped::Final(end) => {
+                let summary = daemon.finish(end)?;
+                return Ok(i32::from(summary.exit == ExitReason::SchedulerExited));
+            }
+            Stopped::Restart(k) if shutdown.requested() => {
+                // SIGINT/SIGTERM came while the scheduler exited: the run ends here
+                let end = daemon.end(k.live, ExitReason::Signal, Ok(()));
+                daemon.finish(end)?;
+                return Ok(0);
+            }
+            Stopped::Restart(k) => k,
+        };
+        if let Err(e) = daemon.prepare_restart(&k.exit) {
+            // the run ends as if the scheduler had exited for good, then says why
+            let end = daemon.end(k.live, ExitReason::SchedulerExited, Ok(()));
+            daemon.finish(end)?;
+            return Err(e);
+        }
+        kept = Some(k);
+    }
+}
+
+/// SIGINT/SIGTERM: the run loop ends at its next wake-up (a signal cuts its sleep short).
+pub struct Shutdown(Arc<AtomicBool>);
+
+impl Shutdown {
+    fn install() -> Result<Self> {
+        let flag = Arc::new(AtomicBool::new(false));
+        let set = flag.clone();
+        ctrlc::set_handler(move || set.store(true, Ordering::SeqCst))
+            .context("installing the SIGINT/SIGTERM handler")?;
+        Ok(Shutdown(flag))
+    }
+
+    pub fn requested(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+pub struct Daemon<'a> {
+    pub(super) args: &'a RunArgs,
+    pub(super) plan: &'a Plan,
+    pub(super) model: &'a PowerModel,
+    pub(super) sysfs: SysFs,
+    pub(super) procfs: ProcFs,
+    /// `--control`: bound by the system checks, removed when dropped.
+    pub(super) socket: Option<ControlSocket>,
+    /// The machine's online CPUs (its other CPUs than the managed ones do housekeeping).
+    pub(super) online: Vec<u32>,
+    pub(super) guard_us: u64,
+    /// The plan's BPF configuration, every scheduler of the run is loaded with.
+    pub(super) cfg: SchedConfig,
+    pub(super) tasks: Tasks,
+    /// The BPF counters of the schedulers that already exited.
+    pub(super) counters: Counters,
+    pub(super) restarts: Restarts,
+}
+
+impl<'a> Daemon<'a> {
+    /// Steps 1 (system checks) and 2 (configuration, tasks).
+    pub fn init(args: &'a RunArgs, plan: &'a Plan, model: &'a PowerModel) -> Result<Self> {
+        let sysfs = SysFs::default();
+        let procfs = ProcFs::default();
+        check_root()?;
+        // First: a live socket at the path (another scx_tt) refuses the start whatever else
+        // holds.
+        let socket = args
+            .control
+            .as_deref()
+            .map(ControlSocket::bind)
+            .transpose()?;
+        let online = check_machine(&sysfs, plan)?;
+        let guard_us = args
+            .guard_us
+            .unwrap_or_else(|| default_guard_us(plan.slot_us));
+        let cfg = configure(args, plan, guard_us, &online)?;
+        let tasks = Tasks::resolve(plan, &procfs)?;
+        Ok(Daemon {
+            args,
+            plan,
+            model,
+            sysfs,
+            procfs,
+            socket,
+            online,
+            guard_us,
+            cfg,
+            tasks,
+            counters: Counters::default(),
+            restarts: Restarts::default(),
+        })
+    }
+
+    /// Before a restart the kernel asked for (`exit`): the bound, then steps 1 and 2 again
+    /// for the machine as it is now (a plan CPU gone offline fails here, naming the CPU).
+    pub fn prepare_restart(&mut self, exit: &ExitInfo) -> Result<()> {
+        let n = self
+            .restarts
+            .admit(monotonic_ns())
+            .map_err(anyhow::Error::msg)?;
+        eprintln!(
+            "scx_tt: the kernel asked for a restart of the BPF scheduler ({}): restart {n} \
+             (at most {MAX_RESTARTS} within {} s)",
+            exit.describe(),
+            RESTART_WINDOW_NS / 1_000_000_000
+        );
+        if exit.hotplug {
+            restart::settle(&self.sysfs, &exit.message);
+        }
+        self.online =
+            check_machine(&self.sysfs, self.plan).context("restarting the BPF scheduler")?;
+        // The housekeeping set is every online CPU the plan does not manage; derived by the
+        // one rule (SchedConfig::from_plan), which also checks a new CPU against the BPF limit.
+        self.cfg.housekeeping = SchedConfig::from_plan(self.plan, self.guard_us, &self.online)
+            .context("restarting the BPF scheduler")?
+            .housekeeping;
+        Ok(())
+    }
+
+    /// What the loader knows about the run besides the records: `now` holds the counters of
+    /// the scheduler still loaded (none at the end: they were carried when it stopped).
+    pub(super) fn facts(&mut self, clock: SlotClock, exit: ExitReason, now: &Counters) -> RunFacts {
+        let counters = self.counters.plus(now);
+        RunFacts {
+            duration_ns: monotonic_ns().saturating_sub(clock.t0_ns),
+            exit,
+            tids: self.tasks.found().to_vec(),
+            states: self.tasks.states(&self.procfs),
+            task_counters: counters.tasks,
+            cpu_counters: counters.cpus,
+            prog_stats: counters.progs,
+        }
+    }
+
+    /// The end of the run once no scheduler is loaded (`state`: sched_ext's, read now).
+    pub(super) fn end(&mut self, mut live: Live, exit: ExitReason, planner: Result<()>) -> End {
+        let facts = self.facts(live.clock, exit, &Counters::default());
+        let energy = live.stats.energy.read();
+        End {
+            state: self.sysfs.sched_ext_state().unwrap_or_default(),
+            live,
+            facts,
+            energy,
+            planner,
+        }
+    }
+
+    /// Ends the run: kills the spawned tasks, removes the socket, prints the summary (and the
+    /// table switches and restarts after it), writes the trace and `--summary-json`. Fails,
+    /// after all that, when sched_ext is not `disabled` or the planner thread failed.
+    pub fn finish(&mut self, end: End) -> Result<Summary> {
+        let End {
+            mut live,
+            facts,
+            energy,
+            state,
+            planner,
+        } = end;
+        self.tasks.kill_all();
+        drop(self.socket.take());
+        let late = live
+            .planner
+            .as_ref()
+            .and_then(|p| p.lock().ok().map(|p| p.late_slots()));
+        let switches = live
+            .control
+            .history()
+            .iter()
+            .map(|s| TableSwitch {
+                slot: s.at_slot,
+                table: s.table.clone(),
+            })
+            .collect();
+        let acc = &live.stats.acc;
+        let summary = acc
+            .summary(&facts)
+            .with_energy(energy)
+            .with_table_switches(switches)
+            .with_planner_late_slots(late);
+        print!("{}", render_summary(acc, &summary));
+        report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
+        report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
+        live.stats.flush_trace()?;
+        if let Some(p) = &self.args.summary_json {
+            report::write_summary_json(p, &summary, self.restarts.count())?;
+        }
+        if state != "disabled" {
+            bail!("sched_ext state is {state} after detaching (expected disabled)");
+        }
+        planner.map_err(|e| e.context("the planner thread stopped"))?;
+        Ok(summary)
+    }
+
+    pub(super) fn verbose(&self, msg: &str) {
+        if self.args.verbose {
+            eprintln!("scx_tt: {msg}");
+        }
+    }
+}
+
+/// sched_ext present and free, the plan's CPUs online; returns the online CPUs.
+fn check_machine(sysfs: &SysFs, plan: &Plan) -> Result<Vec<u32>> {
+    sysfs.check_sched_ext_free()?;
+    let plan_cpus: Vec<u32> = plan
+        .managed
+        .iter()
+        .chain(&plan.housekeeping)
+        .copied()
+        .collect();
+    sysfs.check_cpus(&plan_cpus)?;
+    Ok(sysfs.online_cpus())
+}
+
+/// The plan → BPF configuration, with `--perf-table` (or planner mode's initial targets).
+fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Result<SchedConfig> {
+    let mut cfg =
+        SchedConfig::from_plan(plan, guard_us, online).context("configuring the scheduler")?;
+    if let Some(path) = &args.perf_table {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let table =
+            PerfTable::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
+        cfg = cfg
+            .with_perf(&table.rows())
+            .context("configuring the scheduler")?;
+    }
+    if args.planner.is_some() {
+        // the planner writes a cpuperf target per slot (all at full speed until then)
+        cfg.perf = Some(scx_tt::planner::kernel_path::initial_perf(cfg.table.len()));
+    }
+    Ok(cfg)
+}

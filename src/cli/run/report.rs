@@ -1,0 +1,121 @@
+//! What the run prints after the summary (table switches, scheduler restarts) and the
+//! `--summary-json` file: the library's summary plus `restarts`, the one run-edge field.
+#![cfg_attr(not(feature = "bpf"), allow(dead_code))]
+
+use super::restart::Restart;
+use anyhow::{Context, Result};
+use scx_tt::accounting::{Accounting, Summary, TableSwitch};
+use serde::Serialize;
+use std::path::Path;
+
+/// `--summary-json`: the summary's fields, then `restarts` (docs/run-output.md).
+#[derive(Serialize)]
+struct SummaryJson<'a> {
+    #[serde(flatten)]
+    summary: &'a Summary,
+    /// Restarts of the BPF scheduler the kernel asked for (CPU hotplug), 0 without.
+    restarts: usize,
+}
+
+/// The summary JSON text (pretty, newline-terminated).
+pub fn summary_json(summary: &Summary, restarts: usize) -> Result<String> {
+    let json = SummaryJson { summary, restarts };
+    Ok(serde_json::to_string_pretty(&json).context("encoding the summary")? + "\n")
+}
+
+pub fn write_summary_json(path: &Path, summary: &Summary, restarts: usize) -> Result<()> {
+    std::fs::write(path, summary_json(summary, restarts)?)
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// The slots the timeline shows: (first, last) of the last N slots kept.
+fn timeline_span(acc: &Accounting, managed: &[u32]) -> Option<(u64, u64)> {
+    let last = managed
+        .iter()
+        .filter_map(|&cpu| acc.timeline(cpu)?.last().map(|c| c.0))
+        .max()?;
+    Some(((last + 1).saturating_sub(acc.timeline_slots() as u64), last))
+}
+
+/// " (timeline column N)" when `slot` is in the timeline's span.
+fn column(span: Option<(u64, u64)>, slot: u64) -> String {
+    match span {
+        Some((first, last)) if (first..=last).contains(&slot) => {
+            format!(" (timeline column {})", slot - first + 1)
+        }
+        _ => String::new(),
+    }
+}
+
+/// After the summary: the table switches of the run, and where one falls in the timeline.
+pub fn print_switches(switches: &[TableSwitch], acc: &Accounting, managed: &[u32]) {
+    if switches.is_empty() {
+        return;
+    }
+    let span = timeline_span(acc, managed);
+    println!("table switches (each slot's record carries the owner of the table in force):");
+    for s in switches {
+        println!(
+            "  from slot {}: {}{}",
+            s.slot,
+            s.table,
+            column(span, s.slot)
+        );
+    }
+}
+
+/// After the summary: the restarts of the BPF scheduler (nothing without one).
+pub fn print_restarts(log: &[Restart], acc: &Accounting, managed: &[u32]) {
+    if log.is_empty() {
+        return;
+    }
+    let span = timeline_span(acc, managed);
+    println!("scheduler restarts (asked for by the kernel; no slot records in between):");
+    for (i, r) in log.iter().enumerate() {
+        println!(
+            "  {}: {}; enforcing again from slot {}{}",
+            i + 1,
+            r.reason,
+            r.from_slot,
+            column(span, r.from_slot)
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scx_tt::accounting::{ExitReason, RunFacts};
+    use std::collections::BTreeMap;
+
+    fn summary() -> Summary {
+        let acc = Accounting::new(10_000_000, Vec::new(), &[1], 0);
+        acc.summary(&RunFacts {
+            duration_ns: 1_000,
+            exit: ExitReason::Duration,
+            tids: Vec::new(),
+            states: Vec::new(),
+            task_counters: Vec::new(),
+            cpu_counters: BTreeMap::new(),
+            prog_stats: Vec::new(),
+        })
+        .with_planner_late_slots(Some(3))
+    }
+
+    #[test]
+    fn the_summary_json_is_the_library_summary_then_restarts() {
+        let s = summary();
+        let text = summary_json(&s, 2).expect("json");
+        let library = serde_json::to_string_pretty(&s).expect("json");
+        // the same text, with one more field before the closing brace
+        let head = library.strip_suffix("\n}").expect("closing brace");
+        assert_eq!(text, format!("{head},\n  \"restarts\": 2\n}}\n"));
+    }
+
+    #[test]
+    fn a_restart_in_the_timeline_span_names_its_column() {
+        assert_eq!(column(Some((10, 19)), 12), " (timeline column 3)");
+        assert_eq!(column(Some((10, 19)), 20), "");
+        assert_eq!(column(None, 12), "");
+    }
+}

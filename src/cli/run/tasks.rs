@@ -1,0 +1,154 @@
+//! The plan's tasks at the run edge: their threads (selectors resolved, `cmd` tasks spawned
+//! stopped), the spawned children, and what becomes of both across a restart of the BPF
+//! scheduler. Spawned tasks are never killed and spawned again by a restart: they keep running
+//! (under the kernel's default scheduler until the new BPF scheduler attaches) and every
+//! thread of their process group goes into the new scheduler's task map. Other tasks' selectors
+//! are resolved again, joined by the threads found at the start that are still alive. Forks of
+//! non-`cmd` threads made during the run joined their task in BPF only (the kernel forgets
+//! those entries when it disables the scheduler), so after a restart they are outside the plan.
+
+use anyhow::{bail, Context, Result};
+use scx_tt::accounting::TaskState;
+use scx_tt::plan::{Plan, Selector};
+use scx_tt::resolve::{ProcFs, ResolveError};
+use scx_tt::sched::spawn::Spawned;
+
+pub struct Tasks {
+    /// Per plan task: the threads found at the start (the summary's `tids`).
+    found: Vec<Vec<u32>>,
+    /// (plan task index, child) of the `cmd` tasks, killed (with their process groups) on
+    /// drop.
+    children: Vec<(usize, Spawned)>,
+}
+
+impl Tasks {
+    /// Resolves every task's threads and spawns `cmd` tasks stopped. Missing pids/tids are
+    /// errors; a selector that matches nothing is a warning (the task's slots go to be work).
+    pub fn resolve(plan: &Plan, procfs: &ProcFs) -> Result<Self> {
+        let mut tasks = Tasks {
+            found: Vec::with_capacity(plan.tasks.len()),
+            children: Vec::new(),
+        };
+        for (i, task) in plan.tasks.iter().enumerate() {
+            let found = match &task.selector {
+                Selector::Cmd(argv) => {
+                    let child = Spawned::stopped(argv)
+                        .with_context(|| format!("spawning task {} ({argv:?})", task.name))?;
+                    let pid = child.pid;
+                    tasks.children.push((i, child));
+                    vec![pid]
+                }
+                sel => match procfs.resolve(sel) {
+                    Ok(t) => t,
+                    Err(e @ (ResolveError::NoSuchPid(_) | ResolveError::NoSuchTid(_))) => {
+                        bail!("task {}: {e}", task.name)
+                    }
+                    Err(e) => {
+                        eprintln!(
+                            "scx_tt: warning: task {}: {e}; its slots go to be work",
+                            task.name
+                        );
+                        Vec::new()
+                    }
+                },
+            };
+            if found.is_empty() {
+                eprintln!(
+                    "scx_tt: warning: task {}: no threads found; its slots go to be work",
+                    task.name
+                );
+            }
+            tasks.found.push(found);
+        }
+        Ok(tasks)
+    }
+
+    /// Per plan task, the threads found at the start.
+    pub fn found(&self) -> &[Vec<u32>] {
+        &self.found
+    }
+
+    /// (tid, task index) of the threads found at the start: the first scheduler's task map.
+    pub fn threads_at_start(&self) -> Vec<(u32, usize)> {
+        flatten(&self.found)
+    }
+
+    /// (tid, task index) as they are now: the task map of a scheduler loaded by a restart.
+    pub fn threads_now(&self, plan: &Plan, procfs: &ProcFs) -> Vec<(u32, usize)> {
+        let now: Vec<Vec<u32>> = plan
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, task)| {
+                let mut tids = match self.child(i) {
+                    Some(child) => child.group_threads(procfs),
+                    None => procfs.resolve(&task.selector).unwrap_or_default(),
+                };
+                tids.extend(self.found[i].iter().filter(|&&t| procfs.tid_alive(t)));
+                tids.sort_unstable();
+                tids.dedup();
+                tids
+            })
+            .collect();
+        flatten(&now)
+    }
+
+    fn child(&self, task: usize) -> Option<&Spawned> {
+        self.children
+            .iter()
+            .find(|(i, _)| *i == task)
+            .map(|(_, c)| c)
+    }
+
+    /// Lets the spawned tasks run (after the first attach).
+    pub fn resume(&self) -> Result<()> {
+        for (_, c) in &self.children {
+            c.resume()
+                .with_context(|| format!("resuming spawned pid {}", c.pid))?;
+        }
+        Ok(())
+    }
+
+    /// Per plan task: running while a thread found at the start (a spawned child) is alive.
+    pub fn states(&mut self, procfs: &ProcFs) -> Vec<TaskState> {
+        (0..self.found.len())
+            .map(|i| {
+                if self.found[i].is_empty() {
+                    return TaskState::NotFound;
+                }
+                let spawned = self.children.iter_mut().find(|(task, _)| *task == i);
+                let alive = match spawned {
+                    Some((_, c)) => !c.exited(),
+                    None => self.found[i].iter().any(|&tid| procfs.tid_alive(tid)),
+                };
+                if alive {
+                    TaskState::Running
+                } else {
+                    TaskState::Exited
+                }
+            })
+            .collect()
+    }
+
+    /// Kills the spawned tasks with their process groups.
+    pub fn kill_all(&mut self) {
+        for (_, c) in &mut self.children {
+            if let Err(e) = c.kill() {
+                eprintln!("scx_tt: warning: killing spawned pid {}: {e}", c.pid);
+            }
+        }
+    }
+}
+
+impl Drop for Tasks {
+    fn drop(&mut self) {
+        self.kill_all();
+    }
+}
+
+fn flatten(tids: &[Vec<u32>]) -> Vec<(u32, usize)> {
+    tids.iter()
+        .enumerate()
+        .flat_map(|(i, t)| t.iter().map(move |&tid| (tid, i)))
+        .collect()
+}
