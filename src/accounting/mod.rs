@@ -104,6 +104,36 @@ pub struct TaskCounters {
     pub inside_ns: u64,
 }
 
+/// Declares [`CpuCounters`] from one field list: the struct, its `named()` list and its sum
+/// (a restart carries the counters of the schedulers that already exited), so a counter added
+/// to `intf.h` is added in one place here.
+macro_rules! bpf_cpu_counters {
+    ($(#[$sm:meta])* pub struct $name:ident { $($(#[$fm:meta])* pub $f:ident: u64,)* }) => {
+        $(#[$sm])*
+        pub struct $name {
+            $($(#[$fm])* pub $f: u64,)*
+        }
+
+        impl $name {
+            /// Every counter with its `intf.h` name, in the struct's order.
+            pub fn named(&self) -> [(&'static str, u64); [$(stringify!($f)),*].len()] {
+                [$((stringify!($f), self.$f)),*]
+            }
+        }
+
+        impl std::ops::Add for $name {
+            type Output = $name;
+            /// Counter by counter (saturating).
+            fn add(self, other: $name) -> $name {
+                $name {
+                    $($f: self.$f.saturating_add(other.$f),)*
+                }
+            }
+        }
+    };
+}
+
+bpf_cpu_counters! {
 /// Per-CPU counters kept by BPF: `struct tt_cpu_stats` of src/bpf/intf.h, field for field and
 /// under the same names (the loader fills it exhaustively; the summary carries it whole as
 /// `cpus[].bpf_counters`, docs/run-output.md).
@@ -132,39 +162,9 @@ pub struct CpuCounters {
     /// `bpf_timer_start` refused to (re-)arm this CPU's slot timer (the scheduler exits: B.4).
     pub timer_errors: u64,
 }
+}
 
 impl CpuCounters {
-    /// Every counter with its `intf.h` name, in the struct's order.
-    pub fn named(&self) -> [(&'static str, u64); 11] {
-        // exhaustive: a new counter must be named here too
-        let CpuCounters {
-            ticks,
-            tick_cost_ns,
-            late_skips,
-            pin_mismatch,
-            rec_drops,
-            lost_ns,
-            stop_events,
-            stop_late,
-            stop_kicks,
-            stop_cost_ns,
-            timer_errors,
-        } = *self;
-        [
-            ("ticks", ticks),
-            ("tick_cost_ns", tick_cost_ns),
-            ("late_skips", late_skips),
-            ("pin_mismatch", pin_mismatch),
-            ("rec_drops", rec_drops),
-            ("lost_ns", lost_ns),
-            ("stop_events", stop_events),
-            ("stop_late", stop_late),
-            ("stop_kicks", stop_kicks),
-            ("stop_cost_ns", stop_cost_ns),
-            ("timer_errors", timer_errors),
-        ]
-    }
-
     /// The invariant counters that are not 0: the CPU's slot clock broke (`pin_mismatch`,
     /// `timer_errors`), which ended the scheduler (src/bpf/tt_sched.bpf.c, B.4).
     pub fn clock_faults(&self) -> Vec<(&'static str, u64)> {
@@ -769,5 +769,35 @@ mod tests {
         );
         assert!(render::render_summary(&a, &s).contains("energy unavailable\n"));
         assert!(render::render_stats_line(&s).ends_with("| energy unavailable"));
+    }
+
+    #[test]
+    fn cpu_counters_add_counter_by_counter_and_saturate() {
+        let mut a = CpuCounters::default();
+        let mut b = CpuCounters::default();
+        // distinct values per counter, so a field summed into another one shows
+        for (i, (name, _)) in CpuCounters::default().named().iter().enumerate() {
+            let i = i as u64;
+            match *name {
+                "ticks" => (a.ticks, b.ticks) = (i, 100 * i),
+                "timer_errors" => (a.timer_errors, b.timer_errors) = (i, 100 * i),
+                _ => {}
+            }
+        }
+        a.lost_ns = u64::MAX - 1;
+        b.lost_ns = 5;
+        let sum = a + b;
+        for ((name, x), ((_, y), (_, z))) in sum.named().iter().zip(a.named().iter().zip(b.named()))
+        {
+            let want = y.saturating_add(z);
+            assert_eq!(*x, want, "{name}");
+        }
+        assert_eq!(sum.lost_ns, u64::MAX, "saturates");
+        assert_eq!(sum.ticks, 101 * a.ticks);
+        assert_eq!(
+            CpuCounters::default().named().len(),
+            11,
+            "every field of tt_cpu_stats"
+        );
     }
 }

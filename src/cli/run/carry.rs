@@ -28,7 +28,7 @@ impl Counters {
             .collect();
         let mut cpus = self.cpus.clone();
         for (&cpu, c) in &now.cpus {
-            let sum = add_cpu(cpus.get(&cpu).copied().unwrap_or_default(), *c);
+            let sum = cpus.get(&cpu).copied().unwrap_or_default() + *c;
             cpus.insert(cpu, sum);
         }
         let mut progs = self.progs.clone();
@@ -52,36 +52,6 @@ fn add_task(a: TaskCounters, b: TaskCounters) -> TaskCounters {
     TaskCounters {
         run_ns: a.run_ns + run_ns,
         inside_ns: a.inside_ns + inside_ns,
-    }
-}
-
-fn add_cpu(a: CpuCounters, b: CpuCounters) -> CpuCounters {
-    // every field named: a counter added to the struct must be summed here too
-    let CpuCounters {
-        ticks,
-        tick_cost_ns,
-        late_skips,
-        pin_mismatch,
-        rec_drops,
-        lost_ns,
-        stop_events,
-        stop_late,
-        stop_kicks,
-        stop_cost_ns,
-        timer_errors,
-    } = b;
-    CpuCounters {
-        ticks: a.ticks + ticks,
-        tick_cost_ns: a.tick_cost_ns + tick_cost_ns,
-        late_skips: a.late_skips + late_skips,
-        pin_mismatch: a.pin_mismatch + pin_mismatch,
-        rec_drops: a.rec_drops + rec_drops,
-        lost_ns: a.lost_ns + lost_ns,
-        stop_events: a.stop_events + stop_events,
-        stop_late: a.stop_late + stop_late,
-        stop_kicks: a.stop_kicks + stop_kicks,
-        stop_cost_ns: a.stop_cost_ns + stop_cost_ns,
-        timer_errors: a.timer_errors + timer_errors,
     }
 }
 
