@@ -15,6 +15,7 @@ pub mod explain;
 pub mod gen;
 pub mod limits;
 pub mod raw;
+pub mod strict;
 mod table;
 pub mod timing;
 mod validate;
@@ -50,7 +51,8 @@ pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
 /// The raw, unvalidated plan (for tools that rewrite plans).
 pub fn parse_raw(text: &str) -> Result<RawPlan, PlanErrors> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: RawPlan = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+    // `Object`: a plan is a JSON object, never serde's positional array form.
+    let strict::Object(raw) = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         syntax(
             if path == "." { String::new() } else { path },
