@@ -43,6 +43,10 @@ pub enum Rule {
         column: usize,
         message: String,
     },
+    #[error("the file is not UTF-8: invalid byte at offset {offset}")]
+    NotUtf8 { offset: usize },
+    #[error("the file is larger than {limit} bytes (the plan file limit)")]
+    FileTooLarge { limit: u64 },
     #[error("unsupported format version (only 1 exists)")]
     Version,
     #[error("is required")]
