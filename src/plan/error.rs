@@ -148,6 +148,19 @@ pub enum Rule {
         entries: u128,
         limit: u64,
     },
+    #[error("{managed} managed CPUs × {frame} slots = {slots} CPU slots, above the limit of {limit} (plan and table memory)")]
+    CpuSlotsTooMany {
+        managed: usize,
+        frame: u64,
+        slots: u128,
+        limit: u64,
+    },
+    #[error("the frame holds {jobs} jobs on {managed} managed CPUs, above the limit of {limit} (planner memory)")]
+    TooManyJobs {
+        jobs: u128,
+        managed: usize,
+        limit: usize,
+    },
     #[error("brings the plan's distinct thread ids to {count}, above the BPF scheduler's limit of {limit} (TT_MAX_THREADS less scx_tt's own loader thread)")]
     TooManyThreads { count: usize, limit: usize },
     #[error("job {instance} of {task} (window [{release}, {deadline}), wcet {wcet}) misses its deadline on cpu {cpu} under EDF: {remaining} slots left at slot {deadline}")]

@@ -79,6 +79,16 @@ impl TryFrom<RawPlan> for Plan {
         let frame = check_frame(raw.frame_slots, &f.tasks, &mut errs);
         if frame > 0 {
             limits::check_table_size(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+            limits::check_cpu_slots(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+            // every table task's instances (an upper bound of the jobs the CPUs get)
+            let jobs: u128 = f
+                .tasks
+                .iter()
+                .filter(|t| t.class == Class::Tt && t.start == Start::Table)
+                .filter_map(|t| t.timing.as_ref())
+                .map(|t| t.job_count(frame) as u128)
+                .sum();
+            limits::check_job_count(jobs, f.managed.len(), &mut errs);
         }
         errs.finish()?;
 
