@@ -23,8 +23,8 @@ use std::collections::HashMap;
 
 /// Longest thread name the kernel keeps (`TASK_COMM_LEN` − 1).
 const COMM_MAX: usize = 15;
-const SLOT_US_MIN: u64 = 100;
-const SLOT_US_MAX: u64 = 1_000_000;
+pub(crate) const SLOT_US_MIN: u64 = 100;
+pub(crate) const SLOT_US_MAX: u64 = 1_000_000;
 
 /// Error collector.
 #[derive(Default)]
