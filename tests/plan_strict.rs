@@ -37,10 +37,10 @@ fn a_plan_in_positional_form_is_refused() {
             "tasks":[{TASK}],"table":[{{"cpu":1,"ranges":[[0,3,"a"]]}}]}}"#
     ));
     assert!(e.starts_with("table[0].ranges[0]: "), "{e}");
-    let e = plan_error(&format!(
-        r#"{{"slot_us":10000,"cpus":{{"managed":[1],"housekeeping":[0]}},
-            "tasks":[{{"name":"q","qemu":[1],"class":"tt","cpu":1,"period":10,"wcet":3}}]}}"#
-    ));
+    let e = plan_error(
+        r#"{"slot_us":10000,"cpus":{"managed":[1],"housekeeping":[0]},
+            "tasks":[{"name":"q","qemu":[1],"class":"tt","cpu":1,"period":10,"wcet":3}]}"#,
+    );
     assert!(e.starts_with("tasks[0].qemu: "), "{e}");
 }
 
