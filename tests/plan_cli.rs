@@ -167,3 +167,40 @@ fn check_plan_above_the_bpf_task_limit_exits_2_naming_tasks() {
         "{stderr}"
     );
 }
+
+/// Issue 12, item 7: a plan that is not UTF-8 is an invalid plan (exit 2), reported once with
+/// the offset of the first bad byte.
+#[test]
+fn check_non_utf8_plan_exits_2_with_the_offset_once() {
+    let bad = scratch("latin1.json");
+    std::fs::write(
+        &bad,
+        b"{\"slot_us\": 1000, \"tasks\": [{\"name\": \"caf\xe9\"}]}",
+    )
+    .expect("write");
+    let out = scx_tt(&["plan", "check", bad.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("UTF-8").count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("not UTF-8: invalid byte at offset 41"),
+        "{stderr}"
+    );
+}
+
+/// A plan file above the size cap is refused before it is parsed (exit 2).
+#[test]
+fn check_oversized_plan_exits_2() {
+    let big = scratch("big.json");
+    let mut body = String::from("{\"slot_us\": 1000");
+    body.push_str(&" ".repeat(scx_tt::plan::MAX_PLAN_BYTES as usize));
+    body.push('}');
+    std::fs::write(&big, body).expect("write");
+    let out = scx_tt(&["plan", "check", big.to_str().expect("utf-8")]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("larger than"),
+        "{}",
+        text(&out.stderr)
+    );
+}

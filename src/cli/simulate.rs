@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 /// Exit code when a guaranteed job missed its deadline.
 const EXIT_MISS: i32 = 3;
-/// Exit code for an invalid plan.
+/// Exit code for an invalid plan or arrivals file.
 const EXIT_INVALID: i32 = 2;
 
 /// Run the slot-shifting planner over a plan without root or sched_ext.
@@ -94,10 +94,36 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
     };
     let arrivals: Vec<Arrival> = match &args.arrivals {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
+            let mut bytes = Vec::new();
+            std::fs::File::open(path)
+                .and_then(|f| {
+                    use std::io::Read;
+                    f.take(sim::MAX_ARRIVALS_BYTES + 1).read_to_end(&mut bytes)
+                })
                 .with_context(|| format!("reading arrivals {}", path.display()))?;
-            sim::parse_arrivals(&text)
-                .with_context(|| format!("parsing arrivals {}", path.display()))?
+            let invalid = |why: String| {
+                eprintln!("{}: invalid arrivals: {why}", path.display());
+                Ok(EXIT_INVALID)
+            };
+            if bytes.len() as u64 > sim::MAX_ARRIVALS_BYTES {
+                return invalid(format!(
+                    "larger than {} bytes (the arrivals file limit)",
+                    sim::MAX_ARRIVALS_BYTES
+                ));
+            }
+            let text = match std::str::from_utf8(&bytes) {
+                Ok(t) => t,
+                Err(e) => {
+                    return invalid(format!(
+                        "not UTF-8: invalid byte at offset {}",
+                        e.valid_up_to()
+                    ))
+                }
+            };
+            match sim::parse_arrivals(text) {
+                Ok(a) => a,
+                Err(e) => return invalid(e.to_string()),
+            }
         }
         None => Vec::new(),
     };

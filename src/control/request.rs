@@ -7,6 +7,7 @@
 //! unknown fields) through `serde_path_to_error`, so that every error names the field. Written
 //! back (`scx_tt ctl`) through the derived, `op`-tagged serialisation of the same enum.
 
+use crate::planner::cpu::MAX_JOB_SLOTS;
 use crate::planner::Policy;
 use serde::de::{self, DeserializeOwned, Deserializer, Unexpected, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
@@ -94,6 +95,9 @@ pub enum RequestError {
     /// The value of `op`, as JSON text.
     #[error("op = {0}: unknown operation (one of {OPS})")]
     UnknownOp(String),
+    /// The JSON path of a key that appears twice in one object.
+    #[error("{0}: appears twice (a key may appear once)")]
+    DuplicateKey(String),
     /// An argument of `op` broke a rule: `field` names it, or `message` does when the error is
     /// about the arguments as a whole (a missing one).
     #[error("{at}: {message}", at = field.clone().unwrap_or_else(|| format!("op = {op:?}")))]
@@ -115,6 +119,19 @@ impl Request {
         let Value::Object(mut args) = value else {
             return Err(RequestError::NotObject(value.to_string()));
         };
+        // `Value` keeps the last of two equal keys; a second pass over the (valid, bounded)
+        // line refuses them instead, wherever they are.
+        let de = &mut serde_json::Deserializer::from_str(line);
+        if let Err(e) = serde_path_to_error::deserialize::<_, UniqueKeys>(de) {
+            // the path is the object's; the message is the key (serde_json adds the position)
+            let parent = e.path().to_string();
+            let key = e.into_inner().to_string();
+            let key = key.rsplit_once(" at line ").map_or(&key[..], |(k, _)| k);
+            return Err(RequestError::DuplicateKey(match &parent[..] {
+                "." => key.to_string(),
+                p => format!("{p}.{key}"),
+            }));
+        }
         let op = args.remove("op").ok_or(RequestError::MissingOp)?;
         let args = Value::Object(args);
         match op.as_str() {
@@ -149,7 +166,8 @@ fn parse_args<T: DeserializeOwned>(op: &'static str, args: Value) -> Result<T, R
     })
 }
 
-/// `wcet_slots`, `deadline_slots`: an integer of at least 1.
+/// `wcet_slots`, `deadline_slots`: an integer of at least 1 and at most the planner's bound
+/// [`MAX_JOB_SLOTS`] (beyond it a job's work would not fit the planner's 64-bit counters).
 fn positive_slots<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     struct Slots;
     impl Visitor<'_> for Slots {
@@ -160,7 +178,8 @@ fn positive_slots<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
             match n {
                 0 => Err(E::invalid_value(Unexpected::Unsigned(n), &self)),
-                _ => Ok(n),
+                1..=MAX_JOB_SLOTS => Ok(n),
+                _ => Err(E::invalid_value(Unexpected::Unsigned(n), &AtMost)),
             }
         }
         fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
@@ -171,6 +190,63 @@ fn positive_slots<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
         }
     }
     d.deserialize_u64(Slots)
+}
+
+/// Any JSON value whose objects have distinct keys (the error is at the second occurrence).
+struct UniqueKeys;
+
+impl<'de> Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeys)
+    }
+}
+
+impl<'de> Visitor<'de> for UniqueKeys {
+    type Value = UniqueKeys;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E>(self) -> Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                return Err(de::Error::custom(key));
+            }
+            seen.insert(key);
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(self)
+    }
+}
+
+/// What a slot count above the bound should have been.
+struct AtMost;
+impl de::Expected for AtMost {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "at most {MAX_JOB_SLOTS} slots (the planner's bound)")
+    }
 }
 
 /// `plan`: an absolute path.

@@ -43,6 +43,10 @@ pub enum Rule {
         column: usize,
         message: String,
     },
+    #[error("the file is not UTF-8: invalid byte at offset {offset}")]
+    NotUtf8 { offset: usize },
+    #[error("the file is larger than {limit} bytes (the plan file limit)")]
+    FileTooLarge { limit: u64 },
     #[error("unsupported format version (only 1 exists)")]
     Version,
     #[error("is required")]
@@ -143,6 +147,19 @@ pub enum Rule {
         frame: u64,
         entries: u128,
         limit: u64,
+    },
+    #[error("{managed} managed CPUs × {frame} slots = {slots} CPU slots, above the limit of {limit} (plan and table memory)")]
+    CpuSlotsTooMany {
+        managed: usize,
+        frame: u64,
+        slots: u128,
+        limit: u64,
+    },
+    #[error("the frame holds {jobs} jobs on {managed} managed CPUs, above the limit of {limit} (planner memory)")]
+    TooManyJobs {
+        jobs: u128,
+        managed: usize,
+        limit: usize,
     },
     #[error("brings the plan's distinct thread ids to {count}, above the BPF scheduler's limit of {limit} (TT_MAX_THREADS less scx_tt's own loader thread)")]
     TooManyThreads { count: usize, limit: usize },

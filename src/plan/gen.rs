@@ -5,7 +5,8 @@
 //! gen(params, seed):
 //!   loop (at most MAX_ATTEMPTS seeds: seed, seed+1, ...):
 //!     rng = splitmix64(seed)
-//!     u[] = UUnifast-discard(n, U)        // n utilizations summing to U, each ≤ 1
+//!     u[] = UUnifast-discard(n, U)        // n utilizations summing to U, each ≤ 1 (at most
+//!                                         // UUNIFAST_DRAWS draws, else the seed fails)
 //!     for each u_i:
 //!       candidates = periods P in [Pmin, Pmax] (dividing frame_slots, when given)
 //!                    with round(u_i·P) in [Wmin, Wmax]
@@ -27,6 +28,8 @@
 //!    in the WCET range and never exceed the period.
 
 use super::raw::{RawCpus, RawPlan, RawTask};
+use super::timing::FRAME_CAP_SLOTS;
+use super::validate::{SLOT_US_MAX, SLOT_US_MIN};
 use super::Plan;
 use crate::abi::{MAX_CPUS, MAX_TASKS};
 use crate::planner::offline::Slot;
@@ -105,8 +108,11 @@ impl SplitMix64 {
 
 /// UUnifast (Bini & Buttazzo 2005), discarding sets with a task above 1 (UUnifast-discard) so
 /// that multiprocessor totals work.
-pub fn uunifast(n: usize, total: f64, rng: &mut SplitMix64) -> Vec<f64> {
-    loop {
+///
+/// Draws at most [`UUNIFAST_DRAWS`] sets; `None` if every one had a task above 1 (a total close
+/// to `n` makes that likely, a total of exactly `n > 1` certain).
+pub fn uunifast(n: usize, total: f64, rng: &mut SplitMix64) -> Option<Vec<f64>> {
+    for _ in 0..UUNIFAST_DRAWS {
         let mut out = Vec::with_capacity(n);
         let mut sum = total;
         for i in 1..n {
@@ -116,10 +122,14 @@ pub fn uunifast(n: usize, total: f64, rng: &mut SplitMix64) -> Vec<f64> {
         }
         out.push(sum);
         if out.iter().all(|&u| u <= 1.0) {
-            return out;
+            return Some(out);
         }
     }
+    None
 }
+
+/// Sets UUnifast-discard draws per seed before the seed is given up.
+pub const UUNIFAST_DRAWS: usize = 100;
 
 fn check(p: &GenParams) -> Result<(), GenError> {
     let bad = |m: String| Err(GenError::Params(m));
@@ -157,6 +167,26 @@ fn check(p: &GenParams) -> Result<(), GenError> {
             ));
         }
     }
+    // A period above the frame cap can never be in a valid plan; the range is enumerated.
+    if p.period.1 > FRAME_CAP_SLOTS {
+        return bad(format!(
+            "--period {}..{}: B must be at most {FRAME_CAP_SLOTS} (the frame cap)",
+            p.period.0, p.period.1
+        ));
+    }
+    if let Some(f) = p.frame_slots {
+        if f == 0 || f > FRAME_CAP_SLOTS {
+            return bad(format!(
+                "--frame-slots {f} must be in 1..={FRAME_CAP_SLOTS} (the frame cap)"
+            ));
+        }
+    }
+    if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&p.slot_us) {
+        return bad(format!(
+            "--slot-us {} must be in {SLOT_US_MIN}..={SLOT_US_MAX} (the plan's slot_us range)",
+            p.slot_us
+        ));
+    }
     if candidate_periods(p).is_empty() {
         return bad(format!(
             "no period in --period {}..{} is at least the smallest wcet {}{}",
@@ -181,21 +211,26 @@ fn candidate_periods(p: &GenParams) -> Vec<Slot> {
         .collect()
 }
 
-/// One attempt: the raw plan of `seed`.
-pub fn raw_plan(p: &GenParams, seed: u64) -> RawPlan {
+/// One attempt: the raw plan of `seed` (`None`: UUnifast-discard found no set).
+pub fn raw_plan(p: &GenParams, seed: u64) -> Option<RawPlan> {
+    raw_plan_from(p, seed, &candidate_periods(p))
+}
+
+/// [`raw_plan`] with the candidate periods computed once for all seeds.
+fn raw_plan_from(p: &GenParams, seed: u64, periods: &[Slot]) -> Option<RawPlan> {
     let mut rng = SplitMix64::new(seed);
-    let periods = candidate_periods(p);
-    let tasks = uunifast(p.tasks, p.util, &mut rng)
+    let tasks = uunifast(p.tasks, p.util, &mut rng)?
         .into_iter()
         .enumerate()
         .map(|(i, u)| {
             let wcet_of = |period: Slot| ((u * period as f64).round() as u64).clamp(1, period);
-            let fits: Vec<Slot> = periods
-                .iter()
-                .copied()
-                .filter(|&t| (p.wcet.0..=p.wcet.1).contains(&wcet_of(t)))
-                .collect();
-            let pool = if fits.is_empty() { &periods } else { &fits };
+            // `wcet_of` does not decrease with the period (u ≤ 1), so the periods whose wcet
+            // lies in the range are one run of the sorted candidates: two binary searches
+            // instead of a pass over up to FRAME_CAP_SLOTS periods per task.
+            let lo = periods.partition_point(|&t| wcet_of(t) < p.wcet.0);
+            let hi = periods.partition_point(|&t| wcet_of(t) <= p.wcet.1);
+            let fits = &periods[lo..hi.max(lo)];
+            let pool = if fits.is_empty() { periods } else { fits };
             let period = pool[rng.below(pool.len() as u64) as usize];
             let wcet = wcet_of(period).clamp(p.wcet.0, p.wcet.1).min(period);
             RawTask {
@@ -208,7 +243,7 @@ pub fn raw_plan(p: &GenParams, seed: u64) -> RawPlan {
             }
         })
         .collect();
-    RawPlan {
+    Some(RawPlan {
         version: Some(1),
         slot_us: Some(p.slot_us),
         frame_slots: p.frame_slots,
@@ -218,15 +253,24 @@ pub fn raw_plan(p: &GenParams, seed: u64) -> RawPlan {
         }),
         tasks: Some(tasks),
         table: None,
-    }
+    })
 }
 
 /// The first valid plan from `params.seed` on (see the module doc).
 pub fn generate(params: &GenParams) -> Result<Generated, GenError> {
     check(params)?;
     let mut retries = Vec::new();
-    for seed in params.seed..params.seed.saturating_add(MAX_ATTEMPTS) {
-        let raw = raw_plan(params, seed);
+    let periods = candidate_periods(params);
+    // MAX_ATTEMPTS seeds from the given one on, wrapping past u64::MAX
+    for seed in (0..MAX_ATTEMPTS).map(|k| params.seed.wrapping_add(k)) {
+        let Some(raw) = raw_plan_from(params, seed, &periods) else {
+            retries.push(format!(
+                "seed {seed}: UUnifast-discard drew {UUNIFAST_DRAWS} sets, each with a task \
+                 above utilization 1 (--util {} is close to --tasks {})",
+                params.util, params.tasks
+            ));
+            continue;
+        };
         match Plan::try_from(raw.clone()) {
             Ok(plan) => {
                 return Ok(Generated {
@@ -264,7 +308,7 @@ mod tests {
     fn uunifast_sums_to_total_and_each_at_most_one() {
         let mut r = SplitMix64::new(7);
         for n in 1..20 {
-            let u = uunifast(n, 0.9 * n.min(3) as f64, &mut r);
+            let u = uunifast(n, 0.9 * n.min(3) as f64, &mut r).unwrap();
             assert_eq!(u.len(), n);
             let sum: f64 = u.iter().sum();
             assert!((sum - 0.9 * n.min(3) as f64).abs() < 1e-9, "{sum}");

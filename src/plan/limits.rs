@@ -106,6 +106,51 @@ pub(super) fn check_table_size(managed: usize, frame: u64, given: bool, errs: &m
     }
 }
 
+/// Managed CPUs × frame slots of a plan: 16,777,216 (16 CPUs at the 1,000,000-slot frame cap, or
+/// 256 CPUs at 65,536 slots). Per CPU and slot the plan, the loader and the BPF table each hold
+/// an entry, so this bounds their memory (below 2 GiB together) where the table rule alone
+/// allows 2 × 256 × 1,000,000 entries.
+pub const MAX_CPU_FRAME_SLOTS: u64 = 1 << 24;
+
+/// Jobs in one frame over all managed CPUs: 1,048,576. The planner keeps three frames of them
+/// per CPU (about 140 bytes a job with its intervals and rings), so this bounds its memory to
+/// some 450 MiB.
+pub const MAX_PLAN_JOBS: usize = 1 << 20;
+
+/// `frame_slots`: managed CPUs × frame slots ≤ [`MAX_CPU_FRAME_SLOTS`].
+pub(super) fn check_cpu_slots(managed: usize, frame: u64, given: bool, errs: &mut Errors) {
+    let slots = managed as u128 * u128::from(frame);
+    if slots > u128::from(MAX_CPU_FRAME_SLOTS) {
+        let rule = Rule::CpuSlotsTooMany {
+            managed,
+            frame,
+            slots,
+            limit: MAX_CPU_FRAME_SLOTS,
+        };
+        if given {
+            errs.value("frame_slots", &frame, rule);
+        } else {
+            errs.push("frame_slots", None, rule);
+        }
+    }
+}
+
+/// `tasks`: the jobs of one frame (every table task's instances) ≤ [`MAX_PLAN_JOBS`]. Counted
+/// before any job is built.
+pub(super) fn check_job_count(jobs: u128, managed: usize, errs: &mut Errors) {
+    if jobs > MAX_PLAN_JOBS as u128 {
+        errs.push(
+            "tasks",
+            None,
+            Rule::TooManyJobs {
+                jobs,
+                managed,
+                limit: MAX_PLAN_JOBS,
+            },
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

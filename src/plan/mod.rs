@@ -15,6 +15,7 @@ pub mod explain;
 pub mod gen;
 pub mod limits;
 pub mod raw;
+pub mod strict;
 mod table;
 pub mod timing;
 mod validate;
@@ -34,23 +35,62 @@ pub fn from_str(text: &str) -> Result<Plan, PlanErrors> {
     Plan::try_from(parse_raw(text)?)
 }
 
-/// Read, parse and validate a plan file.
+/// The largest plan file read (bytes): 4 MiB, some 40,000 tasks of the bundled examples' size,
+/// far above the 512 tasks a plan may have; bounds the memory a parse can take.
+pub const MAX_PLAN_BYTES: u64 = 4 << 20;
+
+/// Read, parse and validate a plan file. A file above [`MAX_PLAN_BYTES`] or not UTF-8 is an
+/// invalid plan (one error: the size, or the offset of the first bad byte); at most
+/// `MAX_PLAN_BYTES + 1` bytes are read.
 pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path).map_err(|source| LoadError::Io {
+    let invalid = |errors| LoadError::Invalid {
+        path: path.to_path_buf(),
+        errors,
+    };
+    let bytes = read_capped(path, MAX_PLAN_BYTES).map_err(|source| LoadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    from_str(&text).map_err(|errors| LoadError::Invalid {
-        path: path.to_path_buf(),
-        errors,
+    let text = decode(&bytes, MAX_PLAN_BYTES).map_err(invalid)?;
+    from_str(text).map_err(invalid)
+}
+
+/// At most `cap + 1` bytes of the file at `path` (one more than allowed tells it is too large).
+fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The plan text of `bytes`: at most `cap` bytes of UTF-8.
+pub fn decode(bytes: &[u8], cap: u64) -> Result<&str, PlanErrors> {
+    if bytes.len() as u64 > cap {
+        return Err(PlanErrors(vec![PlanError::new(
+            "",
+            None,
+            Rule::FileTooLarge { limit: cap },
+        )]));
+    }
+    std::str::from_utf8(bytes).map_err(|e| {
+        PlanErrors(vec![PlanError::new(
+            "",
+            None,
+            Rule::NotUtf8 {
+                offset: e.valid_up_to(),
+            },
+        )])
     })
 }
 
 /// The raw, unvalidated plan (for tools that rewrite plans).
 pub fn parse_raw(text: &str) -> Result<RawPlan, PlanErrors> {
     let de = &mut serde_json::Deserializer::from_str(text);
-    let raw: RawPlan = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+    // `Object`: a plan is a JSON object, never serde's positional array form.
+    let strict::Object(raw) = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
         let path = e.path().to_string();
         syntax(
             if path == "." { String::new() } else { path },

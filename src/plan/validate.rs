@@ -23,8 +23,8 @@ use std::collections::HashMap;
 
 /// Longest thread name the kernel keeps (`TASK_COMM_LEN` − 1).
 const COMM_MAX: usize = 15;
-const SLOT_US_MIN: u64 = 100;
-const SLOT_US_MAX: u64 = 1_000_000;
+pub(crate) const SLOT_US_MIN: u64 = 100;
+pub(crate) const SLOT_US_MAX: u64 = 1_000_000;
 
 /// Error collector.
 #[derive(Default)]
@@ -79,6 +79,16 @@ impl TryFrom<RawPlan> for Plan {
         let frame = check_frame(raw.frame_slots, &f.tasks, &mut errs);
         if frame > 0 {
             limits::check_table_size(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+            limits::check_cpu_slots(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+            // every table task's instances (an upper bound of the jobs the CPUs get)
+            let jobs: u128 = f
+                .tasks
+                .iter()
+                .filter(|t| t.class == Class::Tt && t.start == Start::Table)
+                .filter_map(|t| t.timing.as_ref())
+                .map(|t| t.job_count(frame) as u128)
+                .sum();
+            limits::check_job_count(jobs, f.managed.len(), &mut errs);
         }
         errs.finish()?;
 

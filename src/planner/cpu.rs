@@ -59,6 +59,14 @@ use std::collections::{BinaryHeap, VecDeque};
 /// Work units per slot at full speed (normalised frequency 1.0 = `UNIT` parts per million).
 pub const UNIT: u64 = 1_000_000;
 
+/// The largest WCET, relative deadline or period (in slots) the planner represents:
+/// `u32::MAX`. Below it `wcet · UNIT` fits 64 bits with room (and `wcet` an `i64`), so the job's
+/// work and the spare-capacity counters cannot wrap; it is far above any horizon (two frames of at
+/// most 1,000,000 slots each), so no job this long could be accepted anyway. Admissions above it
+/// are refused (`Rejection::Invalid`), and the control and arrivals parsers refuse such values
+/// with the field's name (docs/planner.md, "Limits").
+pub const MAX_JOB_SLOTS: u64 = u32::MAX as u64;
+
 /// How a guaranteed job came to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobKind {
@@ -773,9 +781,11 @@ impl CpuState {
     }
 
     /// Guarantee routine: adds a firm job released at `now` that passed [`Self::acceptance`].
+    /// `wcet` must be at most [`MAX_JOB_SLOTS`] (checked by `Planner::admit_firm`); a larger
+    /// one is ignored here rather than wrapped into the spare capacity.
     pub fn guarantee(&mut self, now: Slot, task: usize, wcet: u64, deadline: Slot) {
         let d = deadline.min(self.horizon_end());
-        if wcet == 0 {
+        if wcet == 0 || wcet > MAX_JOB_SLOTS {
             return;
         }
         // A DPM idle period in progress keeps going only if the job still fits after it;

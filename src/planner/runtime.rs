@@ -33,7 +33,7 @@
 //! complete and `k+2` is finished with the old template first); a removal also frees the
 //! capacity its live jobs still hold at once.
 
-use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, UNIT};
+use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, MAX_JOB_SLOTS, UNIT};
 use super::offline::{Job, Miss, Slot};
 use super::policy::{self, Decision, Freqs, Policy};
 
@@ -246,7 +246,8 @@ impl Planner {
     }
 
     /// Admits a firm aperiodic job released now: `wcet` slots before slot `deadline` (absolute,
-    /// exclusive), on a CPU `place` allows (see [`Placement`]).
+    /// exclusive), on a CPU `place` allows (see [`Placement`]). A `wcet` above
+    /// [`MAX_JOB_SLOTS`] is refused as invalid; any `deadline` is clamped to the horizon.
     pub fn admit_firm(
         &mut self,
         task: usize,
@@ -256,6 +257,9 @@ impl Planner {
     ) -> Admission {
         let now = self.next_slot;
         let n = self.cpus.len();
+        if wcet > MAX_JOB_SLOTS {
+            return Admission::Rejected(Rejection::Invalid(too_long("wcet", wcet)));
+        }
         if let Placement::Only(i) = place {
             if i >= n {
                 return Admission::Rejected(Rejection::Invalid(no_cpu(i, n)));
@@ -340,6 +344,9 @@ impl Planner {
         period: Slot,
         place: Placement,
     ) -> Admission {
+        if wcet > MAX_JOB_SLOTS {
+            return Admission::Rejected(Rejection::Invalid(too_long("wcet", wcet)));
+        }
         if period == 0 || !self.frame.is_multiple_of(period) {
             return Admission::Rejected(Rejection::Invalid(format!(
                 "period {period} does not divide the frame of {} slots",
@@ -408,7 +415,8 @@ impl Planner {
         })?;
         self.cpus[target].soft.push_back(SoftJob {
             task,
-            rem: wcet.max(1) * UNIT,
+            // no guarantee to keep: a budget above the bound is cut to it instead of wrapping
+            rem: wcet.clamp(1, MAX_JOB_SLOTS) * UNIT,
         });
         Some(target)
     }
@@ -422,6 +430,11 @@ impl Planner {
         }
         found
     }
+}
+
+/// The refusal of a `field` above [`MAX_JOB_SLOTS`].
+fn too_long(field: &str, value: u64) -> String {
+    format!("{field} {value} slots is above the planner's bound of {MAX_JOB_SLOTS} slots")
 }
 
 fn no_cpu(i: usize, n: usize) -> String {

@@ -24,8 +24,8 @@ pub mod experiment;
 pub mod model_power;
 pub mod power;
 
-use crate::plan::Plan;
-use crate::planner::cpu::{JobEvent, JobKind, UNIT};
+use crate::plan::{strict, Plan};
+use crate::planner::cpu::{JobEvent, JobKind, MAX_JOB_SLOTS, UNIT};
 use crate::planner::policy::{Freqs, Policy, Run};
 use crate::planner::runtime::{
     Admission, Observation, Placement, Planner, PlannerConfig, Rejection,
@@ -42,17 +42,30 @@ pub struct Arrival {
     pub at_slot: u64,
     pub name: String,
     pub kind: ArrivalKind,
-    /// Slots of execution (WCET); unused for `remove`.
-    #[serde(default)]
+    /// Slots of execution (WCET), at most [`MAX_JOB_SLOTS`]; unused for `remove`.
+    #[serde(default, deserialize_with = "strict::job_slots")]
     pub wcet: u64,
-    /// Firm aperiodic: relative deadline in slots after `at_slot`. Absent: a soft job.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Firm aperiodic: relative deadline in slots after `at_slot`, at most [`MAX_JOB_SLOTS`].
+    /// Absent: a soft job.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::opt_job_slots"
+    )]
     pub deadline: Option<u64>,
     /// Periodic: period in slots (must divide the frame); the deadline is the period.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::opt_job_slots"
+    )]
     pub period: Option<u64>,
     /// Preferred managed CPU id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
     pub cpu: Option<u32>,
 }
 
@@ -144,9 +157,47 @@ pub enum SimError {
     Step(#[from] crate::planner::StepError),
 }
 
-/// Parses `arrivals.json` (a JSON list of [`Arrival`]).
-pub fn parse_arrivals(text: &str) -> Result<Vec<Arrival>, serde_json::Error> {
-    serde_json::from_str(text)
+/// The largest arrivals file `scx_tt simulate` reads (bytes): 16 MiB, some 150,000 arrivals.
+pub const MAX_ARRIVALS_BYTES: u64 = 16 << 20;
+
+/// Why an arrivals file was refused: the JSON path of the offending value (`[3].wcet`; empty for
+/// the whole file), the position and the rule.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message} at line {line} column {column}", if path.is_empty() { String::new() } else { format!("{path}: ") })]
+pub struct ArrivalsError {
+    pub path: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+/// Parses `arrivals.json` (a JSON list of [`Arrival`] objects; docs/simulate.md). Positional
+/// arrays, `null` values, duplicate fields and slot counts above [`MAX_JOB_SLOTS`] are refused
+/// with the path of the value.
+pub fn parse_arrivals(text: &str) -> Result<Vec<Arrival>, ArrivalsError> {
+    let de = &mut serde_json::Deserializer::from_str(text);
+    let read = serde_path_to_error::deserialize::<_, strict::Objects<Arrival>>(&mut *de)
+        .map_err(|e| {
+            let path = e.path().to_string();
+            (
+                if path == "." { String::new() } else { path },
+                e.into_inner(),
+            )
+        })
+        .and_then(|list| de.end().map(|()| list.0).map_err(|e| (String::new(), e)));
+    read.map_err(|(path, e)| {
+        let message = e.to_string();
+        let message = match message.rfind(" at line ") {
+            Some(i) => message[..i].to_string(),
+            None => message,
+        };
+        ArrivalsError {
+            path,
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
+    })
 }
 
 /// splitmix64: a small seeded generator (no dependency, reproducible across platforms).
@@ -202,7 +253,9 @@ pub fn simulate(
             ExecModel::Factor(f) => f,
             ExecModel::Range { lo, hi, .. } => lo + (hi - lo) * rng.next_f64(),
         };
-        ((wcet * UNIT) as f64 * k).ceil().max(1.0) as u64
+        ((wcet.min(MAX_JOB_SLOTS) * UNIT) as f64 * k)
+            .ceil()
+            .max(1.0) as u64
     };
     // Actual work left of the current instance of (cpu, task).
     let mut actual: HashMap<(usize, usize), u64> = HashMap::new();
@@ -447,7 +500,13 @@ fn submit(
         }
         (ArrivalKind::Aperiodic, Some(d), _) => {
             rec.kind = "firm";
-            planner.admit_firm(task, a.wcet, a.at_slot + d, Placement::prefer(cpu))
+            // a deadline past the last slot is as good as the last slot (clamped to the horizon)
+            planner.admit_firm(
+                task,
+                a.wcet,
+                a.at_slot.saturating_add(d),
+                Placement::prefer(cpu),
+            )
         }
         (ArrivalKind::Periodic, _, Some(p)) => {
             rec.kind = "periodic";

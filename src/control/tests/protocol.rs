@@ -472,3 +472,50 @@ fn reply_lines_are_json_objects_for_the_client() {
         assert_eq!(v["accepted"].as_bool(), accepted, "{text}");
     }
 }
+
+#[test]
+fn slot_counts_above_the_planner_bound_are_refused_with_the_field() {
+    use crate::planner::cpu::MAX_JOB_SLOTS;
+    let at = MAX_JOB_SLOTS;
+    assert!(Request::parse(&format!(
+        r#"{{"op":"admit_firm","task":"a","wcet_slots":{at},"deadline_slots":{at}}}"#
+    ))
+    .is_ok());
+    for bad in [MAX_JOB_SLOTS + 1, 1 << 63, u64::MAX] {
+        assert_eq!(
+            parse_err(&format!(
+                r#"{{"op":"admit_firm","task":"a","wcet_slots":{bad},"deadline_slots":9}}"#
+            )),
+            format!(
+                "wcet_slots: invalid value: integer `{bad}`, expected at most {MAX_JOB_SLOTS} \
+                 slots (the planner's bound)"
+            )
+        );
+        assert!(parse_err(&format!(
+            r#"{{"op":"admit_firm","task":"a","wcet_slots":1,"deadline_slots":{bad}}}"#
+        ))
+        .starts_with("deadline_slots: invalid value"));
+    }
+    // above u64: a float to serde_json, refused as such
+    assert!(parse_err(
+        r#"{"op":"admit_firm","task":"a","wcet_slots":18446744073709551616,"deadline_slots":9}"#
+    )
+    .starts_with("wcet_slots: invalid type"));
+}
+
+#[test]
+fn duplicate_keys_are_refused_wherever_they_are() {
+    // serde_json's Value keeps the last one: this would run `status`
+    assert_eq!(
+        parse_err(r#"{"op":"remove","task":"a","op":"status"}"#),
+        "op: appears twice (a key may appear once)"
+    );
+    assert_eq!(
+        parse_err(r#"{"op":"admit_firm","task":"a","task":"b","wcet_slots":3,"deadline_slots":9}"#),
+        "task: appears twice (a key may appear once)"
+    );
+    assert_eq!(
+        parse_err(r#"{"op":"remove","task":{"x":1,"x":2}}"#),
+        "task.x: appears twice (a key may appear once)"
+    );
+}
