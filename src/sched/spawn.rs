@@ -1,7 +1,10 @@
 //! `cmd` tasks: spawned stopped (so their tid is in the BPF map before they run a single
 //! instruction of the workload, and their forks inherit the task), resumed after attach, and
 //! killed with their process group at exit. A restart of the BPF scheduler finds the task's
-//! threads again by its process group ([`Spawned::group_threads`]).
+//! threads again by its process group ([`Spawned::group_threads`]). If scx_tt itself dies
+//! without cleaning up (SIGKILL), the kernel kills the spawned process too (its parent-death
+//! signal); processes the workload forked itself are not covered by that (they keep running,
+//! as the children of any killed parent do).
 
 use crate::resolve::ProcFs;
 use std::io;
@@ -28,6 +31,22 @@ impl Spawned {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .process_group(0);
+        let parent = std::process::id();
+        // SAFETY: prctl and getppid are async-signal-safe; the closure touches no allocator.
+        unsafe {
+            cmd.pre_exec(move || {
+                // SIGKILL when scx_tt dies (the thread that forked: the main thread, which lives
+                // as long as the process); survives the exec of the workload.
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // scx_tt died before the prctl: nobody would ever resume or kill us
+                if libc::getppid() as u32 != parent {
+                    return Err(io::Error::other("scx_tt exited while spawning"));
+                }
+                Ok(())
+            });
+        }
         let child = cmd.spawn()?;
         let pid = child.id();
         let mut status = 0;
