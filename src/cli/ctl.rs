@@ -20,7 +20,7 @@ pub struct CtlArgs {
     #[arg(long, value_name = "PATH")]
     pub socket: PathBuf,
     /// How long to wait for the reply, seconds (0.001 to 86400).
-    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = parse_timeout)]
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, value_parser = super::args::timeout_secs)]
     pub timeout_s: f64,
     #[command(subcommand)]
     pub cmd: CtlCmd,
@@ -149,29 +149,4 @@ pub fn run(args: CtlArgs) -> Result<i32> {
             1
         }
     })
-}
-
-/// `--timeout-s`: a finite number of seconds in 0.001..=86400 (`Duration::from_secs_f64` panics
-/// on infinity, NaN and values above its range).
-fn parse_timeout(text: &str) -> Result<f64, String> {
-    let secs: f64 = text.trim().parse().map_err(|e| format!("{text:?}: {e}"))?;
-    if !(0.001..=86_400.0).contains(&secs) {
-        return Err(format!(
-            "{text:?} must be a number of seconds in 0.001..=86400"
-        ));
-    }
-    Ok(secs)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_timeout;
-
-    #[test]
-    fn timeouts_are_finite_and_bounded() {
-        assert_eq!(parse_timeout("2.5"), Ok(2.5));
-        for bad in ["inf", "-inf", "NaN", "1e300", "0", "-1", "86401", "x"] {
-            assert!(parse_timeout(bad).is_err(), "{bad}");
-        }
-    }
 }

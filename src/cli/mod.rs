@@ -1,5 +1,6 @@
 //! Subcommand handlers. Each returns the process exit code.
 
+pub mod args;
 pub mod ctl;
 pub mod plan;
 pub mod run;

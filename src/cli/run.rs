@@ -53,13 +53,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PLAN.json")]
     pub table: Option<PathBuf>,
     /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = super::args::duration_secs)]
     pub duration_s: Option<f64>,
     /// Stop when every thread of the plan's tasks has exited.
     #[arg(long)]
     pub exit_when_tasks_exit: bool,
     /// Print a one-line summary every SECS seconds.
-    #[arg(long, value_name = "SECS")]
+    #[arg(long, value_name = "SECS", value_parser = super::args::stats_secs)]
     pub stats: Option<f64>,
     /// Write one JSON object per (CPU, slot) to FILE (docs/trace-format.md).
     #[arg(long, value_name = "FILE.jsonl")]
