@@ -94,12 +94,7 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
     };
     let arrivals: Vec<Arrival> = match &args.arrivals {
         Some(path) => {
-            let mut bytes = Vec::new();
-            std::fs::File::open(path)
-                .and_then(|f| {
-                    use std::io::Read;
-                    f.take(sim::MAX_ARRIVALS_BYTES + 1).read_to_end(&mut bytes)
-                })
+            let bytes = plan::read_capped(path, sim::MAX_ARRIVALS_BYTES)
                 .with_context(|| format!("reading arrivals {}", path.display()))?;
             let invalid = |why: String| {
                 eprintln!("{}: invalid arrivals: {why}", path.display());

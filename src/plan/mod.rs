@@ -56,13 +56,38 @@ pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
     from_str(text).map_err(invalid)
 }
 
-/// At most `cap + 1` bytes of the file at `path` (one more than allowed tells it is too large).
-fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+/// At most `cap + 1` bytes of the regular file at `path` (one more than allowed tells it is too
+/// large). Anything else (a FIFO, a device, a directory) is refused without reading, so a
+/// control request naming a FIFO cannot block the run loop: the file is opened non-blocking
+/// (opening a FIFO with no writer would wait) and checked on the open descriptor.
+pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = file.metadata()?.file_type();
+    if !kind.is_file() {
+        use std::os::unix::fs::FileTypeExt;
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else if kind.is_socket() {
+            "a socket"
+        } else {
+            "not a regular file"
+        };
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("is {what}: plans and arrivals are read from regular files only"),
+        ));
+    }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)?
-        .take(cap.saturating_add(1))
-        .read_to_end(&mut bytes)?;
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 
