@@ -2,7 +2,13 @@
 //! from the run loop without ever blocking it. Non-blocking accept and reads; one JSON request
 //! per line, answered by the caller's handler (`Control::serve` over the run's engine); a line
 //! over `MAX_REQUEST_BYTES` or a connection idle for `IDLE_TIMEOUT` is answered or closed. The
-//! socket file is removed when this is dropped (every exit path of the run, error or not).
+//! work of one call is bounded whatever clients send: at most `MAX_REQUESTS_PER_TURN` requests
+//! are answered per call (the rest wait in their connection, in order, for the next turn of
+//! the run loop; a connection with an unanswered request is not read from, so a pipelining
+//! client is held back by its own socket buffer), and a connection is closed `MAX_CONN_AGE`
+//! after it was accepted, so clients that keep sending cannot hold the `MAX_CONNECTIONS` slots
+//! for ever. The socket file is removed when this is dropped (every exit path of the run, error
+//! or not).
 #![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
 use anyhow::{bail, Context, Result};
@@ -19,6 +25,10 @@ const MAX_CONNECTIONS: usize = 16;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Read at most this much per connection per call, so one client cannot hold the loop.
 const READ_BUDGET: usize = MAX_REQUEST_BYTES + 4096;
+/// Requests answered per call over all connections (`scx_tt ctl` sends one per connection).
+const MAX_REQUESTS_PER_TURN: usize = 16;
+/// A connection is closed this long after it was accepted, whatever it sends.
+const MAX_CONN_AGE: Duration = Duration::from_secs(30);
 
 pub struct ControlSocket {
     path: PathBuf,
@@ -31,6 +41,7 @@ pub struct ControlSocket {
 struct Conn {
     stream: UnixStream,
     buf: Vec<u8>,
+    opened: Instant,
     last_request: Instant,
 }
 
@@ -91,8 +102,12 @@ impl ControlSocket {
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
     /// (a JSON line). Never blocks.
-    pub fn serve(&mut self, mut handle: impl FnMut(&str) -> String) {
-        let now = Instant::now();
+    pub fn serve(&mut self, handle: impl FnMut(&str) -> String) {
+        self.serve_at(Instant::now(), handle);
+    }
+
+    /// `serve` with the time given (tests step it).
+    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> String) {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -108,6 +123,7 @@ impl ControlSocket {
                     self.conns.push(Conn {
                         stream,
                         buf: Vec::new(),
+                        opened: now,
                         last_request: now,
                     });
                 }
@@ -119,8 +135,9 @@ impl ControlSocket {
                 }
             }
         }
+        let mut budget = MAX_REQUESTS_PER_TURN;
         self.conns
-            .retain_mut(|c| c.serve(now, &mut handle) == Keep::Open);
+            .retain_mut(|c| c.serve(now, &mut budget, &mut handle) == Keep::Open);
     }
 }
 
@@ -131,9 +148,22 @@ enum Keep {
 }
 
 impl Conn {
-    fn serve(&mut self, now: Instant, handle: &mut impl FnMut(&str) -> String) -> Keep {
+    fn serve(
+        &mut self,
+        now: Instant,
+        requests: &mut usize,
+        handle: &mut impl FnMut(&str) -> String,
+    ) -> Keep {
+        if now.duration_since(self.opened) >= MAX_CONN_AGE {
+            return Keep::Close;
+        }
         let (mut eof, mut chunk) = (false, [0u8; 4096]);
-        let mut budget = READ_BUDGET;
+        // Nothing is read while a complete request waits for its turn.
+        let mut budget = if self.buf.contains(&b'\n') {
+            0
+        } else {
+            READ_BUDGET
+        };
         while budget > 0 {
             match self.stream.read(&mut chunk) {
                 Ok(0) => {
@@ -149,12 +179,20 @@ impl Conn {
                 Err(_) => return Keep::Close,
             }
         }
-        while let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+        while *requests > 0 {
+            let Some(end) = self.buf.iter().position(|&b| b == b'\n') else {
+                break;
+            };
             let line: Vec<u8> = self.buf.drain(..=end).collect();
             self.last_request = now;
+            *requests -= 1;
             if self.answer(&line[..end], handle) == Keep::Close {
                 return Keep::Close;
             }
+        }
+        if self.buf.contains(&b'\n') {
+            // requests left for the next turn; nothing below applies to them
+            return Keep::Open;
         }
         if self.buf.len() > MAX_REQUEST_BYTES {
             let too_long = Reply::Err(RequestError::TooLong.to_string());
@@ -338,5 +376,74 @@ mod tests {
             )
         );
         let _ = writer.join();
+    }
+
+    #[test]
+    fn pipelined_requests_are_answered_in_order_a_bounded_number_per_turn() {
+        let path = temp_path("pipelined");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let client = UnixStream::connect(&path).expect("connect");
+        let lines: String = (0..40).map(|i| format!("r{i}\n")).collect();
+        (&client).write_all(lines.as_bytes()).expect("write");
+        let (mut total, mut most, start) = (0, 0, Instant::now());
+        while total < 40 && start.elapsed() < Duration::from_secs(2) {
+            let mut answered = 0;
+            sock.serve(|line| {
+                answered += 1;
+                format!("{line}\n")
+            });
+            total += answered;
+            most = most.max(answered);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(total, 40, "every request answered");
+        assert_eq!(
+            most, MAX_REQUESTS_PER_TURN,
+            "at most the per-turn budget in one call"
+        );
+        client
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+        let replies: Vec<String> = BufReader::new(&client)
+            .lines()
+            .take(40)
+            .map(|l| l.expect("reply"))
+            .collect();
+        let want: Vec<String> = (0..40).map(|i| format!("r{i}")).collect();
+        assert_eq!(replies, want, "in order");
+    }
+
+    #[test]
+    fn a_connection_is_closed_at_its_age_limit_whatever_it_sends() {
+        let path = temp_path("age");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let client = UnixStream::connect(&path).expect("connect");
+        let t0 = Instant::now();
+        sock.serve_at(t0, |_| String::new());
+        assert_eq!(sock.conns.len(), 1, "accepted");
+        // a request every 4 s keeps it under the idle timeout...
+        let mut answered = 0;
+        for k in 1..=7u64 {
+            (&client).write_all(b"status\n").expect("write");
+            std::thread::sleep(Duration::from_millis(20));
+            sock.serve_at(t0 + Duration::from_secs(4 * k), |_| {
+                answered += 1;
+                "{}\n".into()
+            });
+            assert_eq!(sock.conns.len(), 1, "open at {} s", 4 * k);
+        }
+        assert_eq!(answered, 7);
+        // ... but not past its age limit
+        (&client).write_all(b"status\n").expect("write");
+        std::thread::sleep(Duration::from_millis(20));
+        sock.serve_at(t0 + MAX_CONN_AGE, |_| {
+            answered += 1;
+            "{}\n".into()
+        });
+        assert!(sock.conns.is_empty(), "closed at {MAX_CONN_AGE:?}");
+        assert_eq!(
+            answered, 7,
+            "nothing more answered on an expired connection"
+        );
     }
 }
