@@ -98,11 +98,17 @@ pub(super) fn check_table_size(managed: usize, frame: u64, given: bool, errs: &m
             entries,
             limit: MAX_TABLE_ENTRIES,
         };
-        if given {
-            errs.value("frame_slots", &frame, rule);
-        } else {
-            errs.push("frame_slots", None, rule);
-        }
+        frame_error(frame, given, rule, errs);
+    }
+}
+
+/// An error at `frame_slots`, with its value when the plan wrote it (`given`; else the frame is
+/// the lcm of the periods and has no value in the file).
+fn frame_error(frame: u64, given: bool, rule: Rule, errs: &mut Errors) {
+    if given {
+        errs.value("frame_slots", &frame, rule);
+    } else {
+        errs.push("frame_slots", None, rule);
     }
 }
 
@@ -127,11 +133,7 @@ pub(super) fn check_cpu_slots(managed: usize, frame: u64, given: bool, errs: &mu
             slots,
             limit: MAX_CPU_FRAME_SLOTS,
         };
-        if given {
-            errs.value("frame_slots", &frame, rule);
-        } else {
-            errs.push("frame_slots", None, rule);
-        }
+        frame_error(frame, given, rule, errs);
     }
 }
 
