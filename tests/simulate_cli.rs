@@ -11,7 +11,7 @@ fn root() -> &'static str {
 }
 
 #[test]
-fn demo_with_arrivals_reports_admissions_and_writes_one_trace_line_per_cpu_and_slot() {
+fn demo_with_arrivals_reports_admissions_and_writes_a_header_and_one_trace_line_per_cpu_and_slot() {
     let trace = std::env::temp_dir().join(format!("scx_tt_sim_{}.jsonl", std::process::id()));
     let out = scx_tt()
         .args(["simulate", "--table"])
@@ -37,7 +37,18 @@ fn demo_with_arrivals_reports_admissions_and_writes_one_trace_line_per_cpu_and_s
     assert!(text.contains("idle periods"), "{text}");
     // Demo: frame 20 slots (lcm of 10 and 20), 2 managed CPUs, 10 frames.
     let lines = std::fs::read_to_string(&trace).expect("trace written");
-    assert_eq!(lines.lines().count(), 10 * 20 * 2);
+    let (header, records) = scx_tt::trace::read_trace(&lines).expect("trace reads");
+    let header = header.expect("the first line is the header");
+    assert_eq!(
+        (
+            header.source.as_str(),
+            header.slot_ns,
+            header.t0_ns,
+            header.cpus
+        ),
+        ("simulate", 10_000_000, None, vec![1, 2])
+    );
+    assert_eq!(records.len(), 10 * 20 * 2);
     let _ = std::fs::remove_file(&trace);
 }
 

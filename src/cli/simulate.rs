@@ -8,7 +8,7 @@ use scx_tt::plan::{self, LoadError};
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sim::model_power::ModelPower;
 use scx_tt::sim::{self, Arrival, ExecModel, SimConfig, SimReport};
-use scx_tt::trace::SlotRecord;
+use scx_tt::trace::{SlotRecord, TraceHeader};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -154,10 +154,16 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
         keep_records: false,
     };
     let mut trace = match &args.trace {
-        Some(path) => Some(std::io::BufWriter::new(
-            std::fs::File::create(path)
-                .with_context(|| format!("creating trace {}", path.display()))?,
-        )),
+        Some(path) => {
+            let mut w = std::io::BufWriter::new(
+                std::fs::File::create(path)
+                    .with_context(|| format!("creating trace {}", path.display()))?,
+            );
+            let header = TraceHeader::simulate(plan.slot_us * 1000, &plan.managed);
+            serde_json::to_writer(&mut w, &header).context("writing the trace")?;
+            w.write_all(b"\n").context("writing the trace")?;
+            Some(w)
+        }
         None => None,
     };
     let mut trace_err: Option<std::io::Error> = None;

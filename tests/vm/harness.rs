@@ -265,6 +265,13 @@ impl VmOutput {
         parse_records(name, &self.file(name)?)
     }
 
+    /// The header line of a `--trace` file the guest left.
+    pub fn trace_header(&self, name: &str) -> Result<TraceHeader> {
+        let text = self.file(name)?;
+        parse_trace_header(text.lines().next().unwrap_or(""))
+            .ok_or_else(|| format!("{name}: the first line is not a scx_tt trace header"))
+    }
+
     pub fn result(&self, key: &str) -> Result<&str> {
         self.results.get(key).map(String::as_str).ok_or_else(|| {
             format!(
@@ -314,8 +321,28 @@ pub fn parse_records<T: serde::de::DeserializeOwned>(name: &str, text: &str) -> 
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
+        .filter(|(i, l)| !(*i == 0 && parse_trace_header(l).is_some()))
         .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("{name} line {}: {e}", i + 1)))
         .collect()
+}
+
+/// The first line of scx_tt's `--trace` (docs/trace-format.md), read by the harness's own
+/// type (as the summary is, see [`Summary`]).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceHeader {
+    pub format: String,
+    pub source: String,
+    pub slot_ns: u64,
+    #[serde(default)]
+    pub t0_ns: Option<u64>,
+    pub cpus: Vec<u32>,
+}
+
+fn parse_trace_header(line: &str) -> Option<TraceHeader> {
+    serde_json::from_str::<TraceHeader>(line)
+        .ok()
+        .filter(|h| h.format == "scx_tt slot trace v1")
 }
 
 fn read(path: &Path) -> Result<String> {
@@ -335,6 +362,8 @@ pub fn parse_results(text: &str) -> BTreeMap<String, String> {
 /// format (docs/run-output.md), so a change on either side fails a test.
 #[derive(Debug, Deserialize)]
 pub struct Summary {
+    /// CLOCK_MONOTONIC ns of the start of slot 0.
+    pub t0_ns: u64,
     pub slot_us: u64,
     pub duration_ns: u64,
     pub exit: String,

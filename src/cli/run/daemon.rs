@@ -236,7 +236,7 @@ impl<'a> Daemon<'a> {
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
         live.stats.flush_trace()?;
         if let Some(p) = &self.args.summary_json {
-            report::write_summary_json(p, &summary, self.restarts.count())?;
+            report::write_summary_json(p, live.clock.t0_ns, &summary, self.restarts.count())?;
         }
         if state != "disabled" {
             bail!("sched_ext state is {state} after detaching (expected disabled)");

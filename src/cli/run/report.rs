@@ -1,5 +1,5 @@
 //! What the run prints after the summary (table switches, scheduler restarts) and the
-//! `--summary-json` file: the library's summary plus `restarts`, the one run-edge field.
+//! `--summary-json` file: the library's summary plus the run-edge fields `t0_ns` and `restarts`.
 #![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
 use super::restart::Restart;
@@ -8,9 +8,12 @@ use scx_tt::accounting::{Accounting, Summary, TableSwitch};
 use serde::Serialize;
 use std::path::Path;
 
-/// `--summary-json`: the summary's fields, then `restarts` (docs/run-output.md).
+/// `--summary-json`: `t0_ns`, the summary's fields, then `restarts` (docs/run-output.md).
 #[derive(Serialize)]
 struct SummaryJson<'a> {
+    /// CLOCK_MONOTONIC ns at which slot 0 started: the slot grid (`t0_ns + k * slot`) the
+    /// records and the trace count on, for aligning other clocks' events with them.
+    t0_ns: u64,
     #[serde(flatten)]
     summary: &'a Summary,
     /// Restarts of the BPF scheduler the kernel asked for (CPU hotplug), 0 without.
@@ -18,13 +21,22 @@ struct SummaryJson<'a> {
 }
 
 /// The summary JSON text (pretty, newline-terminated).
-pub fn summary_json(summary: &Summary, restarts: usize) -> Result<String> {
-    let json = SummaryJson { summary, restarts };
+pub fn summary_json(t0_ns: u64, summary: &Summary, restarts: usize) -> Result<String> {
+    let json = SummaryJson {
+        t0_ns,
+        summary,
+        restarts,
+    };
     Ok(serde_json::to_string_pretty(&json).context("encoding the summary")? + "\n")
 }
 
-pub fn write_summary_json(path: &Path, summary: &Summary, restarts: usize) -> Result<()> {
-    std::fs::write(path, summary_json(summary, restarts)?)
+pub fn write_summary_json(
+    path: &Path,
+    t0_ns: u64,
+    summary: &Summary,
+    restarts: usize,
+) -> Result<()> {
+    std::fs::write(path, summary_json(t0_ns, summary, restarts)?)
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -103,13 +115,19 @@ mod tests {
     }
 
     #[test]
-    fn the_summary_json_is_the_library_summary_then_restarts() {
+    fn the_summary_json_is_t0_then_the_library_summary_then_restarts() {
         let s = summary();
-        let text = summary_json(&s, 2).expect("json");
+        let text = summary_json(7, &s, 2).expect("json");
         let library = serde_json::to_string_pretty(&s).expect("json");
-        // the same text, with one more field before the closing brace
-        let head = library.strip_suffix("\n}").expect("closing brace");
-        assert_eq!(text, format!("{head},\n  \"restarts\": 2\n}}\n"));
+        // the same text, with t0_ns first and restarts last
+        let body = library
+            .strip_prefix("{\n")
+            .and_then(|b| b.strip_suffix("\n}"))
+            .expect("braces");
+        assert_eq!(
+            text,
+            format!("{{\n  \"t0_ns\": 7,\n{body},\n  \"restarts\": 2\n}}\n")
+        );
     }
 
     #[test]

@@ -8,11 +8,13 @@ use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::RingBuffer;
 use scx_tt::accounting::{Accounting, SlotSample, TaskInfo};
+use scx_tt::clock::SlotClock;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::Plan;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::Scheduler;
+use scx_tt::trace::TraceHeader;
 use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -28,12 +30,13 @@ pub struct Stats {
 
 impl Stats {
     /// The accounting of `plan` under `cfg`, the energy meter (RAPL or the model's estimate)
-    /// and the `--trace` file.
+    /// and the `--trace` file (its first line the header with the slot grid `clock`).
     pub fn open(
         args: &RunArgs,
         plan: &Plan,
         model: &PowerModel,
         cfg: &SchedConfig,
+        clock: &SlotClock,
     ) -> Result<Self> {
         let acc = Accounting::new(
             cfg.slot_ns,
@@ -49,9 +52,14 @@ impl Stats {
         }
         let trace = match &args.trace {
             Some(p) => {
-                Some(BufWriter::new(File::create(p).with_context(|| {
-                    format!("creating trace {}", p.display())
-                })?))
+                let mut w = BufWriter::new(
+                    File::create(p).with_context(|| format!("creating trace {}", p.display()))?,
+                );
+                // the header: the slot grid the records' slot numbers count on
+                let header = TraceHeader::kernel(clock.slot_ns, clock.t0_ns, &cfg.managed);
+                serde_json::to_writer(&mut w, &header).context("writing the trace")?;
+                w.write_all(b"\n").context("writing the trace")?;
+                Some(w)
             }
             None => None,
         };

@@ -277,7 +277,7 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
 /// are parameters.
 fn sample_summary_guard(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Summary {
     let json = format!(
-        r#"{{ "slot_us": 10000, "duration_ns": 10000000000, "exit": "duration",
+        r#"{{ "t0_ns": 1000000000, "slot_us": 10000, "duration_ns": 10000000000, "exit": "duration",
   "tasks": [ {{ "name": "a", "class": "tt", "cpu": 1, "tids": [123], "state": "running",
                "planned_ns": 5000000000, "delivered_ns": {delivered_ns}, "outside_ns": 1000000,
                "run_ns": 5000000000 }},
