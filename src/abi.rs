@@ -84,7 +84,7 @@ mod checks {
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_task_stats>() == 24);
-    const _: () = assert!(size_of::<tt_cpu_stats>() == 88);
+    const _: () = assert!(size_of::<tt_cpu_stats>() == 96);
 }
 
 #[cfg(test)]

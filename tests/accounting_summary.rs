@@ -382,6 +382,7 @@ fn every_bpf_cpu_counter_is_in_the_json_and_the_text_summary() {
         stop_kicks: 109,
         stop_cost_ns: 110,
         timer_errors: 111,
+        releases: 112,
     };
     f.cpu_counters.insert(1, c);
     let summary = acc.summary(&f);

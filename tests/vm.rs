@@ -11,6 +11,8 @@ mod harness;
 mod plan_files;
 #[path = "vm/planner_checks.rs"]
 mod planner_checks;
+#[path = "vm/witness.rs"]
+mod witness;
 
 #[path = "vm/scenarios/cpuperf/check.rs"]
 mod cpuperf;
@@ -26,6 +28,8 @@ mod planner;
 mod planner_admit;
 #[path = "vm/scenarios/planner_dvfs/check.rs"]
 mod planner_dvfs;
+#[path = "vm/scenarios/preempt/check.rs"]
+mod preempt;
 #[path = "vm/scenarios/restart/check.rs"]
 mod restart;
 #[path = "vm/scenarios/semantics/check.rs"]

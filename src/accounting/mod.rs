@@ -161,6 +161,10 @@ pub struct CpuCounters {
     pub stop_cost_ns: u64,
     /// `bpf_timer_start` refused to (re-)arm this CPU's slot timer (the scheduler exits: B.4).
     pub timer_errors: u64,
+    /// A higher scheduling class (stopper, deadline, RT) took this CPU from sched_ext; the
+    /// tasks its local queue held went back to ops.enqueue, so dispatch decides again when
+    /// the CPU returns (src/bpf/tt_sched.bpf.c, C).
+    pub releases: u64,
 }
 }
 
@@ -796,7 +800,7 @@ mod tests {
         assert_eq!(sum.ticks, 101 * a.ticks);
         assert_eq!(
             CpuCounters::default().named().len(),
-            11,
+            12,
             "every field of tt_cpu_stats"
         );
     }

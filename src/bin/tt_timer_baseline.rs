@@ -37,6 +37,11 @@ struct Args {
     /// Write the figures as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// After each wake-up, spin this many microseconds before sleeping again (must be shorter
+    /// than the slot): an RT load that preempts whatever runs on the CPU, for the VM tests of
+    /// what a scheduler does after a higher scheduling class took the CPU. 0: no spinning.
+    #[arg(long, default_value_t = 0)]
+    spin_us: u64,
 }
 
 /// Upper bounds of the histogram buckets, ns (the last bucket is open).
@@ -134,7 +139,7 @@ fn become_rt(cpu: Option<u32>, priority: i32) -> Result<()> {
 
 /// Wakes up on every slot boundary for `duration_ns`; returns the lateness samples and the
 /// number of boundaries missed.
-fn measure(slot_ns: u64, duration_ns: u64) -> Result<(Vec<u64>, u64)> {
+fn measure(slot_ns: u64, duration_ns: u64, spin_ns: u64) -> Result<(Vec<u64>, u64)> {
     let start = monotonic_ns();
     // The grid: multiples of the slot, like the BPF path's common slot grid; skip one slot so
     // the first sleep is a real one.
@@ -147,6 +152,11 @@ fn measure(slot_ns: u64, duration_ns: u64) -> Result<(Vec<u64>, u64)> {
         sleep_until_ns(boundary);
         let late = monotonic_ns().saturating_sub(boundary);
         samples.push(late);
+        let spin_end = boundary + late + spin_ns;
+        while monotonic_ns() < spin_end {
+            std::hint::spin_loop();
+        }
+        let late = monotonic_ns().saturating_sub(boundary);
         let next = boundary + slot_ns;
         let skipped = late / slot_ns;
         missed += skipped;
@@ -167,8 +177,19 @@ fn main() -> Result<()> {
     if !(1..=99).contains(&args.fifo_priority) {
         bail!("--fifo-priority {} is outside 1-99", args.fifo_priority);
     }
+    if args.spin_us >= args.slot_us {
+        bail!(
+            "--spin-us {} must be shorter than --slot-us {}",
+            args.spin_us,
+            args.slot_us
+        );
+    }
     become_rt(args.cpu, args.fifo_priority)?;
-    let (mut samples, missed) = measure(args.slot_us * 1000, args.duration_s * 1_000_000_000)?;
+    let (mut samples, missed) = measure(
+        args.slot_us * 1000,
+        args.duration_s * 1_000_000_000,
+        args.spin_us * 1000,
+    )?;
     let late_hist = histogram(&samples);
     let late_ns = summarize(&mut samples).context("no boundary was reached")?;
     println!(

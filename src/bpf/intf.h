@@ -138,12 +138,13 @@ struct tt_cpu_stats {
 	u64 stop_kicks; /* of which (in time) found the ending owner running and preempted it */
 	u64 stop_cost_ns; /* time spent inside the in-time guard-band callbacks */
 	u64 timer_errors; /* bpf_timer_start refused to (re-)arm this CPU's slot timer (scx_bpf_error) */
+	u64 releases; /* a higher sched class took this CPU; its local DSQ went back to ops.enqueue */
 };
 
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 88, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 96, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

@@ -77,6 +77,14 @@
  *   slice expired when nothing else is runnable; it calls ops.enqueue with SCX_ENQ_LAST and
  *   the task goes back to its DSQ, so only dispatch decides whether it may continue.
  *
+ *   Higher classes: when the stopper, a deadline or an RT task preempts a sched_ext task, the
+ *   kernel keeps the preempted task at the head of the CPU's local DSQ with its slice left and
+ *   runs it first when the CPU comes back, without calling dispatch, even if a slot boundary
+ *   passed meanwhile (the tick's kick cannot clear the slice of a task that is not running).
+ *   ops.cpu_release therefore re-enqueues the local DSQ of a managed CPU (releases counts it),
+ *   and the CPU goes to the owner of the slot it returns in (issue 11, defect 2; VM test
+ *   `preempt`).
+ *
  * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
  *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
  *     owner of that CPU's current slot the CPU is kicked (preempting be work or waking it);
@@ -889,6 +897,22 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 	keep_prev_be(prev, cpu, slot_start(slot + 1) - now);
 }
 
+/*
+ * A higher sched class (the stopper `migration/N`, deadline, RT) takes a managed CPU (C,
+ * "Higher classes"). The kernel has put the preempted task back at the head of the local DSQ
+ * with the slice it had left, and would run it again as soon as the CPU returns, without
+ * asking dispatch: a be task preempted there would go on into the next owner's slot. Hand
+ * the local DSQ back to ops.enqueue (SCX_ENQ_REENQ), so the tasks return to their DSQs and
+ * dispatch decides for the slot the CPU comes back in.
+ */
+void BPF_STRUCT_OPS(tt_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	if (!is_managed(cpu))
+		return;
+	__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].releases, 1);
+	scx_bpf_reenqueue_local();
+}
+
 /* ---- running / stopping: slices and accounting segments ---- */
 
 /* Would starting a be task now be wrong: the slot has ticked and its owner waits? */
@@ -1022,6 +1046,7 @@ SCX_OPS_DEFINE(tt_ops,
 	       .select_cpu	= (void *)tt_select_cpu,
 	       .enqueue		= (void *)tt_enqueue,
 	       .dispatch	= (void *)tt_dispatch,
+	       .cpu_release	= (void *)tt_cpu_release,
 	       .running		= (void *)tt_running,
 	       .stopping	= (void *)tt_stopping,
 	       .init_task	= (void *)tt_init_task,

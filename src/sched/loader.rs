@@ -640,6 +640,7 @@ impl<'a> Scheduler<'a> {
                     stop_kicks,
                     stop_cost_ns,
                     timer_errors,
+                    releases,
                 } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
                     ticks,
@@ -653,6 +654,7 @@ impl<'a> Scheduler<'a> {
                     stop_kicks,
                     stop_cost_ns,
                     timer_errors,
+                    releases,
                 };
                 (c, counters)
             })

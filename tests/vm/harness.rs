@@ -147,7 +147,8 @@ impl Vm {
     /// guest ran scx_tt as RUN (lib.sh `start_scx_tt RUN` with `--summary-json $OUT/RUN.json
     /// --trace $OUT/RUN.trace.jsonl`): prints RUN.out, checks the replies with `protocol`, which
     /// returns what the trace checks need (`None`: they failed, and `missing` names what is then
-    /// missing); then gives the summary, printed under `title`, and the trace to `then`. An
+    /// missing); then gives the summary, printed under `title`, and the trace to `then`, and
+    /// checks the run by its witness (`start_control_run` records it; tests/vm/witness.rs). An
     /// unreadable file is a failed check.
     pub fn check_control<K>(
         self,
@@ -169,12 +170,18 @@ impl Vm {
                             Vec::new()
                         });
                     then(c, &s, &trace, key);
+                    crate::witness::check(c, out, run, &crate::witness::Bounds::default());
                 }
                 (Err(err), _) => c.check(false, format!("summary: {err}")),
                 (_, None) => c.check(false, format!("{missing}: the trace cannot be checked")),
             }
         });
     }
+}
+
+/// Reads an existing run directory (target/vm/runs/LABEL), e.g. to check a witness again.
+pub fn open_run(dir: &Path) -> Result<VmOutput> {
+    collect("(by hand)", dir.to_path_buf())
 }
 
 /// Reads a run directory; run.sh writes scenario.rc only when the guest completed.

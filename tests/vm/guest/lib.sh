@@ -85,11 +85,13 @@ start_scx_tt() {
 # paths, on first use, which makes the first seconds after attaching slower); then start_scx_tt
 # NAME ARGS with the control socket $SOCK, the trace in /out/NAME.trace.jsonl and the summary in
 # /out/NAME.json (what the host's Vm::check_control reads), for tt.duration_s seconds
-# (DEFAULT_DURATION_S when not given).
+# (DEFAULT_DURATION_S when not given), with the witness recording (finish_scx_tt NAME stops it:
+# /out/NAME.witness).
 start_control_run() {
   # run_scx_tt and start_scx_tt set the (global) name: keep this one apart.
   control_run=$1 warmup_s=$2; shift 2
   run_scx_tt warmup "$@" --duration-s "$warmup_s"
+  witness_start && WITNESS_ON=1
   start_scx_tt "$control_run" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
     --control "$SOCK" --trace "$OUT/$control_run.trace.jsonl" \
     --summary-json "$OUT/$control_run.json"
@@ -101,6 +103,7 @@ start_control_run() {
 finish_scx_tt() {
   wait $SCX_TT_PID
   result "${1}_rc" $?
+  [ -n "$WITNESS_ON" ] && { witness_stop "$1"; WITNESS_ON=""; }
   result "${1}_state" "$(scx_state)"
   cat $OUT/$1.out $OUT/$1.err
   [ -e "$SOCK" ] && result socket_left yes || result socket_left no
@@ -128,4 +131,38 @@ send_out_files() {
   # Closing the tty above waited for its output to drain; this marker tells the host that
   # every file arrived.
   echo "=== tt-files complete" > /dev/ttyS1
+}
+
+# The witness (docs/vm-harness.md, "The witness"): the kernel's own scheduling events on every
+# CPU, recorded by ftrace, not by scx_tt: sched_switch, sched_wakeup, sched_wakeup_new and
+# sched_process_fork, time-stamped with the `mono` trace clock (CLOCK_MONOTONIC, the clock of
+# scx_tt's t0_ns). witness_start clears and starts it; witness_stop NAME stops it, writes the
+# events to /out/NAME.witness and the per-CPU buffer overruns to the results as
+# NAME_witness_lost (must be 0: a full buffer would hide events). WITNESS_KB: buffer per CPU.
+TRACING=/sys/kernel/tracing
+witness_start() {
+  [ -e $TRACING/trace ] || { echo "tt-vm: witness: no tracefs at $TRACING"; return 1; }
+  echo 0 > $TRACING/tracing_on
+  echo mono > $TRACING/trace_clock
+  echo "${WITNESS_KB:-32768}" > $TRACING/buffer_size_kb
+  echo > $TRACING/trace
+  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
+    echo 1 > $TRACING/events/sched/$e/enable
+  done
+  echo 1 > $TRACING/tracing_on
+}
+witness_stop() {
+  echo 0 > $TRACING/tracing_on
+  lost=0
+  for s in $TRACING/per_cpu/cpu*/stats; do
+    n=$(awk '/^overrun:|^dropped events:/ { s += $NF } END { print s + 0 }' "$s")
+    lost=$((lost + n))
+  done
+  result "${1}_witness_lost" "$lost"
+  grep -v '^#' $TRACING/trace > "$OUT/$1.witness"
+  echo "tt-vm: witness $1: $(wc -l < "$OUT/$1.witness") events, $lost lost"
+  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
+    echo 0 > $TRACING/events/sched/$e/enable
+  done
+  echo > $TRACING/trace
 }

@@ -18,6 +18,7 @@
 //! `make vm-initrd` (`make test-vm` runs it).
 
 use crate::harness::{self, Checks, Vm, VmOutput};
+use crate::witness;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -215,6 +216,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
         println!("--- guest {key}: {:?}", out.result(key));
     }
     out.check_clean_exit(c, "cpuperf");
+    let bounds = witness::Bounds::default();
+    witness::check_files(c, out, "cpuperf", "summary.json", "trace.jsonl", &bounds);
 
     let summary: Summary = out.json("summary.json").unwrap_or_else(|e| panic!("{e}"));
     let records = out

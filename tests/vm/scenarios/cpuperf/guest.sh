@@ -13,6 +13,8 @@ ROW=$(cmdline_arg tt.perf); ROW=${ROW:-1.0,0.5,0.25,0.75}
 echo "{\"$CPU\": [$ROW]}" > $OUT/perf.json
 [ -d /sys/devices/system/cpu/cpufreq/policy0 ] && result cpufreq present || result cpufreq absent
 ls -d /sys/class/powercap/intel-rapl:* > /dev/null 2>&1 && result rapl present || result rapl absent
+witness_start
 run_scx_tt cpuperf --table "$PLAN" --duration-s "$D" --perf-table $OUT/perf.json \
   --trace $OUT/trace.jsonl --summary-json $OUT/summary.json --stats 1 -v
+witness_stop cpuperf
 exit 0

@@ -25,6 +25,7 @@
 //! disabled. Run by `make test-vm`.
 
 use crate::harness::{Checks, Summary, Vm, VmOutput};
+use crate::witness;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -205,6 +206,9 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
         // a) and e)
         check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
         check_run(c, "loaded", &loaded, Some(ISSUE_BOUNDS));
+        // the same runs judged by the kernel's own switch trace
+        witness::check(c, out, "quiet", &witness::Bounds::default());
+        witness::check(c, out, "loaded", &witness::Bounds::default());
 
         // b) housekeeping load costs at most 5 points of tt delivery.
         for q in quiet.tasks.iter().filter(|t| t.class == "tt") {
@@ -269,6 +273,7 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
             &quiet,
         );
         check_run(c, "demo", &quiet, Some(SMP3_BOUNDS));
+        witness::check(c, out, "quiet", &witness::Bounds::default());
     });
 }
 

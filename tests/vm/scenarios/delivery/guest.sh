@@ -1,7 +1,7 @@
 # Issue 3 item 6 a), b), e): a plan, first on a quiet machine, then with stress-ng and
 # cyclictest loading the housekeeping CPU 0; a busy loop outside the plan runs throughout.
-# Leaves quiet.json / loaded.json (scx_tt summaries), their stdout (timeline, histograms) and
-# cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan),
+# Leaves quiet.json / loaded.json (scx_tt summaries), their traces and witnesses (RUN.trace.jsonl,
+# RUN.witness), their stdout (timeline, histograms) and cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan),
 # tt.loaded=0 to skip the loaded run, tt.foreign=waking for a task outside the plan that wakes
 # up 100 times a second instead of the busy loop, tt.guard_us=N for scx_tt's --guard-us.
 . /tt/lib.sh
@@ -18,7 +18,10 @@ result foreign_kind "${FOREIGN:-busy}"
 # Warm-up, not measured: TCG translates each new guest code path (the scheduler's BPF, the
 # sched_ext paths) on first use, which makes the first seconds after attaching slower.
 run_scx_tt warmup --table "$PLAN" --duration-s 3 "$@"
-run_scx_tt quiet --table "$PLAN" --duration-s "$D" "$@" --summary-json $OUT/quiet.json --timeline-slots 40
+witness_start
+run_scx_tt quiet --table "$PLAN" --duration-s "$D" "$@" --summary-json $OUT/quiet.json --timeline-slots 40 \
+  --trace $OUT/quiet.trace.jsonl
+witness_stop quiet
 if [ "$(cmdline_arg tt.loaded)" = 0 ]; then
   [ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
   kill $foreign
@@ -30,7 +33,10 @@ stress=$!
 cyclictest --affinity $HK --threads 1 --priority 90 --interval 1000 --duration "$((D + 2))s" \
   --quiet --json=$OUT/cyclictest.json > $OUT/cyclictest.out 2>&1 &
 cyclic=$!
-run_scx_tt loaded --table "$PLAN" --duration-s "$D" "$@" --summary-json $OUT/loaded.json --timeline-slots 40
+witness_start
+run_scx_tt loaded --table "$PLAN" --duration-s "$D" "$@" --summary-json $OUT/loaded.json --timeline-slots 40 \
+  --trace $OUT/loaded.trace.jsonl
+witness_stop loaded
 wait $cyclic
 result cyclictest_rc $?
 cat $OUT/cyclictest.out

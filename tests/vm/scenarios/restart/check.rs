@@ -50,6 +50,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         println!("  {k} = {v}");
     }
     hotplug(c, out);
+    crate::witness::check(c, out, "hotplug", &crate::witness::Bounds::default());
     planner_mode(c, out);
     managed_cpu(c, out);
 }

@@ -45,6 +45,7 @@ run_scx_tt warmup --table $P/switch_a.json --duration-s 3
 seq0=$(cat $SCX/enable_seq)
 hp0=$(cat $SCX/hotplug_seq)
 echo "tt-vm: run scx_tt --table $P/switch_a.json --control $SOCK; CPU 2 goes offline"
+witness_start
 scx_tt --table $P/switch_a.json --duration-s "$D" --control $SOCK \
   --trace $OUT/hotplug.trace.jsonl --summary-json $OUT/hotplug.json --timeline-slots 40 \
   > $OUT/hotplug.out 2> $OUT/hotplug.err &
@@ -69,6 +70,7 @@ ctl status_after status
 result children_after "$(children $pid)"
 wait $pid
 result hotplug_rc $?
+witness_stop hotplug
 result hotplug_state "$(scx_state)"
 result enable_seq_delta $(( $(cat $SCX/enable_seq) - seq0 ))
 cat $OUT/hotplug.out $OUT/hotplug.err

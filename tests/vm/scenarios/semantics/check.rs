@@ -14,6 +14,7 @@
 //! housekeeping CPU moves them); the rest is exact. Run by `make test-vm`.
 
 use crate::harness::{Checks, Vm, VmOutput};
+use crate::witness;
 use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 8;
@@ -84,6 +85,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let err = out.file("semantics.err").unwrap_or_default();
     print!("{err}");
     out.check_clean_exit(c, "semantics");
+    let bounds = witness::Bounds::default();
+    witness::check_files(c, out, "semantics", "summary.json", "trace.jsonl", &bounds);
     c.check(
         err.contains("task ghost") && err.contains("its slots go to be work"),
         "scx_tt warned that ghost was not found and its slots go to be work".to_string(),

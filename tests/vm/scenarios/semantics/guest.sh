@@ -6,6 +6,8 @@
 # Argument: tt.duration_s (default 8).
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-8}
+witness_start
 run_scx_tt semantics --table $HERE/semantics.json --duration-s "$D" \
   --trace $OUT/trace.jsonl --summary-json $OUT/summary.json --timeline-slots 40
+witness_stop semantics
 exit 0

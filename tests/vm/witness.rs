@@ -1,0 +1,944 @@
+//! The witness: judges a run by the kernel's own scheduling events, not by scx_tt's records.
+//!
+//! The guest records `sched_switch`, `sched_wakeup(_new)` and `sched_process_fork` on every CPU
+//! with ftrace (`witness_start` / `witness_stop NAME` in tests/vm/guest/lib.sh), time-stamped
+//! with the `mono` trace clock, which is CLOCK_MONOTONIC: the clock of scx_tt's `t0_ns`
+//! (summary JSON and `--trace` header). Here the events become per-CPU run segments, aligned to
+//! the slot grid `t0_ns + k * slot`, and are checked against the plan:
+//!
+//! - **owners only in their slots**: a `tt` task's run time on a managed CPU in slots it does
+//!   not own, and on any other CPU (housekeeping CPUs never run a plan task once slot 0 began);
+//! - **nothing outside the plan on managed CPUs** but per-CPU kernel threads of that CPU (by
+//!   name, `name/N` or `name/N:...`), the idle task, scx_tt's own threads (the loader arms a
+//!   timer there) and the pids a scenario declares (an RT task it placed there on purpose);
+//! - **be work never starts while the owner is runnable**: a switch to a `be` thread on a
+//!   managed CPU in a slot whose owner had been runnable (woken, or preempted while runnable)
+//!   and not running for at least [`RACE_NS`] before;
+//! - **records agree**: each `tt` record's `ran_ns` against the owner's run time in that slot
+//!   on that CPU from the witness, within [`agreement_tol_ns`].
+//!
+//! Which slot a CPU's table gives to whom is taken from scx_tt's records (`kind` `tt`, `task`):
+//! the owner checks of each scenario compare those owners with the plan's tables; the witness
+//! judges what ran against them. Slots without a record (a tick more than a slot late) are not
+//! judged and are counted. docs/vm-harness.md ("The witness") has the tolerances.
+
+use crate::harness::{Checks, Result, Summary, VmOutput};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// A switch to a be thread counts as "while the owner was runnable" only when the owner had
+/// been waiting this long: an owner woken on another CPU becomes visible to the managed CPU's
+/// dispatch only after its enqueue, and the dispatch → switch path itself takes time (BPF,
+/// under TCG tens of µs; src/bpf/tt_sched.bpf.c G names the race).
+pub const RACE_NS: u64 = 200_000;
+
+/// How far a record's `ran_ns` may differ from the witness's owner time in the slot: scx_tt
+/// charges from ops.running to ops.stopping, the kernel's trace point fires between those
+/// two, and the trace clock has µs resolution; per switch in the slot a few µs of emulated
+/// kernel work separate them. 200 µs, or 2 % of the slot when that is more.
+pub fn agreement_tol_ns(slot_ns: u64) -> u64 {
+    (slot_ns / 50).max(200_000)
+}
+
+/// One scheduling event of the kernel's trace.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Kind {
+    Switch {
+        prev_pid: u32,
+        prev_comm: String,
+        /// `R`/`R+` = preempted while runnable; anything else = blocked or exiting.
+        prev_state: String,
+        next_pid: u32,
+        next_comm: String,
+    },
+    Wakeup {
+        pid: u32,
+    },
+    Fork {
+        parent: u32,
+        child: u32,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    pub ts_ns: u64,
+    pub cpu: u32,
+    pub kind: Kind,
+}
+
+/// `seconds.micros` of the trace clock, in ns.
+fn parse_ts(s: &str) -> Option<u64> {
+    let (sec, frac) = s.split_once('.')?;
+    if frac.is_empty() || frac.len() > 9 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let sec: u64 = sec.parse().ok()?;
+    let frac_ns: u64 = format!("{frac:0<9}").parse().ok()?;
+    sec.checked_mul(1_000_000_000)?.checked_add(frac_ns)
+}
+
+/// The value of `key=` in `s`, up to the next ` next_key=` (or the end): comms may hold spaces.
+fn field<'a>(s: &'a str, key: &str, next: Option<&str>) -> Option<&'a str> {
+    let start = s.find(&format!("{key}="))? + key.len() + 1;
+    let rest = &s[start..];
+    let end = match next {
+        Some(n) => rest.find(&format!(" {n}="))?,
+        None => rest.len(),
+    };
+    Some(rest[..end].trim())
+}
+
+fn num(s: &str, key: &str, next: Option<&str>) -> Option<u32> {
+    field(s, key, next)?.parse().ok()
+}
+
+/// One line of ftrace's text output; `Ok(None)` for events the witness does not use.
+pub fn parse_line(line: &str) -> std::result::Result<Option<Event>, String> {
+    let bad = || format!("not an ftrace event line: {line:?}");
+    // "<comm>-<pid> [CPU] FLAGS TS: EVENT: FIELDS"
+    let (head, rest) = line.split_once(": sched_").ok_or_else(bad)?;
+    let mut toks = head.split_whitespace().rev();
+    let ts = toks.next().unwrap_or("");
+    let ts_ns = parse_ts(ts).ok_or_else(bad)?;
+    let _flags = toks.next();
+    let cpu = toks
+        .next()
+        .and_then(|t| t.strip_prefix('[')?.strip_suffix(']')?.parse().ok())
+        .ok_or_else(bad)?;
+    let (name, args) = rest.split_once(": ").ok_or_else(bad)?;
+    let kind = match name {
+        "switch" => Kind::Switch {
+            prev_comm: field(args, "prev_comm", Some("prev_pid"))
+                .ok_or_else(bad)?
+                .into(),
+            prev_pid: num(args, "prev_pid", Some("prev_prio")).ok_or_else(bad)?,
+            prev_state: field(args, "prev_state", None)
+                .and_then(|v| v.split(" ==>").next())
+                .ok_or_else(bad)?
+                .into(),
+            next_comm: field(args, "next_comm", Some("next_pid"))
+                .ok_or_else(bad)?
+                .into(),
+            next_pid: num(args, "next_pid", Some("next_prio")).ok_or_else(bad)?,
+        },
+        "wakeup" | "wakeup_new" => Kind::Wakeup {
+            pid: num(args, "pid", Some("prio")).ok_or_else(bad)?,
+        },
+        "process_fork" => Kind::Fork {
+            parent: num(args, "pid", Some("child_comm")).ok_or_else(bad)?,
+            child: num(args, "child_pid", None).ok_or_else(bad)?,
+        },
+        _ => return Ok(None),
+    };
+    Ok(Some(Event { ts_ns, cpu, kind }))
+}
+
+pub fn parse(text: &str) -> std::result::Result<Vec<Event>, String> {
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(e) = parse_line(line).map_err(|e| format!("line {}: {e}", i + 1))? {
+            events.push(e);
+        }
+    }
+    // per-CPU buffers are merged by time stamp; keep that order (stable for equal stamps)
+    events.sort_by_key(|e| e.ts_ns);
+    Ok(events)
+}
+
+/// A per-CPU kernel thread of `cpu` by its name: `ksoftirqd/1`, `migration/1`, `kworker/1:2H`.
+pub fn is_percpu_kthread_of(comm: &str, cpu: u32) -> bool {
+    let Some((_, tail)) = comm.rsplit_once('/') else {
+        return false;
+    };
+    let n = tail.split(':').next().unwrap_or("");
+    n.parse::<u32>().is_ok_and(|n| n == cpu)
+}
+
+/// A run of one thread on one CPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    pub cpu: u32,
+    pub pid: u32,
+    pub comm: String,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// The plan's view the witness needs: classes and CPUs of the tasks, the slot grid, and the
+/// owner of every recorded (CPU, slot).
+#[derive(Clone, Debug, Default)]
+pub struct Frame {
+    pub t0_ns: u64,
+    pub slot_ns: u64,
+    /// End of the judged window (t0 + the run's duration).
+    pub end_ns: u64,
+    pub managed: Vec<u32>,
+    /// task name → (class, cpu)
+    pub tasks: BTreeMap<String, (String, Option<u32>)>,
+    /// tid → task name (threads found at start; forks are followed from the trace)
+    pub tids: HashMap<u32, String>,
+    /// (cpu, slot) → owner (None: a free slot), for every record
+    pub owners: HashMap<(u32, u64), Option<String>>,
+    /// (cpu, slot) → the record's `ran_ns` (the owner's time), for `tt` records
+    pub ran_ns: HashMap<(u32, u64), u64>,
+    /// pids a scenario placed on managed CPUs on purpose (an RT load)
+    pub allowed: HashSet<u32>,
+}
+
+/// What the witness saw, in figures.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    pub events: usize,
+    /// per tt task: (run on any CPU, in its own slots, outside them, on non-managed CPUs)
+    pub tt: BTreeMap<String, TaskFig>,
+    /// per managed CPU: ns of tasks outside the plan that are no kthread / idle / allowed
+    pub foreign_ns: BTreeMap<u32, u64>,
+    /// the largest foreign runs: (cpu, comm, pid, ns)
+    pub foreign_top: Vec<(u32, String, u32, u64)>,
+    pub kthread_ns: BTreeMap<u32, u64>,
+    pub allowed_ns: BTreeMap<u32, u64>,
+    pub loader_ns: BTreeMap<u32, u64>,
+    /// switches to a be thread while the slot's owner waited runnable >= RACE_NS
+    pub be_over_owner: Vec<BeStart>,
+    /// the same within RACE_NS (counted, not a violation)
+    pub be_near_race: usize,
+    /// |record ran_ns - witness owner ns| per tt record
+    pub diffs: Vec<(u32, u64, i64)>,
+    /// (cpu, slot) in the window without a record
+    pub unrecorded_slots: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TaskFig {
+    pub run_ns: u64,
+    pub inside_ns: u64,
+    pub outside_ns: u64,
+    pub off_managed_ns: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BeStart {
+    pub cpu: u32,
+    pub slot: u64,
+    pub ts_ns: u64,
+    pub be: String,
+    pub owner: String,
+    pub owner_waited_ns: u64,
+    /// how long the be thread then ran before the CPU switched again
+    pub ran_ns: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Running,
+    Waiting(u64),
+    Blocked,
+}
+
+/// Per-CPU run segments from the switch events (a CPU's first segment starts at its first
+/// switch; the last one ends at `end`).
+pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
+    let mut cur: BTreeMap<u32, (u32, String, u64)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for e in events {
+        if let Kind::Switch {
+            prev_pid,
+            prev_comm,
+            next_pid,
+            next_comm,
+            ..
+        } = &e.kind
+        {
+            let start = cur.get(&e.cpu).map_or(e.ts_ns, |c| c.2);
+            if start < e.ts_ns {
+                out.push(Segment {
+                    cpu: e.cpu,
+                    pid: *prev_pid,
+                    comm: prev_comm.clone(),
+                    start,
+                    end: e.ts_ns,
+                });
+            }
+            cur.insert(e.cpu, (*next_pid, next_comm.clone(), e.ts_ns));
+        }
+    }
+    for (cpu, (pid, comm, start)) in cur {
+        if start < end {
+            out.push(Segment {
+                cpu,
+                pid,
+                comm,
+                start,
+                end,
+            });
+        }
+    }
+    out
+}
+
+impl Frame {
+    fn slot_of(&self, t: u64) -> u64 {
+        (t - self.t0_ns) / self.slot_ns
+    }
+
+    fn slot_start(&self, s: u64) -> u64 {
+        self.t0_ns + s * self.slot_ns
+    }
+
+    /// Cuts `[a, b)` at slot boundaries inside the window: (slot, piece start, piece end).
+    fn pieces(&self, a: u64, b: u64) -> Vec<(u64, u64, u64)> {
+        let (mut a, b) = (a.max(self.t0_ns), b.min(self.end_ns));
+        let mut out = Vec::new();
+        while a < b {
+            let s = self.slot_of(a);
+            let e = self.slot_start(s + 1).min(b);
+            out.push((s, a, e));
+            a = e;
+        }
+        out
+    }
+
+    /// Judges the events (sorted by time).
+    pub fn analyse(&self, events: &[Event]) -> Report {
+        let mut r = Report {
+            events: events.len(),
+            ..Report::default()
+        };
+        // the task of every thread: found at start, or forked by a thread of the task
+        let mut task_of = self.tids.clone();
+        for e in events {
+            if let Kind::Fork { parent, child } = e.kind {
+                if let Some(t) = task_of.get(&parent).cloned() {
+                    task_of.insert(child, t);
+                }
+            }
+        }
+        let class = |pid: u32| -> Option<(&str, &String)> {
+            let t = task_of.get(&pid)?;
+            Some((self.tasks.get(t)?.0.as_str(), t))
+        };
+        for name in self.tasks.iter().filter(|t| t.1 .0 == "tt").map(|t| t.0) {
+            r.tt.insert(name.clone(), TaskFig::default());
+        }
+        let managed: HashSet<u32> = self.managed.iter().copied().collect();
+        let mut foreign: BTreeMap<(u32, String, u32), u64> = BTreeMap::new();
+        let mut owner_ns: HashMap<(u32, u64), u64> = HashMap::new();
+        for seg in segments(events, self.end_ns) {
+            let on_managed = managed.contains(&seg.cpu);
+            for (slot, a, b) in self.pieces(seg.start, seg.end) {
+                let ns = b - a;
+                // only slots with a record are judged (not those a late tick skipped, nor a
+                // restart's gap, when no scheduler was attached)
+                if on_managed && !self.owners.contains_key(&(seg.cpu, slot)) {
+                    continue;
+                }
+                match class(seg.pid) {
+                    Some(("tt", t)) => {
+                        let f = r.tt.get_mut(t).expect("tt task");
+                        let own_cpu = self.tasks.get(t).and_then(|x| x.1);
+                        if !on_managed
+                            && !own_cpu.is_some_and(|c| self.owners.contains_key(&(c, slot)))
+                        {
+                            continue;
+                        }
+                        f.run_ns += ns;
+                        let owner = self.owners.get(&(seg.cpu, slot));
+                        if !on_managed {
+                            f.off_managed_ns += ns;
+                        } else if owner.is_some_and(|o| o.as_ref() == Some(t)) {
+                            f.inside_ns += ns;
+                            *owner_ns.entry((seg.cpu, slot)).or_default() += ns;
+                        } else if owner.is_some() {
+                            f.outside_ns += ns;
+                        }
+                    }
+                    Some(_) => {}
+                    None if !on_managed || seg.pid == 0 => {}
+                    None if is_percpu_kthread_of(&seg.comm, seg.cpu) => {
+                        *r.kthread_ns.entry(seg.cpu).or_default() += ns
+                    }
+                    None if self.allowed.contains(&seg.pid) => {
+                        *r.allowed_ns.entry(seg.cpu).or_default() += ns
+                    }
+                    None if seg.comm == "scx_tt" => *r.loader_ns.entry(seg.cpu).or_default() += ns,
+                    None => {
+                        *r.foreign_ns.entry(seg.cpu).or_default() += ns;
+                        *foreign
+                            .entry((seg.cpu, seg.comm.clone(), seg.pid))
+                            .or_default() += ns;
+                    }
+                }
+            }
+        }
+        for &cpu in &self.managed {
+            r.foreign_ns.entry(cpu).or_default();
+        }
+        let mut top: Vec<_> = foreign.into_iter().collect();
+        top.sort_by_key(|x| std::cmp::Reverse(x.1));
+        r.foreign_top = top
+            .into_iter()
+            .take(5)
+            .map(|((c, comm, pid), ns)| (c, comm, pid, ns))
+            .collect();
+        // record agreement
+        let mut keys: Vec<_> = self.ran_ns.keys().copied().collect();
+        keys.sort();
+        for k in keys {
+            let w = owner_ns.get(&k).copied().unwrap_or(0);
+            r.diffs.push((k.0, k.1, self.ran_ns[&k] as i64 - w as i64));
+        }
+        // slots of the window without a record
+        let last = self.slot_of(self.end_ns.max(self.t0_ns + 1) - 1);
+        for &cpu in &self.managed {
+            r.unrecorded_slots += (0..last)
+                .filter(|s| !self.owners.contains_key(&(cpu, *s)))
+                .count();
+        }
+        self.be_starts(events, &task_of, &mut r);
+        r
+    }
+
+    /// Replays the events: who waits runnable, and every switch to a be thread on a managed CPU.
+    fn be_starts(&self, events: &[Event], task_of: &HashMap<u32, String>, r: &mut Report) {
+        let mut state: HashMap<u32, State> = HashMap::new();
+        let mut pending: Option<(usize, u32)> = None; // (index into be_over_owner, cpu)
+        let managed: HashSet<u32> = self.managed.iter().copied().collect();
+        for e in events {
+            match &e.kind {
+                Kind::Wakeup { pid } => {
+                    let s = state.entry(*pid).or_insert(State::Blocked);
+                    if *s == State::Blocked {
+                        *s = State::Waiting(e.ts_ns);
+                    }
+                }
+                Kind::Fork { .. } => {}
+                Kind::Switch {
+                    prev_pid,
+                    prev_state,
+                    next_pid,
+                    next_comm: _,
+                    ..
+                } => {
+                    if let Some((i, cpu)) = pending {
+                        if cpu == e.cpu {
+                            let b = &mut r.be_over_owner[i];
+                            b.ran_ns = e.ts_ns - b.ts_ns;
+                            pending = None;
+                        }
+                    }
+                    let prev = if prev_state.starts_with('R') {
+                        State::Waiting(e.ts_ns)
+                    } else {
+                        State::Blocked
+                    };
+                    if *prev_pid != 0 {
+                        state.insert(*prev_pid, prev);
+                    }
+                    state.insert(*next_pid, State::Running);
+                    if !managed.contains(&e.cpu) || e.ts_ns < self.t0_ns || e.ts_ns >= self.end_ns {
+                        continue;
+                    }
+                    let Some(be) = task_of.get(next_pid) else {
+                        continue;
+                    };
+                    if self.tasks.get(be).map(|t| t.0.as_str()) != Some("be") {
+                        continue;
+                    }
+                    let slot = self.slot_of(e.ts_ns);
+                    let Some(Some(owner)) = self.owners.get(&(e.cpu, slot)) else {
+                        continue;
+                    };
+                    // the owner waits when one of its threads is runnable and none runs
+                    let mut since: Option<u64> = None;
+                    let mut running = false;
+                    for (pid, t) in task_of {
+                        if t != owner {
+                            continue;
+                        }
+                        match state.get(pid) {
+                            Some(State::Running) => running = true,
+                            Some(State::Waiting(s)) => {
+                                since = Some(since.map_or(*s, |x: u64| x.min(*s)))
+                            }
+                            _ => {}
+                        }
+                    }
+                    let Some(since) = since.filter(|_| !running) else {
+                        continue;
+                    };
+                    let waited = e.ts_ns - since;
+                    if waited < RACE_NS {
+                        r.be_near_race += 1;
+                        continue;
+                    }
+                    r.be_over_owner.push(BeStart {
+                        cpu: e.cpu,
+                        slot,
+                        ts_ns: e.ts_ns,
+                        be: be.clone(),
+                        owner: owner.clone(),
+                        owner_waited_ns: waited,
+                        ran_ns: 0,
+                    });
+                    pending = Some((r.be_over_owner.len() - 1, e.cpu));
+                }
+            }
+        }
+    }
+}
+
+/// A `--trace` record, the fields the witness needs (the harness's own reader, like
+/// [`Summary`]).
+#[derive(Debug, Deserialize)]
+struct Rec {
+    slot: u64,
+    cpu: u32,
+    kind: String,
+    #[serde(default)]
+    task: Option<String>,
+    #[serde(default)]
+    ran_ns: Option<u64>,
+}
+
+/// The frame of a run: its summary and trace files (the trace header must carry the summary's
+/// `t0_ns`), and the declared pids.
+pub fn frame(out: &VmOutput, summary: &str, trace: &str, allowed: &[u32]) -> Result<Frame> {
+    let s: Summary = out.summary(summary)?;
+    let header = out.trace_header(trace)?;
+    if header.t0_ns != Some(s.t0_ns) {
+        return Err(format!(
+            "{trace}: header t0_ns {:?} differs from the summary's {}",
+            header.t0_ns, s.t0_ns
+        ));
+    }
+    let recs: Vec<Rec> = out.records(trace)?;
+    let mut f = Frame {
+        t0_ns: s.t0_ns,
+        slot_ns: header.slot_ns,
+        end_ns: s.t0_ns + s.duration_ns,
+        managed: header.cpus.clone(),
+        allowed: allowed.iter().copied().collect(),
+        ..Frame::default()
+    };
+    for t in &s.tasks {
+        f.tasks.insert(t.name.clone(), (t.class.clone(), t.cpu));
+        for &tid in &t.tids {
+            f.tids.insert(tid, t.name.clone());
+        }
+    }
+    for r in recs {
+        let owner = (r.kind == "tt").then(|| r.task.clone()).flatten();
+        if let (Some(_), Some(ns)) = (&owner, r.ran_ns) {
+            f.ran_ns.insert((r.cpu, r.slot), ns);
+        }
+        f.owners.insert((r.cpu, r.slot), owner);
+    }
+    Ok(f)
+}
+
+/// Bounds of the witness checks a scenario chooses.
+#[derive(Clone, Debug)]
+pub struct Bounds {
+    /// pids placed on managed CPUs on purpose
+    pub allowed: Vec<u32>,
+    /// a tt task's run time outside its own slots, share of its run time (timing)
+    pub outside_share: f64,
+    /// share of the tt records whose `ran_ns` may differ from the witness by more than
+    /// [`agreement_tol_ns`] (timing: a vCPU descheduled between ops.stopping and the trace
+    /// point makes one record disagree)
+    pub disagree_share: f64,
+}
+
+impl Default for Bounds {
+    fn default() -> Self {
+        Bounds {
+            allowed: Vec::new(),
+            outside_share: 0.05,
+            disagree_share: 0.01,
+        }
+    }
+}
+
+fn ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
+}
+
+/// Reads the witness of run `run` and checks it (exact: nothing foreign, no plan task on a
+/// housekeeping CPU, no be start over a waiting owner, nothing lost; timing: outside share,
+/// record agreement). Prints every figure.
+pub fn check(c: &mut Checks, out: &VmOutput, run: &str, b: &Bounds) {
+    let (summary, trace) = (format!("{run}.json"), format!("{run}.trace.jsonl"));
+    check_files(c, out, run, &summary, &trace, b);
+}
+
+/// [`check`] for a run whose summary and trace have other names than `RUN.json` and
+/// `RUN.trace.jsonl` (the witness is `RUN.witness` either way).
+pub fn check_files(
+    c: &mut Checks,
+    out: &VmOutput,
+    run: &str,
+    summary: &str,
+    trace: &str,
+    b: &Bounds,
+) {
+    let lost = out.number(&format!("{run}_witness_lost"));
+    c.check(
+        lost == Ok(0),
+        format!("{run}: witness: ftrace lost no event (lost {lost:?})"),
+    );
+    let (f, events) = match frame(out, summary, trace, &b.allowed).and_then(|f| {
+        let text = out.file(&format!("{run}.witness"))?;
+        Ok((f, parse(&text).map_err(|e| format!("{run}.witness: {e}"))?))
+    }) {
+        Ok(x) => x,
+        Err(e) => return c.check(false, format!("{run}: witness: {e}")),
+    };
+    let r = f.analyse(&events);
+    report(c, run, &f, &r, b);
+}
+
+/// The checks and figures of one analysed witness.
+pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
+    println!(
+        "  {run}: witness: {} events, t0 {} ns, slot {} us, window {:.2} s, {} (CPU, slot)s without a record",
+        r.events,
+        f.t0_ns,
+        f.slot_ns / 1000,
+        (f.end_ns - f.t0_ns) as f64 / 1e9,
+        r.unrecorded_slots
+    );
+    c.check(
+        r.events > 0,
+        format!("{run}: witness: events recorded ({})", r.events),
+    );
+    for (cpu, ns) in &r.foreign_ns {
+        c.check(
+            *ns == 0,
+            format!(
+                "{run}: witness: CPU {cpu}: nothing outside the plan ran but per-CPU kthreads \
+                 ({:.3} ms kthreads, {:.3} ms declared, {:.3} ms scx_tt, foreign {:.3} ms{})",
+                ms(r.kthread_ns.get(cpu).copied().unwrap_or(0)),
+                ms(r.allowed_ns.get(cpu).copied().unwrap_or(0)),
+                ms(r.loader_ns.get(cpu).copied().unwrap_or(0)),
+                ms(*ns),
+                if *ns > 0 {
+                    format!(": {:?}", r.foreign_top)
+                } else {
+                    String::new()
+                }
+            ),
+        );
+    }
+    for (t, fig) in &r.tt {
+        c.check(
+            fig.off_managed_ns == 0,
+            format!(
+                "{run}: witness: {t} never ran on a housekeeping CPU after t0 ({:.3} ms)",
+                ms(fig.off_managed_ns)
+            ),
+        );
+        let share = fig.outside_ns as f64 / fig.run_ns.max(1) as f64;
+        c.check_timing(
+            share <= b.outside_share,
+            format!(
+                "{run}: witness: {t} ran {:.1} ms, {:.1} ms in its slots, {:.2} ms ({:.2} %) in \
+                 other slots (bound {:.1} %)",
+                ms(fig.run_ns),
+                ms(fig.inside_ns),
+                ms(fig.outside_ns),
+                100.0 * share,
+                100.0 * b.outside_share
+            ),
+        );
+    }
+    let worst: Vec<_> = r.be_over_owner.iter().take(3).collect();
+    c.check(
+        r.be_over_owner.is_empty(),
+        format!(
+            "{run}: witness: no be task started while the slot's owner waited runnable >= {} us \
+             ({} starts, {:.3} ms of be run after them; {} starts within the race window){}",
+            RACE_NS / 1000,
+            r.be_over_owner.len(),
+            ms(r.be_over_owner.iter().map(|b| b.ran_ns).sum()),
+            r.be_near_race,
+            if worst.is_empty() {
+                String::new()
+            } else {
+                format!(": first {worst:?}")
+            }
+        ),
+    );
+    let tol = agreement_tol_ns(f.slot_ns);
+    let mut abs: Vec<u64> = r.diffs.iter().map(|d| d.2.unsigned_abs()).collect();
+    abs.sort_unstable();
+    let pct = |p: f64| -> u64 {
+        if abs.is_empty() {
+            0
+        } else {
+            abs[((abs.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    let over: Vec<_> = r
+        .diffs
+        .iter()
+        .filter(|d| d.2.unsigned_abs() > tol)
+        .collect();
+    let share = over.len() as f64 / r.diffs.len().max(1) as f64;
+    c.check(
+        !r.diffs.is_empty(),
+        format!("{run}: witness: tt records to compare ({})", r.diffs.len()),
+    );
+    c.check_timing(
+        share <= b.disagree_share,
+        format!(
+            "{run}: witness: record owner_ns vs witness over {} tt records: |diff| p50 {:.1} us, \
+             p99 {:.1} us, max {:.1} us; {} ({:.2} %) beyond {} us (bound {:.1} %){}",
+            r.diffs.len(),
+            pct(0.5) as f64 / 1e3,
+            pct(0.99) as f64 / 1e3,
+            abs.last().copied().unwrap_or(0) as f64 / 1e3,
+            over.len(),
+            100.0 * share,
+            tol / 1000,
+            100.0 * b.disagree_share,
+            if over.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": first (cpu, slot, record - witness ns) {:?}",
+                    &over[..over.len().min(5)]
+                )
+            }
+        ),
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A debugging aid, not a test of its own: checks the witness of a run directory left by an
+    /// earlier boot, e.g. `SCX_TT_WITNESS_DIR=target/vm/runs/preempt SCX_TT_WITNESS_RUN=preempt
+    /// cargo test --release --test vm witness::tests::run_dir -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "reads SCX_TT_WITNESS_DIR"]
+    fn run_dir() {
+        let dir = std::env::var("SCX_TT_WITNESS_DIR").expect("SCX_TT_WITNESS_DIR");
+        let run = std::env::var("SCX_TT_WITNESS_RUN").expect("SCX_TT_WITNESS_RUN");
+        let out = crate::harness::open_run(std::path::Path::new(&dir)).unwrap();
+        let allowed = out
+            .number("rt_pid")
+            .map(|p| vec![p as u32])
+            .unwrap_or_default();
+        let mut c = Checks::default();
+        check(
+            &mut c,
+            &out,
+            &run,
+            &Bounds {
+                allowed,
+                ..Bounds::default()
+            },
+        );
+        c.finish();
+    }
+
+    const SW: &str = "          <idle>-0       [001] d..2.     6.321346: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=CPU 0/TCG next_pid=145 next_prio=120";
+
+    #[test]
+    fn lines_parse_with_spaces_in_comms() {
+        let e = parse_line(SW).unwrap().unwrap();
+        assert_eq!(e.ts_ns, 6_321_346_000);
+        assert_eq!(e.cpu, 1);
+        assert_eq!(
+            e.kind,
+            Kind::Switch {
+                prev_pid: 0,
+                prev_comm: "swapper/1".into(),
+                prev_state: "R".into(),
+                next_pid: 145,
+                next_comm: "CPU 0/TCG".into()
+            }
+        );
+        let w = "  sh-122     [000] d.s4.     6.320512: sched_wakeup: comm=kworker/0:0 pid=9 prio=120 target_cpu=000";
+        assert_eq!(
+            parse_line(w).unwrap().unwrap().kind,
+            Kind::Wakeup { pid: 9 }
+        );
+        let f = "  sh-122     [000] .....     6.320868: sched_process_fork: comm=sh pid=122 child_comm=sh child_pid=145";
+        assert_eq!(
+            parse_line(f).unwrap().unwrap().kind,
+            Kind::Fork {
+                parent: 122,
+                child: 145
+            }
+        );
+        assert!(parse_line("garbage").is_err());
+        assert!(parse_line("  sh-1 [000] d..2. 1.x: sched_wakeup: comm=a pid=1 prio=1").is_err());
+        assert_eq!(parse_ts("12.000001"), Some(12_000_001_000));
+        assert_eq!(parse_ts("12."), None);
+    }
+
+    #[test]
+    fn percpu_kthreads_by_name() {
+        assert!(is_percpu_kthread_of("ksoftirqd/1", 1));
+        assert!(is_percpu_kthread_of("kworker/1:2H", 1));
+        assert!(!is_percpu_kthread_of("kworker/11:2", 1));
+        assert!(!is_percpu_kthread_of("kworker/u4:1", 1));
+        assert!(!is_percpu_kthread_of("sh", 1));
+    }
+
+    /// A line of ftrace text for a switch at `us` µs on `cpu`.
+    fn sw(us: u64, cpu: u32, prev: (&str, u32, &str), next: (&str, u32)) -> String {
+        format!(
+            "  x-1 [{cpu:03}] d..2. {}.{:06}: sched_switch: prev_comm={} prev_pid={} prev_prio=120 prev_state={} ==> next_comm={} next_pid={} next_prio=120",
+            us / 1_000_000,
+            us % 1_000_000,
+            prev.0,
+            prev.1,
+            prev.2,
+            next.0,
+            next.1
+        )
+    }
+
+    fn wake(us: u64, pid: u32) -> String {
+        format!(
+            "  x-1 [000] d..2. {}.{:06}: sched_wakeup: comm=t pid={pid} prio=120 target_cpu=001",
+            us / 1_000_000,
+            us % 1_000_000
+        )
+    }
+
+    /// t0 = 1 s, slots of 10 ms, CPU 1 managed; task a (tid 10) owns even slots, b (be, tid
+    /// 20); slot 0..4 recorded with ran_ns.
+    fn frame(ran: [u64; 2]) -> Frame {
+        let mut f = Frame {
+            t0_ns: 1_000_000_000,
+            slot_ns: 10_000_000,
+            end_ns: 1_040_000_000,
+            managed: vec![1],
+            ..Frame::default()
+        };
+        f.tasks.insert("a".into(), ("tt".into(), Some(1)));
+        f.tasks.insert("b".into(), ("be".into(), None));
+        f.tids.insert(10, "a".into());
+        f.tids.insert(20, "b".into());
+        for s in 0..4u64 {
+            let own = (s % 2 == 0).then(|| "a".to_string());
+            if own.is_some() {
+                f.ran_ns.insert((1, s), ran[(s / 2) as usize]);
+            }
+            f.owners.insert((1, s), own);
+        }
+        f
+    }
+
+    fn run(f: &Frame, lines: &[String]) -> Report {
+        f.analyse(&parse(&lines.join("\n")).unwrap())
+    }
+
+    #[test]
+    fn an_exact_run_passes_and_figures_add_up() {
+        // a runs slots 0 and 2 fully (1.000-1.010, 1.020-1.030), b the others
+        let l = [
+            sw(1_000_000, 1, ("swapper/1", 0, "R"), ("a", 10)),
+            sw(1_010_000, 1, ("a", 10, "R"), ("b", 20)),
+            sw(1_020_000, 1, ("b", 20, "R"), ("a", 10)),
+            sw(1_030_000, 1, ("a", 10, "R"), ("b", 20)),
+        ];
+        let r = run(&frame([10_000_000, 10_000_000]), &l);
+        let a = &r.tt["a"];
+        assert_eq!(
+            (a.run_ns, a.inside_ns, a.outside_ns, a.off_managed_ns),
+            (20_000_000, 20_000_000, 0, 0)
+        );
+        assert_eq!(r.foreign_ns[&1], 0);
+        assert!(r.be_over_owner.is_empty());
+        assert_eq!(r.diffs, vec![(1, 0, 0), (1, 2, 0)]);
+        assert_eq!(r.unrecorded_slots, 0);
+    }
+
+    #[test]
+    fn each_violation_is_seen() {
+        // slot 2: b is switched in at 1.0215 s although a was woken at 1.020 s (1.5 ms
+        // waiting); a runs only from 1.025 s, while the record claims 9.9 ms; a
+        // foreign sh runs 1 ms in slot 1; a runs 0.5 ms into slot 1 (outside) and on CPU 0.
+        let l = [
+            sw(1_000_000, 1, ("swapper/1", 0, "R"), ("a", 10)),
+            sw(1_010_500, 1, ("a", 10, "S"), ("sh", 99)),
+            sw(1_011_500, 1, ("sh", 99, "S"), ("b", 20)),
+            wake(1_020_000, 10),
+            sw(1_020_000, 1, ("b", 20, "R"), ("migration/1", 15)),
+            sw(1_021_500, 1, ("migration/1", 15, "S"), ("b", 20)),
+            sw(1_025_000, 1, ("b", 20, "R"), ("a", 10)),
+            sw(1_030_000, 1, ("a", 10, "R"), ("ksoftirqd/1", 16)),
+            sw(1_030_100, 1, ("ksoftirqd/1", 16, "S"), ("swapper/1", 0)),
+            sw(1_035_000, 0, ("swapper/0", 0, "R"), ("a", 11)),
+            "  x-1 [000] ..... 1.001000: sched_process_fork: comm=a pid=10 child_comm=a child_pid=11".into(),
+            sw(1_036_000, 0, ("a", 11, "S"), ("swapper/0", 0)),
+        ];
+        let mut f = frame([10_000_000, 9_900_000]);
+        let r = run(&f, &l);
+        let a = &r.tt["a"];
+        assert_eq!(a.outside_ns, 500_000);
+        assert_eq!(a.off_managed_ns, 1_000_000, "the forked thread 11 on CPU 0");
+        assert_eq!(r.foreign_ns[&1], 1_000_000);
+        assert_eq!(r.foreign_top[0], (1, "sh".to_string(), 99, 1_000_000));
+        assert_eq!(r.kthread_ns[&1], 1_600_000);
+        assert_eq!(r.be_over_owner.len(), 1);
+        let b = &r.be_over_owner[0];
+        assert_eq!(
+            (b.slot, b.owner_waited_ns, b.ran_ns),
+            (2, 1_500_000, 3_500_000)
+        );
+        // record 2 claims 9.9 ms, the witness saw 5 ms
+        assert_eq!(r.diffs[1], (1, 2, 4_900_000));
+        // the same be start within the race window is not a violation
+        let mut l2 = l.clone();
+        l2[3] = wake(1_021_400, 10);
+        let r2 = run(&f, &l2);
+        assert!(r2.be_over_owner.is_empty());
+        assert_eq!(r2.be_near_race, 1);
+        // declaring sh allowed moves its time out of foreign
+        f.allowed.insert(99);
+        let r3 = run(&f, &l);
+        assert_eq!((r3.foreign_ns[&1], r3.allowed_ns[&1]), (0, 1_000_000));
+        // and the checks fail on the first run's figures
+        let mut c = Checks::default();
+        let tight = Bounds {
+            outside_share: 0.01,
+            ..Bounds::default()
+        };
+        report(&mut c, "t", &frame([0, 0]), &r, &tight);
+        let fails = c.failures().join("\n");
+        for what in [
+            "foreign 1.000 ms",
+            "housekeeping",
+            "1 starts",
+            "other slots",
+            "beyond",
+        ] {
+            assert!(fails.contains(what), "{what} not in {fails}");
+        }
+    }
+
+    #[test]
+    fn a_blocked_owner_lets_be_start() {
+        // a blocks at 1.001 (state S): b may run the rest of slot 0; a wakes at 1.005 and b
+        // is already running: no start, no violation
+        let l = [
+            sw(1_000_000, 1, ("swapper/1", 0, "R"), ("a", 10)),
+            sw(1_001_000, 1, ("a", 10, "S"), ("b", 20)),
+            wake(1_005_000, 10),
+            sw(1_005_100, 1, ("b", 20, "R"), ("a", 10)),
+        ];
+        let r = run(&frame([5_000_000, 0]), &l);
+        assert!(r.be_over_owner.is_empty(), "{:?}", r.be_over_owner);
+        assert_eq!(r.tt["a"].inside_ns, 1_000_000 + 4_900_000 + 10_000_000);
+    }
+}
