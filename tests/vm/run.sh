@@ -58,12 +58,26 @@ prioritized() {
 
 rm -rf "$OUT" && mkdir -p "$OUT/files"
 
-# Splits the second serial port's stream into files/NAME (the guest's tty adds \r).
+# Splits the second serial port's stream into files/NAME, byte for byte (the guest protocol,
+# tests/vm/guest/lib.sh send_out_files): each line between "=== tt-file NAME begin" and
+# "=== tt-file NAME end" is written with its newline; after "end noeol" the last line is written
+# without it (the guest added that newline so that the end marker starts a line). The guest's
+# tty is raw (no \r added); should it not be (the begin line then ends in \r), every line's
+# trailing \r is dropped.
 extract_files() {
-  tr -d '\r' < "$1" | awk -v dir="$OUT/files" '
-    /^=== tt-file .* begin$/ { name = $3; out = dir "/" name; printf "" > out; next }
-    /^=== tt-file .* end$/   { close(out); out = ""; next }
-    out != ""                { print >> out }'
+  awk -v dir="$OUT/files" '
+    /^=== tt-file [^ ]+ begin\r?$/ {
+      out = dir "/" $3; printf "" > out; cr = /\r$/; n = 0; next
+    }
+    out != "" && /^=== tt-file [^ ]+ end( noeol)?\r?$/ {
+      if (n) printf "%s%s", last, (/ noeol\r?$/ ? "" : "\n") > out
+      close(out); out = ""; next
+    }
+    out != "" {
+      if (cr) sub(/\r$/, "")
+      if (n) printf "%s\n", last > out
+      last = $0; n = 1
+    }' "$1"
 }
 
 # One boot. Returns 0 when the guest printed its completion marker and sent all its files.
