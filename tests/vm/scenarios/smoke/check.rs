@@ -4,7 +4,8 @@
 //! (`cargo test --release --test vm smoke -- --ignored --nocapture`).
 //!
 //! Without a VM (plain `cargo test`): run.sh with a stand-in for QEMU whose "guest" sends files
-//! with the guest's own `send_out_files` (the transfer minus the tty).
+//! with the guest's own `send_out_files` (the transfer minus the tty), and run.sh's `--out`
+//! rules (it replaces only its own run directories).
 
 use crate::harness::{self, Vm};
 use std::path::{Path, PathBuf};
@@ -258,4 +259,86 @@ fn files_arrive_byte_identical_through_run_sh_without_a_vm() {
     let out = f.root.join("run");
     assert_eq!(f.run_sh(&out).0, Some(0), "the fake guest completed");
     assert_transferred_exactly(&out.join("files"));
+}
+
+#[test]
+fn run_sh_refuses_an_out_dir_it_did_not_make() {
+    let f = FakeQemu::new("refuse");
+    let mine = f.root.join("mine");
+    std::fs::create_dir_all(&mine).expect("mkdir");
+    std::fs::write(mine.join("keep.txt"), "precious").expect("write");
+    let (code, err) = f.run_sh(&mine);
+    assert_eq!(code, Some(2), "a foreign non-empty --out is refused");
+    assert!(
+        err.contains(&format!("--out {} exists, is not empty", mine.display()))
+            && err.contains(".tt-vm-run")
+            && err.contains("refusing to delete it"),
+        "the message names the directory and the rule: {err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(mine.join("keep.txt"))
+            .ok()
+            .as_deref(),
+        Some("precious"),
+        "the refused directory is untouched"
+    );
+    assert!(
+        !mine.join("try-1.console.log").exists(),
+        "no guest was booted"
+    );
+
+    let file = f.root.join("a-file");
+    std::fs::write(&file, "not a directory").expect("write");
+    let (code, err) = f.run_sh(&file);
+    assert_eq!(code, Some(2), "a file as --out is refused");
+    assert!(err.contains("exists and is not a directory"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&file).ok().as_deref(),
+        Some("not a directory")
+    );
+}
+
+#[test]
+fn run_sh_replaces_its_own_run_dirs_and_uses_empty_ones() {
+    let f = FakeQemu::new("replace");
+    // An empty directory is used, and gets the marker.
+    let out = f.root.join("empty");
+    std::fs::create_dir_all(&out).expect("mkdir");
+    assert_eq!(f.run_sh(&out).0, Some(0));
+    assert!(
+        out.join(".tt-vm-run").is_file(),
+        "the run directory is marked"
+    );
+    assert!(out.join("scenario.rc").is_file());
+    // A marked directory (the run above) is replaced: what an earlier run left is gone.
+    std::fs::write(out.join("stale.txt"), "old").expect("write");
+    assert_eq!(
+        f.run_sh(&out).0,
+        Some(0),
+        "a marked run directory is replaced"
+    );
+    assert!(
+        !out.join("stale.txt").exists(),
+        "the earlier run's files are gone"
+    );
+    assert!(out.join(".tt-vm-run").is_file());
+    // A directory inside the run directories ($SCX_TT_VM_DIR/runs) is the harness's own even
+    // without the marker (runs older than it).
+    let old = f.root.join("vm/runs/old");
+    std::fs::create_dir_all(&old).expect("mkdir");
+    std::fs::write(old.join("console.log"), "old run").expect("write");
+    assert_eq!(
+        f.run_sh(&old).0,
+        Some(0),
+        "a default run directory is replaced"
+    );
+    assert_eq!(
+        std::fs::read_to_string(old.join("console.log"))
+            .unwrap_or_default()
+            .lines()
+            .next(),
+        Some("=== tt-vm: boot kernel=fake"),
+        "the old console log was replaced by the new run's"
+    );
+    assert!(old.join(".tt-vm-run").is_file());
 }
