@@ -4,8 +4,9 @@
 //! (`cargo test --release --test vm smoke -- --ignored --nocapture`).
 //!
 //! Without a VM (plain `cargo test`): run.sh with a stand-in for QEMU whose "guest" sends files
-//! with the guest's own `send_out_files` (the transfer minus the tty), and run.sh's `--out`
-//! rules (it replaces only its own run directories).
+//! with the guest's own `send_out_files` (the transfer minus the tty), run.sh's `--out` rules
+//! (it replaces only its own run directories), and mkinitrd.sh's refusal of a wrong
+//! `SCX_TT_INITRD_EXTRA` entry.
 
 use crate::harness::{self, Vm};
 use std::path::{Path, PathBuf};
@@ -341,4 +342,48 @@ fn run_sh_replaces_its_own_run_dirs_and_uses_empty_ones() {
         "the old console log was replaced by the new run's"
     );
     assert!(old.join(".tt-vm-run").is_file());
+}
+
+#[test]
+fn mkinitrd_refuses_a_wrong_extra_path_naming_it() {
+    let cargo_toml = harness::repo().join("Cargo.toml");
+    let file = cargo_toml.display().to_string();
+    let vm_dir = std::env::temp_dir().join(format!("scx_tt-mkinitrd-{}", std::process::id()));
+    for (extra, want) in [
+        (
+            "/nonexistent/tool:/usr/bin/tool".to_string(),
+            "host path '/nonexistent/tool' does not exist".to_string(),
+        ),
+        (
+            format!("{file}:relative/x"),
+            "guest path 'relative/x' must be absolute".to_string(),
+        ),
+        (
+            format!("{file}:/a/../b"),
+            "guest path '/a/../b' must be".to_string(),
+        ),
+        (format!("{file}:/"), "guest path '/' must be".to_string()),
+        (
+            file.clone(),
+            format!("entry '{file}' is not HOSTPATH:GUESTPATH"),
+        ),
+    ] {
+        let out = Command::new("bash")
+            .arg(harness::repo().join("tests/vm/mkinitrd.sh"))
+            .arg("--out")
+            .arg(vm_dir.join("initrd.gz"))
+            .env("SCX_TT_VM_DIR", &vm_dir)
+            .env("SCX_TT_INITRD_EXTRA", format!("{file}:/tt/ok.toml {extra}"))
+            .output()
+            .expect("running mkinitrd.sh");
+        let err = String::from_utf8_lossy(&out.stderr);
+        println!("SCX_TT_INITRD_EXTRA={extra}: {:?} {err}", out.status.code());
+        assert_eq!(out.status.code(), Some(1), "{extra}: {err}");
+        assert!(err.contains(&want), "{extra}: the message names it: {err}");
+        assert!(
+            !vm_dir.join("initrd.gz").exists(),
+            "nothing is built after a wrong entry"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&vm_dir);
 }
