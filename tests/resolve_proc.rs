@@ -146,6 +146,93 @@ fn qemu_selectors_pick_vcpu_threads_only() {
 }
 
 #[test]
+fn qemu_selectors_match_tcg_vcpu_threads() {
+    // Without KVM, QEMU names its vCPU threads "CPU n/TCG".
+    let f = Fake::new("qemu-tcg");
+    f.process(
+        300,
+        &[
+            "/usr/bin/qemu-system-x86_64",
+            "-name",
+            "tcgvm",
+            "-accel",
+            "tcg",
+        ],
+        &[
+            (300, "qemu-system-x86"),
+            (301, "CPU 0/TCG"),
+            (302, "CPU 1/TCG"),
+            (303, "CPU 2/TCG"),
+            (304, "TCG/x"),
+            (305, "CPU 3/HVF"),
+        ],
+    );
+    let p = f.procfs();
+    assert_eq!(
+        p.resolve(&Selector::Qemu(QemuSelector::Pid(300)))
+            .expect("qemu pid"),
+        vec![301, 302, 303]
+    );
+    assert_eq!(
+        p.resolve(&Selector::Qemu(QemuSelector::Name("tcgvm".into())))
+            .expect("qemu name"),
+        vec![301, 302, 303]
+    );
+}
+
+#[test]
+fn two_qemu_processes_with_one_name_are_refused_naming_both_pids() {
+    let f = Fake::new("qemu-twice");
+    for (pid, accel) in [(700, "KVM"), (650, "TCG")] {
+        f.process(
+            pid,
+            &[
+                "/usr/bin/qemu-system-x86_64",
+                "-name",
+                "guest=dup,debug-threads=on",
+            ],
+            &[
+                (pid, "qemu-system-x86"),
+                (pid + 1, &format!("CPU 0/{accel}")),
+            ],
+        );
+    }
+    // another guest's QEMU is not part of the ambiguity
+    f.process(
+        800,
+        &["/usr/bin/qemu-system-x86_64", "-name", "other"],
+        &[(800, "qemu-system-x86"), (801, "CPU 0/KVM")],
+    );
+    let p = f.procfs();
+    let err = p
+        .resolve(&Selector::Qemu(QemuSelector::Name("dup".into())))
+        .expect_err("two QEMU processes named dup");
+    match &err {
+        ResolveError::AmbiguousQemuName { name, pids } => {
+            assert_eq!(name, "dup");
+            assert_eq!(pids, &vec![650, 700]);
+        }
+        other => panic!("wrong error {other:?}"),
+    }
+    assert_eq!(
+        err.to_string(),
+        "qemu name \"dup\": 2 QEMU processes have this -name (pids 650, 700); \
+         select one with {\"pid\": N}"
+    );
+    // the name that is unique still resolves, and so does each pid
+    assert_eq!(
+        p.resolve(&Selector::Qemu(QemuSelector::Name("other".into())))
+            .expect("other"),
+        vec![801]
+    );
+    assert_eq!(
+        p.resolve(&Selector::Qemu(QemuSelector::Pid(650)))
+            .expect("pid 650"),
+        vec![651]
+    );
+}
+
+#[test]
 fn qemu_name_forms() {
     let cmd = |args: &[&str]| args.join("\0").into_bytes();
     assert_eq!(

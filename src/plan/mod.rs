@@ -235,7 +235,7 @@ pub enum Selector {
     Comm(String),
     /// cgroup v2 path; its `cgroup.threads`.
     Cgroup(String),
-    /// A QEMU process; its vCPU threads ("CPU n/KVM").
+    /// A QEMU process; its vCPU threads ("CPU n/KVM", or "CPU n/TCG" without KVM).
     Qemu(QemuSelector),
     /// argv to spawn (demos and tests).
     Cmd(Vec<String>),

@@ -31,6 +31,13 @@ pub enum ResolveError {
     },
     #[error("`cmd` selectors are spawned by the loader, not resolved")]
     Spawned,
+    #[error(
+        "qemu name {name:?}: {} QEMU processes have this -name (pids {}); \
+         select one with {{\"pid\": N}}",
+        pids.len(),
+        pids.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+    )]
+    AmbiguousQemuName { name: String, pids: Vec<u32> },
 }
 
 /// Where /proc and the cgroup v2 hierarchy are read from.
@@ -108,7 +115,7 @@ impl ProcFs {
         out
     }
 
-    /// The vCPU threads ("CPU n/KVM") of QEMU process `pid`.
+    /// The vCPU threads of QEMU process `pid`: "CPU n/KVM", or "CPU n/TCG" without KVM.
     pub fn qemu_vcpus(&self, pid: u32) -> Result<Vec<u32>, ResolveError> {
         Ok(self
             .threads(pid)?
@@ -117,12 +124,26 @@ impl ProcFs {
             .collect())
     }
 
-    /// The QEMU process started with `-name NAME` (or `-name guest=NAME,...`).
-    pub fn qemu_by_name(&self, name: &str) -> Option<u32> {
-        self.pids().into_iter().find(|pid| {
-            std::fs::read(self.proc_root.join(format!("{pid}/cmdline")))
-                .is_ok_and(|c| qemu_name_from_cmdline(&c).as_deref() == Some(name))
-        })
+    /// The QEMU process started with `-name NAME` (or `-name guest=NAME,...`); `None` when
+    /// there is none. Several such processes are an error listing their pids: which one the
+    /// plan means is not for the scheduler to guess.
+    pub fn qemu_by_name(&self, name: &str) -> Result<Option<u32>, ResolveError> {
+        let pids: Vec<u32> = self
+            .pids()
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read(self.proc_root.join(format!("{pid}/cmdline")))
+                    .is_ok_and(|c| qemu_name_from_cmdline(&c).as_deref() == Some(name))
+            })
+            .collect();
+        match pids.as_slice() {
+            [] => Ok(None),
+            [pid] => Ok(Some(*pid)),
+            _ => Err(ResolveError::AmbiguousQemuName {
+                name: name.to_string(),
+                pids,
+            }),
+        }
     }
 
     /// Thread ids listed in `cgroup.threads` of the cgroup v2 `path` (relative to the root).
@@ -138,8 +159,9 @@ impl ProcFs {
         Ok(parse_tid_list(&text))
     }
 
-    /// Resolve a selector. `pid`/`tids` that do not exist are errors; `comm`, `cgroup` and
-    /// `qemu` may legitimately match nothing yet (an empty list: the task is "not found").
+    /// Resolve a selector. `pid`/`tids` that do not exist are errors, and so is a `qemu` name
+    /// that several QEMU processes have; `comm`, `cgroup` and `qemu` may legitimately match
+    /// nothing yet (an empty list: the task is "not found").
     pub fn resolve(&self, sel: &Selector) -> Result<Vec<u32>, ResolveError> {
         match sel {
             Selector::Pid(pid) => self.threads(*pid),
@@ -154,7 +176,7 @@ impl ProcFs {
             Selector::Comm(name) => Ok(self.threads_by_comm(name)),
             Selector::Cgroup(path) => self.cgroup_threads(path),
             Selector::Qemu(QemuSelector::Pid(pid)) => self.qemu_vcpus(*pid),
-            Selector::Qemu(QemuSelector::Name(name)) => match self.qemu_by_name(name) {
+            Selector::Qemu(QemuSelector::Name(name)) => match self.qemu_by_name(name)? {
                 Some(pid) => self.qemu_vcpus(pid),
                 None => Ok(Vec::new()),
             },

@@ -6,6 +6,18 @@
 # (/boot/config-RELEASE) and schedules/.
 #
 # Usage: mkinitrd.sh [--bin-dir DIR] [--out FILE]   (defaults: target/release, $INITRD)
+#
+# Extra files: SCX_TT_INITRD_EXTRA="HOSTPATH:GUESTPATH ..." (entries separated by spaces; no
+# spaces or colons in the paths) adds each HOSTPATH to the guest at the absolute GUESTPATH,
+# after everything above, so an extra file may replace one of ours:
+#   - a file is copied to GUESTPATH (symlinks followed; missing parent directories created); an
+#     executable one gets its shared libraries (ldd) like the binaries above;
+#   - a directory's contents are copied recursively into the directory GUESTPATH (created when
+#     missing, merged with what is there).
+# An entry without ':', a HOSTPATH that does not exist, a GUESTPATH that is not absolute, is
+# '/' or contains '..', or a file whose GUESTPATH is a directory of the initramfs, fails
+# naming the path and the entry. Example:
+#   SCX_TT_INITRD_EXTRA="/usr/bin/perf:/usr/bin/perf $PWD/my-plans:/tt/my-plans" make vm-initrd
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -17,6 +29,19 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     *) die "mkinitrd.sh: unknown argument $1" ;;
   esac
+done
+
+# SCX_TT_INITRD_EXTRA, checked before anything is built: (host path, guest path) pairs.
+EXTRA_HOST=() EXTRA_GUEST=()
+read -r -a extra_entries <<< "${SCX_TT_INITRD_EXTRA:-}"
+for entry in "${extra_entries[@]}"; do
+  [[ $entry == *:* ]] || die "SCX_TT_INITRD_EXTRA: entry '$entry' is not HOSTPATH:GUESTPATH"
+  host=${entry%%:*} guest=${entry#*:}
+  [ -n "$host" ] && [ -e "$host" ] \
+    || die "SCX_TT_INITRD_EXTRA: host path '$host' does not exist (entry '$entry')"
+  [[ $guest == /* && $guest != *:* && /$guest/ != */../* && ${guest//\//} != "" ]] \
+    || die "SCX_TT_INITRD_EXTRA: guest path '$guest' must be absolute, not '/', without '..' or ':' (entry '$entry')"
+  EXTRA_HOST+=("$host") EXTRA_GUEST+=("$guest")
 done
 
 BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline"
@@ -49,6 +74,20 @@ mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
+
+# SCX_TT_INITRD_EXTRA (checked above).
+for i in "${!EXTRA_HOST[@]}"; do
+  host=${EXTRA_HOST[$i]} guest=${EXTRA_GUEST[$i]}
+  if [ -d "$host" ]; then
+    mkdir -p "$ROOT$guest" && cp -rL "$host"/. "$ROOT$guest"/
+  else
+    [ ! -d "$ROOT$guest" ] \
+      || die "SCX_TT_INITRD_EXTRA: guest path '$guest' is a directory in the initramfs; name the file (entry '$host:$guest')"
+    mkdir -p "$ROOT$(dirname "$guest")" && cp -L "$host" "$ROOT$guest"
+    if [ -x "$host" ]; then BINARIES+=("$host"); fi
+  fi
+  echo "initrd: extra $host -> $guest"
+done
 
 # Shared libraries at their host paths (ldd prints nothing useful for static binaries).
 for b in "${BINARIES[@]}"; do

@@ -11,13 +11,18 @@
 #
 # Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
 # (the last try), files/ (the files the guest sent over its second serial port),
-# results.env (scalar results, also in files/) and scenario.rc (when the guest completed).
+# results.env (scalar results, also in files/), scenario.rc (when the guest completed) and the
+# marker file .tt-vm-run, which says that run.sh made the directory.
+# DIR is emptied first, but only when it is one of run.sh's: a directory with the marker, or
+# any directory inside the run directories target/vm/runs/ ($VM_DIR/runs, the default DIRs and
+# the Rust harness's, with or without the marker of older runs). Any other DIR that exists must
+# be an empty directory; else run.sh refuses with exit code 2 and deletes nothing.
 #
 # A try whose guest crashed (Oops, panic) or hung (no completion marker before the timeout) is
 # retried, up to --tries times (default 4: 3 retries; TCG's multi-threaded mode has a text-patching
 # race, see docs/vm-harness.md), and every retry is reported.
 # Exit code: the scenario's own exit code when the guest completed, 3 when every try crashed or
-# hung, 1 for a harness error.
+# hung, 2 when DIR is not run.sh's to replace (see above), 1 for another harness error.
 set -euo pipefail
 source "$(dirname "$0")/common.sh"
 
@@ -35,9 +40,31 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -n "$SCENARIO" ] || die "run.sh: --scenario is required"
+OUT=${OUT:-$VM_DIR/runs/$SCENARIO}
+# Marks every run directory, so that a later run may replace it (and only such a directory).
+RUN_MARKER=.tt-vm-run
+# Whether directory $1 is run.sh's to replace: it has the marker, or it lies inside
+# $VM_DIR/runs/ (the default run directories, also those of runs older than the marker).
+is_run_dir() {
+  [ -e "$1/$RUN_MARKER" ] && return 0
+  local runs dir
+  runs=$(realpath -m "$VM_DIR/runs") dir=$(realpath -m "$1")
+  [[ $dir == "$runs"/?* ]]
+}
+refuse_out() {
+  echo "vm: error: --out $OUT $1; run.sh deletes and replaces only its own run directories (with the marker file $RUN_MARKER, or inside $VM_DIR/runs/) and empty ones: remove it yourself or choose another --out" >&2
+  exit 2
+}
+if [ -L "$OUT" ]; then
+  refuse_out "is a symbolic link"
+elif [ -e "$OUT" ]; then
+  [ -d "$OUT" ] || refuse_out "exists and is not a directory"
+  entries=$(ls -A "$OUT") || die "run.sh: cannot list --out $OUT"
+  [ -z "$entries" ] || is_run_dir "$OUT" \
+    || refuse_out "exists, is not empty and is not a run directory of run.sh (no $RUN_MARKER in it, not inside $VM_DIR/runs/): refusing to delete it"
+fi
 [ -e "$VMLINUZ" ] || die "no VM kernel at $VMLINUZ: run tests/vm/kernel.sh"
 [ -e "$INITRD" ] || die "no initramfs at $INITRD: run tests/vm/mkinitrd.sh"
-OUT=${OUT:-$VM_DIR/runs/$SCENARIO}
 ACCEL=${SCX_TT_VM_ACCEL:-tcg,thread=multi}
 MEM_MB=${SCX_TT_VM_MEM_MB:-1024}
 # The guest's timing suffers from every other host task competing for its vCPU threads. As
@@ -57,13 +84,28 @@ prioritized() {
 }
 
 rm -rf "$OUT" && mkdir -p "$OUT/files"
+echo "run.sh --scenario $SCENARIO, $(date -u '+%F %T') UTC: this directory may be replaced by the next run.sh with this --out" > "$OUT/$RUN_MARKER"
 
-# Splits the second serial port's stream into files/NAME (the guest's tty adds \r).
+# Splits the second serial port's stream into files/NAME, byte for byte (the guest protocol,
+# tests/vm/guest/lib.sh send_out_files): each line between "=== tt-file NAME begin" and
+# "=== tt-file NAME end" is written with its newline; after "end noeol" the last line is written
+# without it (the guest added that newline so that the end marker starts a line). The guest's
+# tty is raw (no \r added); should it not be (the begin line then ends in \r), every line's
+# trailing \r is dropped.
 extract_files() {
-  tr -d '\r' < "$1" | awk -v dir="$OUT/files" '
-    /^=== tt-file .* begin$/ { name = $3; out = dir "/" name; printf "" > out; next }
-    /^=== tt-file .* end$/   { close(out); out = ""; next }
-    out != ""                { print >> out }'
+  awk -v dir="$OUT/files" '
+    /^=== tt-file [^ ]+ begin\r?$/ {
+      out = dir "/" $3; printf "" > out; cr = /\r$/; n = 0; next
+    }
+    out != "" && /^=== tt-file [^ ]+ end( noeol)?\r?$/ {
+      if (n) printf "%s%s", last, (/ noeol\r?$/ ? "" : "\n") > out
+      close(out); out = ""; next
+    }
+    out != "" {
+      if (cr) sub(/\r$/, "")
+      if (n) printf "%s\n", last > out
+      last = $0; n = 1
+    }' "$1"
 }
 
 # One boot. Returns 0 when the guest printed its completion marker and sent all its files.

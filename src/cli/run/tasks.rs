@@ -22,8 +22,8 @@ pub struct Tasks {
 }
 
 impl Tasks {
-    /// Resolves every task's threads and spawns `cmd` tasks stopped. Missing pids/tids are
-    /// errors; a selector that matches nothing is a warning (the task's slots go to be work).
+    /// Resolves every task's threads and spawns `cmd` tasks stopped. Missing pids/tids and a
+    /// `qemu` name that several QEMU processes have are errors; a selector that matches nothing is a warning (the task's slots go to be work).
     pub fn resolve(plan: &Plan, procfs: &ProcFs) -> Result<Self> {
         let mut tasks = Tasks {
             found: Vec::with_capacity(plan.tasks.len()),
@@ -40,7 +40,11 @@ impl Tasks {
                 }
                 sel => match procfs.resolve(sel) {
                     Ok(t) => t,
-                    Err(e @ (ResolveError::NoSuchPid(_) | ResolveError::NoSuchTid(_))) => {
+                    Err(
+                        e @ (ResolveError::NoSuchPid(_)
+                        | ResolveError::NoSuchTid(_)
+                        | ResolveError::AmbiguousQemuName { .. }),
+                    ) => {
                         bail!("task {}: {e}", task.name)
                     }
                     Err(e) => {
@@ -151,4 +155,53 @@ fn flatten(tids: &[Vec<u32>]) -> Vec<(u32, usize)> {
         .enumerate()
         .flat_map(|(i, t)| t.iter().map(move |&tid| (tid, i)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    /// A QEMU name that several processes have stops the run (an error, exit 1 in main), while
+    /// a name no process has is only "not found" (a warning).
+    #[test]
+    fn an_ambiguous_qemu_name_is_an_error_and_a_missing_one_a_warning() {
+        let root = std::env::temp_dir().join(format!("scx_tt-tasks-qemu-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        for pid in [40, 50] {
+            fs::create_dir_all(root.join(format!("{pid}/task/{}", pid + 1))).expect("mkdir");
+            fs::write(
+                root.join(format!("{pid}/cmdline")),
+                "/usr/bin/qemu-system-x86_64\0-name\0vm1\0",
+            )
+            .expect("write");
+            fs::write(
+                root.join(format!("{pid}/task/{}/comm", pid + 1)),
+                "CPU 0/TCG\n",
+            )
+            .expect("write");
+        }
+        let procfs = ProcFs {
+            proc_root: root.clone(),
+            cgroup_root: root.clone(),
+        };
+        let plan = |name: &str| {
+            scx_tt::plan::from_str(&format!(
+                r#"{{"slot_us": 10000, "frame_slots": 10, "cpus": {{"managed": [1], "housekeeping": [0]}},
+                    "tasks": [{{"name": "guest", "qemu": {{"name": "{name}"}}, "class": "be"}}]}}"#
+            ))
+            .expect("plan")
+        };
+        let err = Tasks::resolve(&plan("vm1"), &procfs)
+            .err()
+            .expect("two QEMU processes named vm1");
+        let msg = format!("{err:#}");
+        assert!(
+            msg.starts_with("task guest: qemu name \"vm1\"") && msg.contains("pids 40, 50"),
+            "{msg}"
+        );
+        let missing = Tasks::resolve(&plan("vm2"), &procfs).expect("a missing name is no error");
+        assert_eq!(missing.found(), &[Vec::<u32>::new()]);
+        let _ = fs::remove_dir_all(&root);
+    }
 }

@@ -120,17 +120,36 @@ ctl() {
   result "${name}_rc" $rc
 }
 
+# The second serial port, which carries /out to the host (a variable so that the harness's
+# self-test, tests/vm/scenarios/smoke/check.rs, can run send_out_files on the host).
+TT_FILES_TTY=/dev/ttyS1
+
+# Sends every file in /out to the host over $TT_FILES_TTY, byte for byte: per file
+# "=== tt-file NAME begin", the file's bytes, then "=== tt-file NAME end"; a non-empty file
+# whose last byte is not a newline is followed by a newline (so that the end marker starts a
+# line) and "=== tt-file NAME end noeol", which tells the host (run.sh extract_files) to drop
+# that newline. The tty is switched to raw first: its default output processing would add a \r
+# before every newline. Then "=== tt-files complete".
 send_out_files() {
+  if [ -c "$TT_FILES_TTY" ]; then
+    stty -F "$TT_FILES_TTY" raw -echo \
+      || echo "tt-vm: warning: stty raw $TT_FILES_TTY failed: the host then drops a carriage return at the end of every line"
+  fi
   for f in $OUT/*; do
     [ -f "$f" ] || continue
-    echo "=== tt-file $(basename "$f") begin"
+    name=$(basename "$f")
+    echo "=== tt-file $name begin"
     cat "$f"
-    echo
-    echo "=== tt-file $(basename "$f") end"
-  done > /dev/ttyS1
+    if [ -s "$f" ] && [ "$(tail -c 1 "$f" | wc -l)" -eq 0 ]; then
+      echo
+      echo "=== tt-file $name end noeol"
+    else
+      echo "=== tt-file $name end"
+    fi
+  done > "$TT_FILES_TTY"
   # Closing the tty above waited for its output to drain; this marker tells the host that
-  # every file arrived.
-  echo "=== tt-files complete" > /dev/ttyS1
+  # every file arrived (>>: the self-test's $TT_FILES_TTY is a regular file).
+  echo "=== tt-files complete" >> "$TT_FILES_TTY"
 }
 
 # The witness (docs/vm-harness.md, "The witness"): the kernel's own scheduling events on every

@@ -14,4 +14,15 @@ for b in scx_tt tt_timer_baseline stress-ng cyclictest bpftool; do
 done
 # Whether this scx_tt has the run mode of the VM tests (the summary JSON).
 scx_tt --help 2>&1 | grep -q -- --summary-json && result run_mode yes || result run_mode no
+# The file transfer to the host is byte-exact (check.rs, TRANSFER): files with and without a
+# final newline, an empty one, one ending in a blank line, with a tab and a carriage return;
+# their sizes and checksums as the guest sees them go into the results.
+printf '{"a": 1}\n\n\t{"b": "tab"}\r\n{"c": 3}\n' > $OUT/xfer_eol.jsonl
+printf 'first line\nno newline at the end' > $OUT/xfer_noeol.txt
+: > $OUT/xfer_empty.txt
+printf 'a blank line follows\n\n' > $OUT/xfer_blank_end.txt
+for f in xfer_eol.jsonl xfer_noeol.txt xfer_empty.txt xfer_blank_end.txt; do
+  result "${f}_bytes" "$(wc -c < $OUT/$f)"
+  result "${f}_md5" "$(md5sum < $OUT/$f | cut -d' ' -f1)"
+done
 exit $ok
