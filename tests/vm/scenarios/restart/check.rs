@@ -51,6 +51,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     }
     hotplug(c, out);
     crate::witness::check(c, out, "hotplug", &crate::witness::Bounds::default());
+    crate::witness::check(c, out, "planner", &crate::witness::Bounds::default());
     planner_mode(c, out);
     managed_cpu(c, out);
 }

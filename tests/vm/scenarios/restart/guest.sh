@@ -79,6 +79,7 @@ result cpu2_back_rc $?
 
 # 3. planner mode: the same hotplug; the planner goes on with a new thread
 echo "tt-vm: run scx_tt --table $P/switch_a.json --planner bss; CPU 2 goes offline"
+witness_start
 scx_tt --table $P/switch_a.json --planner bss --duration-s 8 --trace $OUT/planner.trace.jsonl \
   --summary-json $OUT/planner.json > $OUT/planner.out 2> $OUT/planner.err &
 pid=$!
@@ -89,6 +90,7 @@ result planner_offline_rc $?
 result planner_reenabled_ms "$(wait_state enabled 30000)"
 wait $pid
 result planner_rc $?
+witness_stop planner
 result planner_state "$(scx_state)"
 cat $OUT/planner.out $OUT/planner.err
 echo 1 > /sys/devices/system/cpu/cpu2/online
