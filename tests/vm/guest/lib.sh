@@ -170,6 +170,11 @@ witness_start() {
   done
   echo 1 > $TRACING/tracing_on
 }
+# witness_mark pause|resume: brackets a window in which the scenario takes the scheduler away
+# on purpose (a restart); the witness does not judge the slots it overlaps.
+witness_mark() {
+  echo "tt-witness $1" > $TRACING/trace_marker
+}
 witness_stop() {
   echo 0 > $TRACING/tracing_on
   lost=0

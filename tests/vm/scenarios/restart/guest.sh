@@ -57,11 +57,13 @@ sleep 2
 result children_before "$(children $pid)"
 result ops_before "$(cat $SCX/root/ops 2>/dev/null)"
 t0=$(uptime_ms)
+witness_mark pause
 echo 0 > /sys/devices/system/cpu/cpu2/online
 result offline_rc $?
 result offline_ms $(( $(uptime_ms) - t0 ))
 result left_enabled_ms "$(wait_not_state enabled 5000)"
 result reenabled_ms "$(wait_state enabled 30000)"
+witness_mark resume
 result cpus_after_offline "$(cat /sys/devices/system/cpu/online)"
 result ops_after "$(cat $SCX/root/ops 2>/dev/null)"
 result hotplug_seq_delta $(( $(cat $SCX/hotplug_seq) - hp0 ))
@@ -85,9 +87,11 @@ scx_tt --table $P/switch_a.json --planner bss --duration-s 8 --trace $OUT/planne
 pid=$!
 result planner_enable_ms "$(wait_state enabled 30000)"
 sleep 3
+witness_mark pause
 echo 0 > /sys/devices/system/cpu/cpu2/online
 result planner_offline_rc $?
 result planner_reenabled_ms "$(wait_state enabled 30000)"
+witness_mark resume
 wait $pid
 result planner_rc $?
 witness_stop planner
