@@ -44,8 +44,8 @@ use std::sync::{Mutex, MutexGuard, TryLockError};
 use std::time::Instant;
 
 /// Initial estimate of the lock hold per planner item (interval, live job or template job), ns.
-/// bench/planner_latency.rs measures 10–25 ns per item for firm and periodic admissions and
-/// removals at 10^5–10^6-slot frames; four times the default machine's rate leaves room.
+/// bench/planner_latency.rs measures 17–44 ns per item for periodic admissions and removals
+/// (0.5 for a firm walk) at 10^3–10^6-slot frames; with the factor 2 of the reserve, 120 ns.
 pub const NS_PER_ITEM: u64 = 60;
 
 /// The highest learned rate (8 × [`NS_PER_ITEM`]): a hold stretched by preemption raises the
