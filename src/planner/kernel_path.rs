@@ -256,6 +256,21 @@ impl KernelPlanner {
         Ok(self.planner.now())
     }
 
+    /// The frame, slots.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// Capacity intervals, live jobs and template jobs over every CPU: what an admission or a
+    /// removal walks, moves or rebuilds (its lock hold grows with this; `planner::shared`).
+    pub fn size_items(&self) -> u64 {
+        self.planner
+            .cpus()
+            .iter()
+            .map(|c| (c.ivs.len() + c.jobs.len() + c.template.len()) as u64)
+            .sum()
+    }
+
     /// The next slot the planner decides; an admission now can affect slots from here on.
     pub fn now(&self) -> u64 {
         self.planner.now()
@@ -273,6 +288,17 @@ impl KernelPlanner {
             Some(c) => c + self.lead,
             None => self.lead - 1,
         };
+        self.advance_through(cur, last)
+    }
+
+    /// Decides every slot up to `last` (`cur`: the kernel slot in progress, `None` before slot
+    /// 0), as [`Self::advance`] does up to `cur + lead`. Further than the lead is allowed up to
+    /// `cur + frame - 2` (a table entry serves every frame); deciding a slot earlier does not
+    /// change its decision (the kernel path steps with the worst-case observation), it only
+    /// moves `now()`, the first slot an admission can use, later (docs/planner.md, "Admissions
+    /// and slot decisions").
+    pub fn advance_through(&mut self, cur: Option<u64>, last: u64) -> Result<Advance, StepError> {
+        let last = last.min(cur.unwrap_or(0) + self.frame.saturating_sub(2));
         let mut out = Advance::default();
         while self.planner.now() <= last {
             let t = self.planner.now();

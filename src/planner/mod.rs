@@ -16,6 +16,7 @@ pub mod kernel_path;
 pub mod offline;
 pub mod policy;
 pub mod runtime;
+pub mod shared;
 
 pub use cpu::{JobEvent, JobKind, UNIT};
 pub use policy::{Decision, Freqs, Policy, Run};

@@ -215,7 +215,7 @@ impl<'a> Daemon<'a> {
         let late = live
             .planner
             .as_ref()
-            .and_then(|p| p.lock().ok().map(|p| p.late_slots()));
+            .and_then(|p| p.read(|p| p.late_slots()).ok());
         let switches = live
             .control
             .history()

@@ -14,10 +14,11 @@ use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
 use scx_tt::accounting::{render_stats_line, EnergySummary, ExitReason, RunFacts, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
-use scx_tt::control::{Control, KernelPlanner};
+use scx_tt::control::Control;
+use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState};
 use std::mem::MaybeUninit;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The period of the ring buffer reads, the control socket and the exit checks.
@@ -26,7 +27,7 @@ const POLL_NS: u64 = 100_000_000;
 const DETACH_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Planner mode: the planner the planner thread steps and the control engine admits into.
-pub type SharedPlanner = Arc<Mutex<KernelPlanner>>;
+pub type SharedPlanner = Arc<PlannerHandle>;
 
 /// What counts on the slot grid: created by the first start, kept across restarts.
 pub struct Live {

@@ -5,10 +5,10 @@ use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Engine;
 use scx_tt::plan::{self, LoadError, Plan};
 use scx_tt::planner::kernel_path::KernelPlanner;
+use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::Scheduler;
 use std::path::Path;
-use std::sync::Mutex;
 
 pub struct RunEngine<'a, 'obj> {
     pub sched: &'a mut Scheduler<'obj>,
@@ -17,7 +17,7 @@ pub struct RunEngine<'a, 'obj> {
     /// The machine's online CPUs (the housekeeping set of a new table's configuration).
     pub online: &'a [u32],
     /// Planner mode: the planner the planner thread steps.
-    pub planner: Option<&'a Mutex<KernelPlanner>>,
+    pub planner: Option<&'a PlannerHandle>,
     pub clock: SlotClock,
 }
 
@@ -43,12 +43,12 @@ impl Engine for RunEngine<'_, '_> {
         f: impl FnOnce(&mut KernelPlanner, u64) -> R,
     ) -> Result<R, String> {
         let planner = self.planner.ok_or("this run has no planner")?;
-        let mut p = planner
-            .lock()
-            .map_err(|_| "its lock is poisoned (the planner thread panicked)".to_string())?;
-        // the slot in progress, read while the planner thread cannot step
-        let cur = self.clock.slot_or_first(monotonic_ns());
-        Ok(f(&mut p, cur))
+        // decides the slots `f` is expected to take first, so that the planner thread does not
+        // wait for it; the slot in progress is read while the planner thread cannot step
+        let clock = self.clock;
+        planner
+            .with_planner(|| clock.slot_at(monotonic_ns()), f)
+            .map_err(|_| "its lock is poisoned (the planner thread panicked)".to_string())
     }
 
     fn note(&mut self, line: &str) {

@@ -2,7 +2,9 @@
 //! housekeeping CPU, once per slot of the BPF slot clock (`t0_ns + k · slot_ns`, the epoch the
 //! loader armed the timers with), it steps the shared [`KernelPlanner`] up to `lead` slots
 //! ahead and writes the changed entries (each slot's cpuperf target first, then its owner).
-//! The pure part (which slots, which entries, late slots) is `KernelPlanner::advance`; this
+//! The pure part (which slots, which entries, late slots) is `KernelPlanner::advance`, shared
+//! with the control socket's admissions through `PlannerHandle::turn` (which keeps a long
+//! admission from delaying the slot decisions, `planner::shared`); this
 //! file builds the planner, and is the clock, the thread and the map writes. The planner
 //! outlives a restart of the BPF scheduler; each scheduler gets its own thread and writers.
 
@@ -12,12 +14,13 @@ use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
 use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner};
+use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::{Scheduler, TableWriter};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// SCHED_FIFO priority of the planner thread (above normal tasks on its housekeeping CPU).
@@ -41,7 +44,7 @@ pub fn kernel_planner(
     plan: &Plan,
     model: &PowerModel,
     cfg: &SchedConfig,
-) -> Result<Arc<Mutex<KernelPlanner>>> {
+) -> Result<Arc<PlannerHandle>> {
     let freqs = dvfs_freqs(args, plan, model)?;
     if args.verbose {
         eprintln!(
@@ -63,7 +66,7 @@ pub fn kernel_planner(
         cfg.table.clone(),
     )
     .context("planner mode")?;
-    Ok(Arc::new(Mutex::new(planner)))
+    Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)))
 }
 
 /// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster
@@ -85,7 +88,7 @@ impl PlannerLoop {
     /// Starts the thread of `planner` writing into `sched`'s table and perf map, pinned to
     /// the plan's first housekeeping CPU.
     pub fn for_scheduler(
-        planner: &Arc<Mutex<KernelPlanner>>,
+        planner: &Arc<PlannerHandle>,
         sched: &mut Scheduler,
         plan: &Plan,
         clock: SlotClock,
@@ -105,7 +108,7 @@ impl PlannerLoop {
 
     /// Starts the thread, pinned to `cpu` (a housekeeping CPU) when given.
     pub fn start(
-        online: Arc<Mutex<KernelPlanner>>,
+        online: Arc<PlannerHandle>,
         writers: Writers,
         frame_slots: u64,
         clock: SlotClock,
@@ -175,7 +178,7 @@ fn prepare_thread(cpu: Option<u32>) {
 }
 
 fn run(
-    online: &Mutex<KernelPlanner>,
+    online: &PlannerHandle,
     writers: &Writers,
     frame_slots: u64,
     clock: SlotClock,
@@ -183,11 +186,9 @@ fn run(
 ) -> Result<()> {
     while !stop.load(Ordering::SeqCst) {
         let cur = clock.slot_at(monotonic_ns());
-        let adv = online
-            .lock()
-            .map_err(|_| anyhow!("the planner lock is poisoned"))?
-            .advance(cur)
-            .context("stepping the planner")?;
+        // takes the planner lock only when a slot up to cur + lead is undecided: an admission
+        // decides the slots its run covers first (planner::shared)
+        let adv = online.turn(cur).context("stepping the planner")?;
         for w in &adv.writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
             if let Some(perf) = w.perf {
