@@ -223,7 +223,10 @@ fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
         (&["--util", "inf"], "--util inf"),
         (&["--wcet", "0..3"], "--wcet 0..3"),
         (&["--period", "9..2"], "--period 9..2"),
-        (&["--period", "1..18446744073709551615"], "--period 1..18446744073709551615"),
+        (
+            &["--period", "1..18446744073709551615"],
+            "--period 1..18446744073709551615",
+        ),
         (&["--period", "2..3", "--wcet", "5..9"], "--period 2..3"),
         (&["--frame-slots", "0"], "--frame-slots 0"),
         (&["--frame-slots", "1000001"], "--frame-slots 1000001"),
@@ -263,8 +266,20 @@ fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
 #[test]
 fn gen_without_a_valid_plan_in_the_seeds_exits_1() {
     let out = scx_tt(&[
-        "plan", "gen", "--tasks", "4", "--util", "2", "--cpus", "2", "--wcet", "7..7",
-        "--period", "7..7", "--frame-slots", "7",
+        "plan",
+        "gen",
+        "--tasks",
+        "4",
+        "--util",
+        "2",
+        "--cpus",
+        "2",
+        "--wcet",
+        "7..7",
+        "--period",
+        "7..7",
+        "--frame-slots",
+        "7",
     ]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

@@ -46,9 +46,11 @@ struct Conn {
 }
 
 impl ControlSocket {
-    /// Creates the socket at `path`. Refuses when a live socket (one that accepts a connection)
-    /// or anything that is not a socket is there; removes a stale socket (nobody listening).
+    /// Creates the socket at `path`. Refuses a path in an unsafe directory ([`check_dir`]),
+    /// and when a live socket (one that accepts a connection) or anything that is not a socket
+    /// is there; removes a stale socket (nobody listening).
     pub fn bind(path: &Path) -> Result<Self> {
+        check_dir(path)?;
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
                 Ok(_) => bail!(
@@ -225,6 +227,87 @@ impl Conn {
     }
 }
 
+/// Why a directory is no safe place for the control socket: someone else than root and
+/// scx_tt's own user could bind the path first (the run would then refuse to start, or clients
+/// would talk to the squatter) or replace the socket while the run serves it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DirRisk {
+    /// Writable by its group or by others (`who`), without the sticky bit: anyone who may write
+    /// there can create, remove or rename any entry.
+    WritableNoSticky { who: &'static str },
+    /// Owned by another user, who may change its mode or remove any entry whatever the bits.
+    ForeignOwner { owner: u32 },
+}
+
+impl std::fmt::Display for DirRisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            DirRisk::WritableNoSticky { who } => write!(
+                f,
+                "is writable by {who} without the sticky bit: another user could bind the \
+                 socket's path first or replace the socket"
+            ),
+            DirRisk::ForeignOwner { owner } => write!(
+                f,
+                "is owned by uid {owner}, neither root nor scx_tt's user: its owner could \
+                 replace the socket"
+            ),
+        }
+    }
+}
+
+/// The rule for every directory on the socket's path: owned by root or by `euid`, and not
+/// writable by its group or others unless it has the sticky bit (then only an entry's owner
+/// may remove or rename it: /tmp). `mode`: `st_mode`; `owner`: `st_uid`.
+pub fn dir_risk(mode: u32, owner: u32, euid: u32) -> Option<DirRisk> {
+    if owner != 0 && owner != euid {
+        return Some(DirRisk::ForeignOwner { owner });
+    }
+    if mode & 0o1000 != 0 {
+        return None;
+    }
+    match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        (_, true) => Some(DirRisk::WritableNoSticky { who: "others" }),
+        (true, false) => Some(DirRisk::WritableNoSticky { who: "its group" }),
+        (false, false) => None,
+    }
+}
+
+/// Refuses a socket path whose directory, or any directory above it, breaks [`dir_risk`]'s
+/// rule (after resolving symbolic links: the directories the socket really lives in). The
+/// error names the directory, its mode and owner, and the rule.
+pub fn check_dir(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let real = std::fs::canonicalize(parent).with_context(|| {
+        format!(
+            "--control {}: its directory {}",
+            path.display(),
+            parent.display()
+        )
+    })?;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    for dir in real.ancestors() {
+        let meta = std::fs::metadata(dir)
+            .with_context(|| format!("--control {}: {}", path.display(), dir.display()))?;
+        if let Some(risk) = dir_risk(meta.mode(), meta.uid(), euid) {
+            bail!(
+                "--control {}: directory {} (mode {:04o}, owner uid {}) {risk}; use a \
+                 directory only root can write, such as /run, or a sticky one such as /tmp \
+                 (docs/control.md, \"The socket\")",
+                path.display(),
+                dir.display(),
+                meta.mode() & 0o7777,
+                meta.uid()
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Drop for ControlSocket {
     fn drop(&mut self) {
         let ours =
@@ -273,6 +356,85 @@ mod tests {
         let mut line = String::new();
         let _ = BufReader::new(stream).read_line(&mut line);
         line
+    }
+
+    #[test]
+    fn directory_rule_mode_bits_and_owner() {
+        const ROOT: u32 = 0;
+        const ME: u32 = 1000;
+        // /run (0755 root), a private dir (0700 mine), /tmp (1777 root), sticky group dirs
+        for (mode, owner, euid) in [
+            (0o40755, ROOT, ROOT),
+            (0o40700, ROOT, ROOT),
+            (0o40700, ME, ME),
+            (0o40755, ROOT, ME),
+            (0o41777, ROOT, ROOT),
+            (0o41777, ROOT, ME),
+            (0o41770, ME, ME),
+            (0o40555, ROOT, ROOT),
+        ] {
+            assert_eq!(dir_risk(mode, owner, euid), None, "{mode:o} {owner} {euid}");
+        }
+        let others = Some(DirRisk::WritableNoSticky { who: "others" });
+        let group = Some(DirRisk::WritableNoSticky { who: "its group" });
+        assert_eq!(dir_risk(0o40777, ROOT, ROOT), others);
+        assert_eq!(dir_risk(0o40703, ROOT, ROOT), others);
+        assert_eq!(dir_risk(0o40775, ROOT, ROOT), group);
+        assert_eq!(dir_risk(0o40770, ROOT, ROOT), group);
+        assert_eq!(dir_risk(0o40720, ME, ME), group);
+        // setuid/setgid bits are not the sticky bit
+        assert_eq!(dir_risk(0o46777, ROOT, ROOT), others);
+        // another user's directory, however private: its owner can replace the socket
+        let foreign = Some(DirRisk::ForeignOwner { owner: ME });
+        assert_eq!(dir_risk(0o40700, ME, ROOT), foreign);
+        assert_eq!(dir_risk(0o41777, ME, ROOT), foreign);
+        assert_eq!(
+            dir_risk(0o40755, 2000, ME),
+            Some(DirRisk::ForeignOwner { owner: 2000 })
+        );
+    }
+
+    #[test]
+    fn a_directory_others_can_write_without_sticky_is_refused_before_binding() {
+        let path = temp_path("open-dir");
+        let dir = path.parent().expect("dir").to_path_buf();
+        let set = |mode| {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).expect("chmod")
+        };
+        for (mode, who) in [(0o777, "others"), (0o770, "its group"), (0o757, "others")] {
+            set(mode);
+            let err = ControlSocket::bind(&path).err().expect("refused");
+            let want = format!(
+                "--control {}: directory {} (mode {mode:04o}, owner uid",
+                path.display(),
+                dir.display()
+            );
+            let msg = err.to_string();
+            assert!(msg.starts_with(&want), "{msg}");
+            assert!(
+                msg.contains(&format!("is writable by {who} without the sticky bit")),
+                "{msg}"
+            );
+            assert!(!path.exists(), "nothing bound");
+        }
+        // the same directory with the sticky bit (as /tmp), and private, are fine
+        for mode in [0o1777, 0o700, 0o755] {
+            set(mode);
+            drop(ControlSocket::bind(&path).unwrap_or_else(|e| panic!("{mode:o}: {e}")));
+        }
+        // a directory below the open one is not safe either: its parent's entry can be renamed
+        let below = dir.join("sub");
+        std::fs::create_dir_all(&below).expect("sub");
+        set(0o777);
+        let err = ControlSocket::bind(&below.join("ctl.sock"))
+            .err()
+            .expect("refused");
+        assert!(
+            err.to_string()
+                .contains(&format!("directory {} (mode 0777", dir.display())),
+            "{err}"
+        );
+        set(0o755);
     }
 
     #[test]
