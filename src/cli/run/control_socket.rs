@@ -43,6 +43,9 @@ struct Conn {
     buf: Vec<u8>,
     opened: Instant,
     last_request: Instant,
+    /// A request of this connection was accepted and is answered later ([`ControlSocket::deliver`]):
+    /// nothing more is read or answered on it until then, so replies stay in request order.
+    waiting: bool,
 }
 
 impl ControlSocket {
@@ -103,13 +106,28 @@ impl ControlSocket {
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
-    /// (a JSON line). Never blocks.
-    pub fn serve(&mut self, handle: impl FnMut(&str) -> String) {
+    /// (a JSON line); `None` from `handle`: the reply comes later through [`Self::deliver`]
+    /// and the connection waits for it. Never blocks.
+    pub fn serve(&mut self, handle: impl FnMut(&str) -> Option<String>) {
         self.serve_at(Instant::now(), handle);
     }
 
+    /// Writes the reply `line` of the request a connection waits for (the first one that
+    /// waits: the control protocol has one deferred request at a time); dropped when that
+    /// connection has been closed meanwhile.
+    pub fn deliver(&mut self, line: &str) {
+        if let Some(c) = self.conns.iter_mut().find(|c| c.waiting) {
+            c.waiting = false;
+            if c.stream.write_all(line.as_bytes()).is_err() {
+                // a client that does not read: closed at its next turn like any broken one
+                c.buf.clear();
+                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
     /// `serve` with the time given (tests step it).
-    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> String) {
+    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> Option<String>) {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -127,6 +145,7 @@ impl ControlSocket {
                         buf: Vec::new(),
                         opened: now,
                         last_request: now,
+                        waiting: false,
                     });
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -154,10 +173,15 @@ impl Conn {
         &mut self,
         now: Instant,
         requests: &mut usize,
-        handle: &mut impl FnMut(&str) -> String,
+        handle: &mut impl FnMut(&str) -> Option<String>,
     ) -> Keep {
         if now.duration_since(self.opened) >= MAX_CONN_AGE {
             return Keep::Close;
+        }
+        if self.waiting {
+            // its reply comes from deliver(); the idle timeout does not run meanwhile
+            self.last_request = now;
+            return Keep::Open;
         }
         let (mut eof, mut chunk) = (false, [0u8; 4096]);
         // Nothing is read while a complete request waits for its turn.
@@ -181,7 +205,7 @@ impl Conn {
                 Err(_) => return Keep::Close,
             }
         }
-        while *requests > 0 {
+        while *requests > 0 && !self.waiting {
             let Some(end) = self.buf.iter().position(|&b| b == b'\n') else {
                 break;
             };
@@ -192,8 +216,8 @@ impl Conn {
                 return Keep::Close;
             }
         }
-        if self.buf.contains(&b'\n') {
-            // requests left for the next turn; nothing below applies to them
+        if self.buf.contains(&b'\n') || self.waiting {
+            // requests left for the next turn, or a reply to come; nothing below applies
             return Keep::Open;
         }
         if self.buf.len() > MAX_REQUEST_BYTES {
@@ -204,7 +228,10 @@ impl Conn {
         if eof {
             // a last request without its newline still gets an answer
             let rest = std::mem::take(&mut self.buf);
-            let _ = self.answer(&rest, handle);
+            if self.answer(&rest, handle) == Keep::Open && self.waiting {
+                // the client closed its side only: its reply still comes
+                return Keep::Open;
+            }
             return Keep::Close;
         }
         if now.duration_since(self.last_request) >= IDLE_TIMEOUT {
@@ -213,10 +240,16 @@ impl Conn {
         Keep::Open
     }
 
-    fn answer(&mut self, line: &[u8], handle: &mut impl FnMut(&str) -> String) -> Keep {
+    fn answer(&mut self, line: &[u8], handle: &mut impl FnMut(&str) -> Option<String>) -> Keep {
         let reply = match std::str::from_utf8(line) {
             Ok(text) if text.trim().is_empty() => return Keep::Open,
-            Ok(text) => handle(text.trim()),
+            Ok(text) => match handle(text.trim()) {
+                Some(reply) => reply,
+                None => {
+                    self.waiting = true;
+                    return Keep::Open;
+                }
+            },
             Err(e) => Reply::Err(format!("request is not UTF-8: {e}")).to_line(),
         };
         // Replies are small: a full socket buffer means a client that does not read.
@@ -342,7 +375,7 @@ mod tests {
         while !done(sock) && start.elapsed() < Duration::from_secs(2) {
             sock.serve(|line| {
                 answered += 1;
-                format!("{{\"ok\":true,\"len\":{}}}\n", line.len())
+                Some(format!("{{\"ok\":true,\"len\":{}}}\n", line.len()))
             });
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -522,7 +555,7 @@ mod tests {
         loop {
             sock.serve(|_| {
                 answered += 1;
-                String::new()
+                Some(String::new())
             });
             if sock.conns.is_empty() || start.elapsed() > Duration::from_secs(2) {
                 break;
@@ -552,7 +585,7 @@ mod tests {
             let mut answered = 0;
             sock.serve(|line| {
                 answered += 1;
-                format!("{line}\n")
+                Some(format!("{line}\n"))
             });
             total += answered;
             most = most.max(answered);
@@ -575,13 +608,65 @@ mod tests {
         assert_eq!(replies, want, "in order");
     }
 
+    /// A deferred request (a switch_table whose plan loads): its connection waits, in order,
+    /// while other connections are served; `deliver` answers it.
+    #[test]
+    fn a_deferred_reply_keeps_its_connection_in_order_and_blocks_nobody() {
+        let path = temp_path("deferred");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let waiter = UnixStream::connect(&path).expect("connect");
+        let other = UnixStream::connect(&path).expect("connect");
+        (&waiter).write_all(b"switch\nafter\n").expect("write");
+        (&other).write_all(b"status\n").expect("write");
+        let mut seen = Vec::new();
+        let start = Instant::now();
+        while seen.len() < 2 && start.elapsed() < Duration::from_secs(2) {
+            sock.serve(|line| {
+                seen.push(line.to_string());
+                (line != "switch").then(|| format!("{line}-reply\n"))
+            });
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            seen,
+            ["switch", "status"],
+            "`after` waits behind the switch"
+        );
+        assert_eq!(read_line(&other), "status-reply\n");
+        // more turns: still nothing for the waiting connection, `after` not answered
+        for _ in 0..3 {
+            sock.serve(|line| {
+                seen.push(line.to_string());
+                Some(String::new())
+            });
+        }
+        assert_eq!(seen.len(), 2);
+        sock.deliver("switch-reply\n");
+        sock.serve(|line| {
+            seen.push(line.to_string());
+            Some(format!("{line}-reply\n"))
+        });
+        assert_eq!(seen, ["switch", "status", "after"]);
+        let mut r = BufReader::new(&waiter);
+        waiter
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+        let (mut a, mut b) = (String::new(), String::new());
+        r.read_line(&mut a).expect("reply 1");
+        r.read_line(&mut b).expect("reply 2");
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("switch-reply\n", "after-reply\n")
+        );
+    }
+
     #[test]
     fn a_connection_is_closed_at_its_age_limit_whatever_it_sends() {
         let path = temp_path("age");
         let mut sock = ControlSocket::bind(&path).expect("bind");
         let client = UnixStream::connect(&path).expect("connect");
         let t0 = Instant::now();
-        sock.serve_at(t0, |_| String::new());
+        sock.serve_at(t0, |_| Some(String::new()));
         assert_eq!(sock.conns.len(), 1, "accepted");
         // a request every 4 s keeps it under the idle timeout...
         let mut answered = 0;
@@ -590,7 +675,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             sock.serve_at(t0 + Duration::from_secs(4 * k), |_| {
                 answered += 1;
-                "{}\n".into()
+                Some("{}\n".into())
             });
             assert_eq!(sock.conns.len(), 1, "open at {} s", 4 * k);
         }
@@ -600,7 +685,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         sock.serve_at(t0 + MAX_CONN_AGE, |_| {
             answered += 1;
-            "{}\n".into()
+            Some("{}\n".into())
         });
         assert!(sock.conns.is_empty(), "closed at {MAX_CONN_AGE:?}");
         assert_eq!(
