@@ -1,12 +1,14 @@
 //! The control layer's tests, by concern: the protocol's requests and replies (protocol.rs),
-//! plan compatibility (compat.rs), table switches (switch.rs) and the planner-mode ops
-//! (planner.rs). The fixtures are here: plans from text, and a [`FakeEngine`] with a settable
-//! clock, plans by path, a table-write recorder that fails on demand, a planner of its own and
-//! the run log it was given.
+//! plan compatibility (compat.rs), table switches (switch.rs), the planner-mode ops
+//! (planner.rs) and property 2 under random request sequences (refusals.rs). The fixtures are
+//! here: plans from text, and a [`FakeEngine`] with a settable clock, plans by path, a
+//! table-write recorder that fails on demand, a planner of its own and the run log it was
+//! given.
 
 mod compat;
 mod planner;
 mod protocol;
+mod refusals;
 mod switch;
 
 use super::*;
