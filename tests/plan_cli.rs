@@ -204,3 +204,84 @@ fn check_oversized_plan_exits_2() {
         text(&out.stderr)
     );
 }
+
+/// `plan gen` arguments that are refused, each with the flag and value the message must name:
+/// clap's own (a malformed number or range) and scx_tt's range checks after parsing alike exit
+/// 2, the contract of an invalid input (docs/plan-format.md, "Generated plans"), print nothing
+/// on stdout and write no `--out` file.
+#[test]
+fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
+    let base = ["--tasks", "3", "--util", "0.5", "--cpus", "2"];
+    let cases: &[(&[&str], &str)] = &[
+        (&["--tasks", "0"], "--tasks 0"),
+        (&["--tasks", "513"], "--tasks 513"),
+        (&["--cpus", "0"], "--cpus 0"),
+        (&["--cpus", "4294967295"], "--cpus 4294967295"),
+        (&["--util", "0"], "--util 0"),
+        (&["--util", "3"], "--util 3"),
+        (&["--util", "NaN"], "--util NaN"),
+        (&["--util", "inf"], "--util inf"),
+        (&["--wcet", "0..3"], "--wcet 0..3"),
+        (&["--period", "9..2"], "--period 9..2"),
+        (
+            &["--period", "1..18446744073709551615"],
+            "--period 1..18446744073709551615",
+        ),
+        (&["--period", "2..3", "--wcet", "5..9"], "--period 2..3"),
+        (&["--frame-slots", "0"], "--frame-slots 0"),
+        (&["--frame-slots", "1000001"], "--frame-slots 1000001"),
+        (&["--slot-us", "99"], "--slot-us 99"),
+        (&["--slot-us", "1000001"], "--slot-us 1000001"),
+        // clap's errors name the flag and the value too
+        (&["--period", "x"], "--period"),
+        (&["--seed", "-1"], "--seed"),
+        (&["--util", "-0.5"], "--util -0.5"),
+        (&["--tasks", "three"], "--tasks"),
+    ];
+    for (extra, names) in cases {
+        let out_file = scratch("gen-refused.json");
+        let _ = std::fs::remove_file(&out_file);
+        let mut args = vec!["plan", "gen"];
+        args.extend(base);
+        // a later flag replaces the base's: clap refuses duplicates, so drop those first
+        for pair in base.chunks(2) {
+            if extra.contains(&pair[0]) {
+                let at = args.iter().position(|a| *a == pair[0]).expect("base flag");
+                args.drain(at..at + 2);
+            }
+        }
+        args.extend(extra.iter());
+        args.extend(["--out", out_file.to_str().expect("utf-8")]);
+        let out = scx_tt(&args);
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(names), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", text(&out.stdout));
+        assert!(!out_file.exists(), "{args:?} wrote {}", out_file.display());
+    }
+}
+
+/// A valid argument set for which no seed yields a valid plan is not a refused argument: exit
+/// 1 with the reason of the last seed (as an unwritable `--out`).
+#[test]
+fn gen_without_a_valid_plan_in_the_seeds_exits_1() {
+    let out = scx_tt(&[
+        "plan",
+        "gen",
+        "--tasks",
+        "4",
+        "--util",
+        "2",
+        "--cpus",
+        "2",
+        "--wcet",
+        "7..7",
+        "--period",
+        "7..7",
+        "--frame-slots",
+        "7",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no valid plan in 1000 seeds"), "{stderr}");
+}

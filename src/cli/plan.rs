@@ -4,11 +4,11 @@ use anyhow::Context;
 use clap::Subcommand;
 use scx_tt::plan::cpus::{format_cpu_list, read_online_cpus, ONLINE_CPUS_PATH};
 use scx_tt::plan::explain::{explain, render_text};
-use scx_tt::plan::gen::{generate, GenParams};
+use scx_tt::plan::gen::{generate, GenError, GenParams};
 use scx_tt::plan::{self, LoadError, Plan};
 use std::path::PathBuf;
 
-/// Exit code for an invalid plan.
+/// Exit code for an invalid plan or a refused `plan gen` argument.
 const EXIT_INVALID: i32 = 2;
 
 #[derive(Subcommand, Debug)]
@@ -29,16 +29,18 @@ pub enum PlanCmd {
     Gen(GenArgs),
 }
 
+/// Numeric flags take a negative value as their value (refused by the type or the range check,
+/// naming the flag) rather than as an unknown argument.
 #[derive(clap::Args, Debug)]
 pub struct GenArgs {
     /// Number of tt tasks.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     tasks: usize,
     /// Total utilization of the set (sum of wcet/period over all tasks), at most --cpus.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     util: f64,
     /// Managed CPUs (1..=K); CPU 0 is housekeeping.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     cpus: u32,
     /// WCET range in slots, inclusive: A..B.
     #[arg(long, value_parser = parse_range, default_value = "1..15")]
@@ -47,14 +49,14 @@ pub struct GenArgs {
     #[arg(long, value_parser = parse_range, default_value = "15..50")]
     period: (u64, u64),
     /// PRNG seed; an invalid set is retried with the next seed (reported on stderr).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// Slot length in microseconds.
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true)]
     slot_us: u64,
     /// Fix the frame: periods are drawn among its divisors. Without it the frame is the lcm of
     /// random periods, which exceeds the cap for more than a few tasks.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     frame_slots: Option<u64>,
     /// Write the plan here instead of stdout.
     #[arg(long)]
@@ -108,7 +110,15 @@ fn gen(a: GenArgs) -> anyhow::Result<i32> {
         frame_slots: a.frame_slots,
         cmd: SPIN.iter().map(|s| s.to_string()).collect(),
     };
-    let g = generate(&params)?;
+    let g = match generate(&params) {
+        Ok(g) => g,
+        Err(GenError::Params(m)) => {
+            // a refused argument is an invalid input, as clap's own refusals (exit 2)
+            eprintln!("scx_tt: error: plan gen: {m}");
+            return Ok(EXIT_INVALID);
+        }
+        Err(e @ GenError::Exhausted { .. }) => return Err(e.into()),
+    };
     for r in &g.retries {
         eprintln!("plan gen: {r}; retrying with the next seed");
     }

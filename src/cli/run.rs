@@ -12,7 +12,8 @@
 //!   trace fed by the ring buffer; `energy.rs`: the live energy meter; `report.rs`: what is
 //!   printed after the summary and the summary JSON;
 //! - `planner_loop.rs`: planner mode's planner and thread; `engine.rs`: the control protocol's
-//!   engine over the loaded scheduler; `control_socket.rs`: the `--control` socket.
+//!   engine over the loaded scheduler; `control_socket.rs`: the `--control` socket;
+//!   `plan_loader.rs`: the worker thread that loads the plans of `switch_table` requests.
 //!
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
@@ -27,6 +28,7 @@ mod enforce;
 #[cfg(feature = "bpf")]
 mod engine;
 mod every;
+mod plan_loader;
 #[cfg(feature = "bpf")]
 mod planner_loop;
 mod report;

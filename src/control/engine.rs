@@ -15,8 +15,15 @@ pub trait Engine {
     /// The time now, ns of CLOCK_MONOTONIC (the clock of the BPF slot grid).
     fn now_ns(&self) -> u64;
 
-    /// Reads and validates the plan file at `path`.
-    fn load_plan(&self, path: &Path) -> Result<Plan, LoadError>;
+    /// Starts reading and validating the plan file at `path` without waiting for it (the run
+    /// loads it on a worker thread: a plan at the caps takes some 0.2 s); [`Engine::poll_load`]
+    /// hands the result over. Called only when no load is under way.
+    fn start_load(&mut self, path: &Path);
+
+    /// The plan [`Engine::start_load`] asked for, once read and validated; `None` while it
+    /// loads. Whatever the file holds, a result comes (plan files are regular files, opened
+    /// non-blocking and read up to `plan::MAX_PLAN_BYTES`).
+    fn poll_load(&mut self) -> Option<Result<Plan, LoadError>>;
 
     /// Writes `plan`'s table to the kernel so that it is in force from slot `at_slot` on, on
     /// every managed CPU at once (the double-buffered table, src/bpf/tt_sched.bpf.c F). `Err`

@@ -20,13 +20,20 @@
 //!     request = Request::parse(line)         (refused: the error names the field)
 //!     the op's method: check against the state, call the engine, record what it did
 //!     reply {"ok":true, ...answer} or {"ok":false,"error":...}
+//!     (an accepted switch_table answers later, from poll, once its plan is loaded)
 //! ```
 //!
 //! # Switch
 //! ```text
 //! switch_table(path) at time now:
-//!     refuse in planner mode, or if a switch is pending (the table is only double buffered)
-//!     new  = engine.load_plan(path)          (the plan validation, every error)
+//!     refuse in planner mode, while another switch's plan loads, or if a switch is pending
+//!     (the table is only double buffered)
+//!     engine.start_load(path); loading = path   (off the run loop: a plan at the caps takes
+//!                                               some 0.2 s to read, validate and tabulate)
+//! poll, each turn of the run loop:
+//!     new  = engine.poll_load()              (None: still loading; the plan validation,
+//!                                            every error)
+//!     loading = none; now = engine.now_ns(); a pending switch whose slot has ended is in force
 //!     refuse unless compat::mismatches(running, new) is empty
 //!     now  = engine.now_ns(), read after loading
 //!     k    = the first frame start with start(k − 1) >= now + MIN_LEAD_NS
@@ -101,6 +108,10 @@ pub enum ControlError {
     },
     #[error("a switch to {table} at slot {slot} is pending: one switch at a time, retry after slot {slot}")]
     SwitchPending { table: String, slot: u64 },
+    #[error(
+        "a switch to {table} is loading its plan: one switch at a time, retry after its reply"
+    )]
+    SwitchLoading { table: String },
     #[error("writing the table to the kernel: {0}")]
     Kernel(String),
     #[error("the planner is not available: {0}")]
@@ -166,6 +177,8 @@ pub struct Control {
     /// The name of the plan in force.
     table: String,
     pending: Option<SwitchRecord>,
+    /// The plan file of an accepted `switch_table` that is loading off the run loop.
+    loading: Option<PathBuf>,
     history: Vec<SwitchRecord>,
     /// Planner mode (`--planner`): the policy, the lead, the admission counts, the task states.
     planner: Option<PlannerStatus>,
@@ -179,6 +192,7 @@ impl Control {
             plan,
             table,
             pending: None,
+            loading: None,
             history: Vec::new(),
             planner: None,
         }
@@ -203,20 +217,41 @@ impl Control {
     }
 
     /// Answers one request line, doing what it asks through `engine`. A refused request
-    /// changes nothing.
-    pub fn serve(&mut self, line: &str, engine: &mut impl Engine) -> Reply {
+    /// changes nothing. `None`: an accepted `switch_table` whose plan now loads off the caller's
+    /// thread ([`Engine::start_load`]); its reply comes from [`Control::poll`].
+    pub fn serve(&mut self, line: &str, engine: &mut impl Engine) -> Option<Reply> {
         let now_ns = engine.now_ns();
         self.settle(now_ns);
         let answer = match Request::parse(line) {
             Ok(Request::Status) => Ok(self.status(now_ns)),
-            Ok(Request::SwitchTable(r)) => self.switch_table(&r.plan, engine),
+            Ok(Request::SwitchTable(r)) => match self.start_switch(&r.plan, engine) {
+                Ok(()) => return None,
+                Err(e) => Err(e),
+            },
             Ok(Request::AdmitFirm(r)) => self.admit_firm(&r, engine),
             Ok(Request::SetPolicy(r)) => self.set_policy(r.policy, engine),
             Ok(Request::AdmitPeriodic(r)) => self.admit_periodic(&r.task, engine),
             Ok(Request::Remove(r)) => self.remove(&r.task, engine),
             Err(e) => Err(e.into()),
         };
-        answer.map_or_else(Reply::from, Reply::Ok)
+        Some(answer.map_or_else(Reply::from, Reply::Ok))
+    }
+
+    /// The reply of the `switch_table` whose plan is loading, once [`Engine::poll_load`] has
+    /// it: the switch is checked and written now (the switch slot from the clock read after
+    /// loading). `None` while it loads, or when no plan is loading.
+    pub fn poll(&mut self, engine: &mut impl Engine) -> Option<Reply> {
+        self.loading.as_ref()?;
+        let loaded = engine.poll_load()?;
+        let path = self.loading.take()?;
+        self.settle(engine.now_ns());
+        let answer = self.finish_switch(&path, loaded, engine);
+        Some(answer.map_or_else(Reply::from, Reply::Ok))
+    }
+
+    /// The plan file of a `switch_table` that is loading, if any.
+    pub fn loading(&self) -> Option<&Path> {
+        self.loading.as_deref()
     }
 
     /// A pending switch is over once its slot has ended (every CPU has ticked past it).
@@ -247,10 +282,17 @@ impl Control {
         earliest.div_ceil(frame) * frame
     }
 
-    fn switch_table(&mut self, path: &Path, engine: &mut impl Engine) -> Answered {
+    /// A switch to the plan at `path`: refused now, or its loading started (the only state
+    /// change: `loading`; the rest is [`Control::finish_switch`]'s once the plan is loaded).
+    fn start_switch(&mut self, path: &Path, engine: &mut impl Engine) -> Result<(), ControlError> {
         if let Some(p) = &self.planner {
             return Err(ControlError::SwitchInPlannerMode {
                 policy: p.policy.clone(),
+            });
+        }
+        if let Some(loading) = &self.loading {
+            return Err(ControlError::SwitchLoading {
+                table: loading.display().to_string(),
             });
         }
         if let Some(p) = &self.pending {
@@ -259,7 +301,20 @@ impl Control {
                 slot: p.at_slot,
             });
         }
-        let plan = engine.load_plan(path).map_err(|e| ControlError::Plan {
+        engine.start_load(path);
+        self.loading = Some(path.to_path_buf());
+        Ok(())
+    }
+
+    /// The switch to the plan loaded from `path`: checked against the running plan, written to
+    /// the kernel, recorded. A refusal changes nothing.
+    fn finish_switch(
+        &mut self,
+        path: &Path,
+        loaded: Result<Plan, LoadError>,
+        engine: &mut impl Engine,
+    ) -> Answered {
+        let plan = loaded.map_err(|e| ControlError::Plan {
             path: path.to_path_buf(),
             reason: match e {
                 LoadError::Io { source, .. } => format!("cannot read the plan: {source}"),

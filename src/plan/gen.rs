@@ -58,8 +58,11 @@ pub struct GenParams {
 
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum GenError {
+    /// A refused argument (the message names the flag, its value and the rule): `plan gen`
+    /// exits 2, as for any invalid input.
     #[error("{0}")]
     Params(String),
+    /// The arguments are valid but no seed tried gave a valid plan: exit 1.
     #[error("no valid plan in {MAX_ATTEMPTS} seeds from {first}; last reason: {last}")]
     Exhausted { first: u64, last: String },
 }
@@ -134,10 +137,10 @@ pub const UUNIFAST_DRAWS: usize = 100;
 fn check(p: &GenParams) -> Result<(), GenError> {
     let bad = |m: String| Err(GenError::Params(m));
     if p.tasks == 0 {
-        return bad("--tasks must be at least 1".into());
+        return bad(format!("--tasks {}: must be at least 1", p.tasks));
     }
     if p.cpus == 0 {
-        return bad("--cpus must be at least 1".into());
+        return bad(format!("--cpus {}: must be at least 1", p.cpus));
     }
     // The BPF limits (plan::limits) would reject every seed; say so once instead.
     if p.tasks > MAX_TASKS {

@@ -281,6 +281,22 @@ impl KernelPlanner {
         self.late_total
     }
 
+    /// Everything the planner holds, as text (tests compare it before and after a request).
+    #[cfg(test)]
+    pub(crate) fn fingerprint(&self) -> String {
+        format!(
+            "{:?} lead {} frame {} cpus {} tasks {:?} table {:?} perf {:?} late {}",
+            self.planner,
+            self.lead,
+            self.frame,
+            self.nr_cpus,
+            self.task_of,
+            self.shadow,
+            self.perf,
+            self.late_total
+        )
+    }
+
     /// Decides every slot up to `cur + lead` (`cur`: the kernel slot in progress, `None` before
     /// slot 0), see the module doc.
     pub fn advance(&mut self, cur: Option<u64>) -> Result<Advance, StepError> {

@@ -43,12 +43,17 @@ struct Conn {
     buf: Vec<u8>,
     opened: Instant,
     last_request: Instant,
+    /// A request of this connection was accepted and is answered later ([`ControlSocket::deliver`]):
+    /// nothing more is read or answered on it until then, so replies stay in request order.
+    waiting: bool,
 }
 
 impl ControlSocket {
-    /// Creates the socket at `path`. Refuses when a live socket (one that accepts a connection)
-    /// or anything that is not a socket is there; removes a stale socket (nobody listening).
+    /// Creates the socket at `path`. Refuses a path in an unsafe directory ([`check_dir`]),
+    /// and when a live socket (one that accepts a connection) or anything that is not a socket
+    /// is there; removes a stale socket (nobody listening).
     pub fn bind(path: &Path) -> Result<Self> {
+        check_dir(path)?;
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
                 Ok(_) => bail!(
@@ -101,13 +106,28 @@ impl ControlSocket {
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
-    /// (a JSON line). Never blocks.
-    pub fn serve(&mut self, handle: impl FnMut(&str) -> String) {
+    /// (a JSON line); `None` from `handle`: the reply comes later through [`Self::deliver`]
+    /// and the connection waits for it. Never blocks.
+    pub fn serve(&mut self, handle: impl FnMut(&str) -> Option<String>) {
         self.serve_at(Instant::now(), handle);
     }
 
+    /// Writes the reply `line` of the request a connection waits for (the first one that
+    /// waits: the control protocol has one deferred request at a time); dropped when that
+    /// connection has been closed meanwhile.
+    pub fn deliver(&mut self, line: &str) {
+        if let Some(c) = self.conns.iter_mut().find(|c| c.waiting) {
+            c.waiting = false;
+            if c.stream.write_all(line.as_bytes()).is_err() {
+                // a client that does not read: closed at its next turn like any broken one
+                c.buf.clear();
+                let _ = c.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
     /// `serve` with the time given (tests step it).
-    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> String) {
+    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> Option<String>) {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -125,6 +145,7 @@ impl ControlSocket {
                         buf: Vec::new(),
                         opened: now,
                         last_request: now,
+                        waiting: false,
                     });
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -152,10 +173,15 @@ impl Conn {
         &mut self,
         now: Instant,
         requests: &mut usize,
-        handle: &mut impl FnMut(&str) -> String,
+        handle: &mut impl FnMut(&str) -> Option<String>,
     ) -> Keep {
         if now.duration_since(self.opened) >= MAX_CONN_AGE {
             return Keep::Close;
+        }
+        if self.waiting {
+            // its reply comes from deliver(); the idle timeout does not run meanwhile
+            self.last_request = now;
+            return Keep::Open;
         }
         let (mut eof, mut chunk) = (false, [0u8; 4096]);
         // Nothing is read while a complete request waits for its turn.
@@ -179,7 +205,7 @@ impl Conn {
                 Err(_) => return Keep::Close,
             }
         }
-        while *requests > 0 {
+        while *requests > 0 && !self.waiting {
             let Some(end) = self.buf.iter().position(|&b| b == b'\n') else {
                 break;
             };
@@ -190,8 +216,8 @@ impl Conn {
                 return Keep::Close;
             }
         }
-        if self.buf.contains(&b'\n') {
-            // requests left for the next turn; nothing below applies to them
+        if self.buf.contains(&b'\n') || self.waiting {
+            // requests left for the next turn, or a reply to come; nothing below applies
             return Keep::Open;
         }
         if self.buf.len() > MAX_REQUEST_BYTES {
@@ -202,7 +228,10 @@ impl Conn {
         if eof {
             // a last request without its newline still gets an answer
             let rest = std::mem::take(&mut self.buf);
-            let _ = self.answer(&rest, handle);
+            if self.answer(&rest, handle) == Keep::Open && self.waiting {
+                // the client closed its side only: its reply still comes
+                return Keep::Open;
+            }
             return Keep::Close;
         }
         if now.duration_since(self.last_request) >= IDLE_TIMEOUT {
@@ -211,10 +240,16 @@ impl Conn {
         Keep::Open
     }
 
-    fn answer(&mut self, line: &[u8], handle: &mut impl FnMut(&str) -> String) -> Keep {
+    fn answer(&mut self, line: &[u8], handle: &mut impl FnMut(&str) -> Option<String>) -> Keep {
         let reply = match std::str::from_utf8(line) {
             Ok(text) if text.trim().is_empty() => return Keep::Open,
-            Ok(text) => handle(text.trim()),
+            Ok(text) => match handle(text.trim()) {
+                Some(reply) => reply,
+                None => {
+                    self.waiting = true;
+                    return Keep::Open;
+                }
+            },
             Err(e) => Reply::Err(format!("request is not UTF-8: {e}")).to_line(),
         };
         // Replies are small: a full socket buffer means a client that does not read.
@@ -223,6 +258,87 @@ impl Conn {
             Err(_) => Keep::Close,
         }
     }
+}
+
+/// Why a directory is no safe place for the control socket: someone else than root and
+/// scx_tt's own user could bind the path first (the run would then refuse to start, or clients
+/// would talk to the squatter) or replace the socket while the run serves it.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DirRisk {
+    /// Writable by its group or by others (`who`), without the sticky bit: anyone who may write
+    /// there can create, remove or rename any entry.
+    WritableNoSticky { who: &'static str },
+    /// Owned by another user, who may change its mode or remove any entry whatever the bits.
+    ForeignOwner { owner: u32 },
+}
+
+impl std::fmt::Display for DirRisk {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            DirRisk::WritableNoSticky { who } => write!(
+                f,
+                "is writable by {who} without the sticky bit: another user could bind the \
+                 socket's path first or replace the socket"
+            ),
+            DirRisk::ForeignOwner { owner } => write!(
+                f,
+                "is owned by uid {owner}, neither root nor scx_tt's user: its owner could \
+                 replace the socket"
+            ),
+        }
+    }
+}
+
+/// The rule for every directory on the socket's path: owned by root or by `euid`, and not
+/// writable by its group or others unless it has the sticky bit (then only an entry's owner
+/// may remove or rename it: /tmp). `mode`: `st_mode`; `owner`: `st_uid`.
+pub fn dir_risk(mode: u32, owner: u32, euid: u32) -> Option<DirRisk> {
+    if owner != 0 && owner != euid {
+        return Some(DirRisk::ForeignOwner { owner });
+    }
+    if mode & 0o1000 != 0 {
+        return None;
+    }
+    match (mode & 0o020 != 0, mode & 0o002 != 0) {
+        (_, true) => Some(DirRisk::WritableNoSticky { who: "others" }),
+        (true, false) => Some(DirRisk::WritableNoSticky { who: "its group" }),
+        (false, false) => None,
+    }
+}
+
+/// Refuses a socket path whose directory, or any directory above it, breaks [`dir_risk`]'s
+/// rule (after resolving symbolic links: the directories the socket really lives in). The
+/// error names the directory, its mode and owner, and the rule.
+pub fn check_dir(path: &Path) -> Result<()> {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let real = std::fs::canonicalize(parent).with_context(|| {
+        format!(
+            "--control {}: its directory {}",
+            path.display(),
+            parent.display()
+        )
+    })?;
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    for dir in real.ancestors() {
+        let meta = std::fs::metadata(dir)
+            .with_context(|| format!("--control {}: {}", path.display(), dir.display()))?;
+        if let Some(risk) = dir_risk(meta.mode(), meta.uid(), euid) {
+            bail!(
+                "--control {}: directory {} (mode {:04o}, owner uid {}) {risk}; use a \
+                 directory only root can write, such as /run, or a sticky one such as /tmp \
+                 (docs/control.md, \"The socket\")",
+                path.display(),
+                dir.display(),
+                meta.mode() & 0o7777,
+                meta.uid()
+            );
+        }
+    }
+    Ok(())
 }
 
 impl Drop for ControlSocket {
@@ -259,7 +375,7 @@ mod tests {
         while !done(sock) && start.elapsed() < Duration::from_secs(2) {
             sock.serve(|line| {
                 answered += 1;
-                format!("{{\"ok\":true,\"len\":{}}}\n", line.len())
+                Some(format!("{{\"ok\":true,\"len\":{}}}\n", line.len()))
             });
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -273,6 +389,85 @@ mod tests {
         let mut line = String::new();
         let _ = BufReader::new(stream).read_line(&mut line);
         line
+    }
+
+    #[test]
+    fn directory_rule_mode_bits_and_owner() {
+        const ROOT: u32 = 0;
+        const ME: u32 = 1000;
+        // /run (0755 root), a private dir (0700 mine), /tmp (1777 root), sticky group dirs
+        for (mode, owner, euid) in [
+            (0o40755, ROOT, ROOT),
+            (0o40700, ROOT, ROOT),
+            (0o40700, ME, ME),
+            (0o40755, ROOT, ME),
+            (0o41777, ROOT, ROOT),
+            (0o41777, ROOT, ME),
+            (0o41770, ME, ME),
+            (0o40555, ROOT, ROOT),
+        ] {
+            assert_eq!(dir_risk(mode, owner, euid), None, "{mode:o} {owner} {euid}");
+        }
+        let others = Some(DirRisk::WritableNoSticky { who: "others" });
+        let group = Some(DirRisk::WritableNoSticky { who: "its group" });
+        assert_eq!(dir_risk(0o40777, ROOT, ROOT), others);
+        assert_eq!(dir_risk(0o40703, ROOT, ROOT), others);
+        assert_eq!(dir_risk(0o40775, ROOT, ROOT), group);
+        assert_eq!(dir_risk(0o40770, ROOT, ROOT), group);
+        assert_eq!(dir_risk(0o40720, ME, ME), group);
+        // setuid/setgid bits are not the sticky bit
+        assert_eq!(dir_risk(0o46777, ROOT, ROOT), others);
+        // another user's directory, however private: its owner can replace the socket
+        let foreign = Some(DirRisk::ForeignOwner { owner: ME });
+        assert_eq!(dir_risk(0o40700, ME, ROOT), foreign);
+        assert_eq!(dir_risk(0o41777, ME, ROOT), foreign);
+        assert_eq!(
+            dir_risk(0o40755, 2000, ME),
+            Some(DirRisk::ForeignOwner { owner: 2000 })
+        );
+    }
+
+    #[test]
+    fn a_directory_others_can_write_without_sticky_is_refused_before_binding() {
+        let path = temp_path("open-dir");
+        let dir = path.parent().expect("dir").to_path_buf();
+        let set = |mode| {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).expect("chmod")
+        };
+        for (mode, who) in [(0o777, "others"), (0o770, "its group"), (0o757, "others")] {
+            set(mode);
+            let err = ControlSocket::bind(&path).err().expect("refused");
+            let want = format!(
+                "--control {}: directory {} (mode {mode:04o}, owner uid",
+                path.display(),
+                dir.display()
+            );
+            let msg = err.to_string();
+            assert!(msg.starts_with(&want), "{msg}");
+            assert!(
+                msg.contains(&format!("is writable by {who} without the sticky bit")),
+                "{msg}"
+            );
+            assert!(!path.exists(), "nothing bound");
+        }
+        // the same directory with the sticky bit (as /tmp), and private, are fine
+        for mode in [0o1777, 0o700, 0o755] {
+            set(mode);
+            drop(ControlSocket::bind(&path).unwrap_or_else(|e| panic!("{mode:o}: {e}")));
+        }
+        // a directory below the open one is not safe either: its parent's entry can be renamed
+        let below = dir.join("sub");
+        std::fs::create_dir_all(&below).expect("sub");
+        set(0o777);
+        let err = ControlSocket::bind(&below.join("ctl.sock"))
+            .err()
+            .expect("refused");
+        assert!(
+            err.to_string()
+                .contains(&format!("directory {} (mode 0777", dir.display())),
+            "{err}"
+        );
+        set(0o755);
     }
 
     #[test]
@@ -360,7 +555,7 @@ mod tests {
         loop {
             sock.serve(|_| {
                 answered += 1;
-                String::new()
+                Some(String::new())
             });
             if sock.conns.is_empty() || start.elapsed() > Duration::from_secs(2) {
                 break;
@@ -390,7 +585,7 @@ mod tests {
             let mut answered = 0;
             sock.serve(|line| {
                 answered += 1;
-                format!("{line}\n")
+                Some(format!("{line}\n"))
             });
             total += answered;
             most = most.max(answered);
@@ -413,13 +608,65 @@ mod tests {
         assert_eq!(replies, want, "in order");
     }
 
+    /// A deferred request (a switch_table whose plan loads): its connection waits, in order,
+    /// while other connections are served; `deliver` answers it.
+    #[test]
+    fn a_deferred_reply_keeps_its_connection_in_order_and_blocks_nobody() {
+        let path = temp_path("deferred");
+        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let waiter = UnixStream::connect(&path).expect("connect");
+        let other = UnixStream::connect(&path).expect("connect");
+        (&waiter).write_all(b"switch\nafter\n").expect("write");
+        (&other).write_all(b"status\n").expect("write");
+        let mut seen = Vec::new();
+        let start = Instant::now();
+        while seen.len() < 2 && start.elapsed() < Duration::from_secs(2) {
+            sock.serve(|line| {
+                seen.push(line.to_string());
+                (line != "switch").then(|| format!("{line}-reply\n"))
+            });
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(
+            seen,
+            ["switch", "status"],
+            "`after` waits behind the switch"
+        );
+        assert_eq!(read_line(&other), "status-reply\n");
+        // more turns: still nothing for the waiting connection, `after` not answered
+        for _ in 0..3 {
+            sock.serve(|line| {
+                seen.push(line.to_string());
+                Some(String::new())
+            });
+        }
+        assert_eq!(seen.len(), 2);
+        sock.deliver("switch-reply\n");
+        sock.serve(|line| {
+            seen.push(line.to_string());
+            Some(format!("{line}-reply\n"))
+        });
+        assert_eq!(seen, ["switch", "status", "after"]);
+        let mut r = BufReader::new(&waiter);
+        waiter
+            .set_read_timeout(Some(Duration::from_secs(1)))
+            .expect("timeout");
+        let (mut a, mut b) = (String::new(), String::new());
+        r.read_line(&mut a).expect("reply 1");
+        r.read_line(&mut b).expect("reply 2");
+        assert_eq!(
+            (a.as_str(), b.as_str()),
+            ("switch-reply\n", "after-reply\n")
+        );
+    }
+
     #[test]
     fn a_connection_is_closed_at_its_age_limit_whatever_it_sends() {
         let path = temp_path("age");
         let mut sock = ControlSocket::bind(&path).expect("bind");
         let client = UnixStream::connect(&path).expect("connect");
         let t0 = Instant::now();
-        sock.serve_at(t0, |_| String::new());
+        sock.serve_at(t0, |_| Some(String::new()));
         assert_eq!(sock.conns.len(), 1, "accepted");
         // a request every 4 s keeps it under the idle timeout...
         let mut answered = 0;
@@ -428,7 +675,7 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
             sock.serve_at(t0 + Duration::from_secs(4 * k), |_| {
                 answered += 1;
-                "{}\n".into()
+                Some("{}\n".into())
             });
             assert_eq!(sock.conns.len(), 1, "open at {} s", 4 * k);
         }
@@ -438,7 +685,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(20));
         sock.serve_at(t0 + MAX_CONN_AGE, |_| {
             answered += 1;
-            "{}\n".into()
+            Some("{}\n".into())
         });
         assert!(sock.conns.is_empty(), "closed at {MAX_CONN_AGE:?}");
         assert_eq!(

@@ -8,6 +8,7 @@ use super::carry::Counters;
 use super::daemon::{Daemon, Shutdown};
 use super::engine::RunEngine;
 use super::every::Every;
+use super::plan_loader::PlanLoader;
 use super::planner_loop::{self, PlannerLoop};
 use super::stats::Stats;
 use anyhow::{Context, Result};
@@ -33,6 +34,8 @@ pub type SharedPlanner = Arc<PlannerHandle>;
 pub struct Live {
     pub clock: SlotClock,
     pub control: Control,
+    /// Loads the plans of `switch_table` requests off the run loop.
+    pub loader: PlanLoader,
     /// Planner mode: the planner the planner thread steps.
     pub planner: Option<SharedPlanner>,
     pub stats: Stats,
@@ -114,6 +117,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         let live = Live {
             clock,
             control,
+            loader: PlanLoader::default(),
             planner,
             stats,
             deadline_ns,
@@ -221,13 +225,18 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         };
         let mut engine = RunEngine {
             sched: &mut self.sched,
+            loader: &mut self.live.loader,
             guard_us: d.guard_us,
             online: &d.online,
             planner: self.live.planner.as_deref(),
             clock: self.live.clock,
         };
         let control = &mut self.live.control;
-        sock.serve(|line| control.serve(line, &mut engine).to_line());
+        // a switch whose plan has loaded is written first, then answered on its connection
+        if let Some(reply) = control.poll(&mut engine) {
+            sock.deliver(&reply.to_line());
+        }
+        sock.serve(|line| control.serve(line, &mut engine).map(|r| r.to_line()));
     }
 
     /// Why the run ends now, if it does (the signal is checked by the caller).

@@ -1,9 +1,10 @@
 //! The run's side of the control protocol: [`scx_tt::control::Engine`] over the loaded BPF
-//! scheduler, CLOCK_MONOTONIC and the planner behind its lock.
+//! scheduler, CLOCK_MONOTONIC, the planner behind its lock and the [`PlanLoader`] thread.
 
+use super::plan_loader::PlanLoader;
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Engine;
-use scx_tt::plan::{self, LoadError, Plan};
+use scx_tt::plan::{LoadError, Plan};
 use scx_tt::planner::kernel_path::KernelPlanner;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::config::SchedConfig;
@@ -12,6 +13,8 @@ use std::path::Path;
 
 pub struct RunEngine<'a, 'obj> {
     pub sched: &'a mut Scheduler<'obj>,
+    /// Loads the plans of `switch_table` requests on a worker thread.
+    pub loader: &'a mut PlanLoader,
     /// The guard band the run was loaded with, us (a new table is configured with it).
     pub guard_us: u64,
     /// The machine's online CPUs (the housekeeping set of a new table's configuration).
@@ -26,15 +29,26 @@ impl Engine for RunEngine<'_, '_> {
         monotonic_ns()
     }
 
-    fn load_plan(&self, path: &Path) -> Result<Plan, LoadError> {
-        plan::from_file(path)
+    fn start_load(&mut self, path: &Path) {
+        self.loader.start(path, self.guard_us, self.online);
+    }
+
+    fn poll_load(&mut self) -> Option<Result<Plan, LoadError>> {
+        self.loader.poll()
     }
 
     fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String> {
-        let cfg = SchedConfig::from_plan(plan, self.guard_us, self.online)
-            .map_err(|e| format!("configuring the scheduler: {e}"))?;
+        // the table the loader built for this plan, off the run loop; else built now
+        let table = match self.loader.take_table() {
+            Some(table) => table?,
+            None => {
+                SchedConfig::from_plan(plan, self.guard_us, self.online)
+                    .map_err(|e| format!("configuring the scheduler: {e}"))?
+                    .table
+            }
+        };
         self.sched
-            .switch_table(&cfg.table, at_slot)
+            .switch_table(&table, at_slot)
             .map_err(|e| e.to_string())
     }
 

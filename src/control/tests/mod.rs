@@ -1,12 +1,14 @@
 //! The control layer's tests, by concern: the protocol's requests and replies (protocol.rs),
-//! plan compatibility (compat.rs), table switches (switch.rs) and the planner-mode ops
-//! (planner.rs). The fixtures are here: plans from text, and a [`FakeEngine`] with a settable
-//! clock, plans by path, a table-write recorder that fails on demand, a planner of its own and
-//! the run log it was given.
+//! plan compatibility (compat.rs), table switches (switch.rs), the planner-mode ops
+//! (planner.rs) and property 2 under random request sequences (refusals.rs). The fixtures are
+//! here: plans from text, and a [`FakeEngine`] with a settable clock, plans by path, a
+//! table-write recorder that fails on demand, a planner of its own and the run log it was
+//! given.
 
 mod compat;
 mod planner;
 mod protocol;
+mod refusals;
 mod switch;
 
 use super::*;
@@ -69,8 +71,12 @@ pub fn planner_run(a_wcet: u64, now: u64) -> (Control, FakeEngine) {
 pub struct FakeEngine {
     /// CLOCK_MONOTONIC, ns.
     pub now: Cell<u64>,
-    /// Loading a plan takes this long (the clock moves on).
+    /// Loading a plan takes this long (the clock moves on when the load is handed over).
     pub load_ns: u64,
+    /// While set, a started load is not done yet (`poll_load` answers `None`).
+    pub hold_load: bool,
+    /// The plan file whose load was started and not yet handed over.
+    pub loading: Option<PathBuf>,
     /// Writing a table takes this long.
     pub write_ns: u64,
     /// Plan texts by path; any other path does not exist.
@@ -93,6 +99,8 @@ impl FakeEngine {
         FakeEngine {
             now: Cell::new(now),
             load_ns: 0,
+            hold_load: false,
+            loading: None,
             write_ns: 0,
             files: HashMap::new(),
             writes: Vec::new(),
@@ -126,9 +134,30 @@ impl FakeEngine {
         self
     }
 
-    /// Serves `line` on `c` at the engine's clock.
+    /// Serves `line` on `c` at the engine's clock; a switch is answered once its load is
+    /// done (at once, unless `hold_load`).
     pub fn serve(&mut self, c: &mut Control, line: &str) -> Reply {
-        c.serve(line, self)
+        match c.serve(line, self) {
+            Some(reply) => reply,
+            None => c
+                .poll(self)
+                .expect("a load that is not held is answered at the next poll"),
+        }
+    }
+
+    /// Reads and validates the plan file at `path` from `files`.
+    pub fn load_plan(&self, path: &Path) -> Result<Plan, LoadError> {
+        self.now.set(self.now.get() + self.load_ns);
+        let Some(text) = self.files.get(path) else {
+            return Err(LoadError::Io {
+                path: path.to_path_buf(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            });
+        };
+        plan::from_str(text).map_err(|errors| LoadError::Invalid {
+            path: path.to_path_buf(),
+            errors,
+        })
     }
 
     /// Serves `request` on `c`.
@@ -155,18 +184,17 @@ impl Engine for FakeEngine {
         self.now.get()
     }
 
-    fn load_plan(&self, path: &Path) -> Result<Plan, LoadError> {
-        self.now.set(self.now.get() + self.load_ns);
-        let Some(text) = self.files.get(path) else {
-            return Err(LoadError::Io {
-                path: path.to_path_buf(),
-                source: std::io::Error::from(std::io::ErrorKind::NotFound),
-            });
-        };
-        plan::from_str(text).map_err(|errors| LoadError::Invalid {
-            path: path.to_path_buf(),
-            errors,
-        })
+    fn start_load(&mut self, path: &Path) {
+        assert!(self.loading.is_none(), "one load at a time");
+        self.loading = Some(path.to_path_buf());
+    }
+
+    fn poll_load(&mut self) -> Option<Result<Plan, LoadError>> {
+        if self.hold_load {
+            return None;
+        }
+        let path = self.loading.take()?;
+        Some(self.load_plan(&path))
     }
 
     fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String> {

@@ -257,3 +257,57 @@ fn switch_table_is_refused_in_planner_mode_and_changes_nothing() {
     );
     assert!(c.history().is_empty() && e.writes.is_empty());
 }
+
+/// Issue 12 item 2, "off the run loop": an accepted switch_table starts its load and is
+/// answered by `poll` once the plan is loaded; meanwhile status is served, a second switch is
+/// refused and changes nothing, and the switch slot comes from the clock read after loading.
+#[test]
+fn a_switch_is_answered_when_its_plan_has_loaded_and_the_loop_serves_meanwhile() {
+    let (mut c, e) = run(at(1));
+    let mut e = e.with_file("/p/c.json", text(10_000, 4));
+    e.hold_load = true;
+    assert!(c.serve(&switch_line(B), &mut e).is_none(), "answered later");
+    assert_eq!(c.loading(), Some(Path::new(B)));
+    assert!(c.poll(&mut e).is_none(), "still loading");
+    // the loop goes on: 5 slots later a status is answered, nothing is pending yet
+    e.now.set(at(6));
+    let s = e.status(&mut c);
+    assert_eq!((s.slot, s.pending_switch_slot), (6, None));
+    let before = state_of(&mut c, &mut e);
+    assert_eq!(
+        error(
+            c.serve(&switch_line("/p/c.json"), &mut e)
+                .expect("answered now")
+        ),
+        "a switch to /p/b.json is loading its plan: one switch at a time, retry after its reply"
+    );
+    assert_eq!(state_of(&mut c, &mut e), before);
+    assert_eq!(e.loading.as_deref(), Some(Path::new(B)), "one load");
+    // loaded at 6.5 slots: slot 8 starts 15 ms later, so the switch is at 16, not 8
+    e.hold_load = false;
+    match answer(c.poll(&mut e).expect("answered")) {
+        Answer::Switched { switch_slot, .. } => assert_eq!(switch_slot, 16),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!((c.loading(), e.writes.len()), (None, 1));
+    assert!(c.poll(&mut e).is_none(), "nothing more to answer");
+}
+
+/// A plan that fails to load answers the request with its error and changes nothing but the
+/// end of the loading.
+#[test]
+fn a_failed_load_answers_the_waiting_request_and_changes_nothing() {
+    let (mut c, mut e) = run(at(1));
+    let before = state_of(&mut c, &mut e);
+    e.hold_load = true;
+    assert!(c.serve(&switch_line("/p/none.json"), &mut e).is_none());
+    e.hold_load = false;
+    let got = error(c.poll(&mut e).expect("answered"));
+    assert!(
+        got.starts_with("/p/none.json: cannot read the plan"),
+        "{got}"
+    );
+    assert_eq!(c.loading(), None);
+    assert_eq!(state_of(&mut c, &mut e), before);
+    assert!(e.writes.is_empty());
+}
