@@ -72,7 +72,7 @@ pub struct RunArgs {
     pub timeline_slots: usize,
     /// Guard band, us: an owner is stopped this long before the end of its run, and no task
     /// starts with less than this left (default: calibrated at start from the measured timer
-    /// lateness, p99 + 10 % within 5-25 % of the slot; docs/run-output.md "Start-up"). Given,
+    /// lateness, p99 + 10 % within 5-10 % of the slot; docs/run-output.md "Start-up"). Given,
     /// it is used as is and nothing is calibrated.
     #[arg(long, value_name = "N")]
     pub guard_us: Option<u64>,

@@ -3,7 +3,7 @@
 //! owner's slot. Pure: `--guard-us` as given, or by default a choice from the timer lateness
 //! that the start-up calibration measured (`sched::calibrate`, the OS side).
 //!
-//! The default choice: `guard = clamp(p99 + 10 %, 5 % of the slot, 25 % of the slot)`.
+//! The default choice: `guard = clamp(p99 + 10 %, 5 % of the slot, 10 % of the slot)`.
 //! - p99: an owner runs into the next slot only when the guard-band event comes later than the
 //!   guard band, so a guard band at the p99 of the timer lateness keeps that to about 1 % of
 //!   the events, the threshold of the summary's `hint:` line (src/accounting/render.rs). The
@@ -11,8 +11,11 @@
 //! - The lower bound is the fixed default before calibration (5 % of the slot): on hardware
 //!   whose timers are tens of microseconds late nothing changes.
 //! - The upper bound caps what the guard band costs the owner: up to `guard` of each run's end
-//!   goes idle, so 25 % of the slot is a quarter of a single-slot run. When the p99 exceeds the
-//!   cap, the cap is chosen and a warning says by how much owners will overrun at the tail.
+//!   goes idle, so at 10 % of the slot a single-slot run loses at most 10 %, the delivery
+//!   tolerance of the VM tests (>= 90 % delivered, docs/vm-harness.md); a run of n slots at
+//!   most 10/n %. When the p99 exceeds the cap, the cap is chosen and a warning says by how
+//!   much owners will overrun at the tail (a larger `--guard-us` trades more of the owners'
+//!   time for that).
 
 use crate::accounting::Quantiles;
 use serde::Serialize;
@@ -21,7 +24,7 @@ use serde::Serialize;
 /// calibration, `config::default_guard_us`).
 pub const MIN_PCT: u64 = 5;
 /// Upper bound (cap) of the default guard band, percent of the slot.
-pub const MAX_PCT: u64 = 25;
+pub const MAX_PCT: u64 = 10;
 /// Margin over the measured p99, percent of the p99.
 pub const MARGIN_PCT: u64 = 10;
 
@@ -32,7 +35,7 @@ pub struct Bound {
     pub max: u64,
 }
 
-/// The bound for a slot of `slot_us`: 5 % to 25 % of the slot (always shorter than the slot).
+/// The bound for a slot of `slot_us`: 5 % to 10 % of the slot (always shorter than the slot).
 pub fn bound(slot_us: u64) -> Bound {
     Bound {
         min: super::config::default_guard_us(slot_us),
@@ -128,7 +131,7 @@ impl Guard {
     }
 
     /// One line on what was chosen, e.g. `guard band 1200 us (calibrated: timer lateness p99
-    /// 850 us on CPUs [1], bound 250..2500 us)`.
+    /// 850 us on CPUs [1], bound 500..1000 us; ...)`.
     pub fn describe(&self) -> String {
         match (&self.calibration, self.bound_us) {
             (Some(c), Some(b)) => format!(
@@ -188,30 +191,18 @@ mod tests {
     }
 
     #[test]
-    fn the_bound_is_5_to_25_percent_of_the_slot() {
+    fn the_bound_is_5_to_10_percent_of_the_slot() {
         assert_eq!(
             bound(10_000),
             Bound {
                 min: 500,
-                max: 2500
+                max: 1000
             }
         );
-        assert_eq!(
-            bound(5_000),
-            Bound {
-                min: 250,
-                max: 1250
-            }
-        );
-        assert_eq!(bound(100), Bound { min: 5, max: 25 });
+        assert_eq!(bound(5_000), Bound { min: 250, max: 500 });
+        assert_eq!(bound(100), Bound { min: 5, max: 10 });
         // rounded down, and always shorter than the slot
-        assert_eq!(
-            bound(4_999),
-            Bound {
-                min: 249,
-                max: 1249
-            }
-        );
+        assert_eq!(bound(4_999), Bound { min: 249, max: 499 });
         assert_eq!(bound(1), Bound { min: 0, max: 0 });
         for slot in [1, 3, 99, 100, 101, 4_999, 1_000_000, u64::MAX / 2] {
             let b = bound(slot);
@@ -229,7 +220,7 @@ mod tests {
 
     #[test]
     fn a_p99_inside_the_bound_gives_p99_plus_the_margin() {
-        let g = Guard::calibrated(cal(250, 120_000, 850_000, 2_000_000), 5_000);
+        let g = Guard::calibrated(cal(250, 120_000, 850_000, 2_000_000), 10_000);
         assert_eq!(g.us, 935);
         assert_eq!(g.source, Source::Calibrated);
         assert_eq!(g.wanted_us, Some(935));
@@ -248,26 +239,26 @@ mod tests {
     #[test]
     fn a_p99_above_the_cap_gives_the_cap_and_a_warning_with_the_excess() {
         let g = Guard::calibrated(cal(250, 200_000, 3_400_000, 9_000_000), 10_000);
-        assert_eq!((g.us, g.wanted_us, g.capped), (2500, Some(3740), true));
-        assert_eq!(g.excess_us(), Some(900));
+        assert_eq!((g.us, g.wanted_us, g.capped), (1000, Some(3740), true));
+        assert_eq!(g.excess_us(), Some(2400));
         let w = g.warning().expect("a warning");
         assert!(
-            w.contains("cap of 2500 us") && w.contains("about 900 us"),
+            w.contains("cap of 1000 us (10 % of the slot)") && w.contains("about 2400 us"),
             "{w}"
         );
     }
 
     #[test]
     fn a_p99_between_the_cap_and_the_cap_plus_margin_is_capped_but_not_exceeded() {
-        // p99 2.4 ms: wanted 2640 us > cap 2500, but the cap still covers the p99
-        let g = Guard::calibrated(cal(250, 200_000, 2_400_000, 3_000_000), 10_000);
-        assert_eq!((g.us, g.capped), (2500, false));
+        // p99 950 us: wanted 1045 us > cap 1000, but the cap still covers the p99
+        let g = Guard::calibrated(cal(250, 200_000, 950_000, 3_000_000), 10_000);
+        assert_eq!((g.us, g.capped), (1000, false));
         assert_eq!(g.warning(), None);
         // exactly at the cap
-        let g = Guard::calibrated(cal(250, 200_000, 2_500_000, 3_000_000), 10_000);
-        assert_eq!((g.us, g.capped), (2500, false));
-        let g = Guard::calibrated(cal(250, 200_000, 2_500_001, 3_000_000), 10_000);
-        assert_eq!((g.us, g.capped, g.excess_us()), (2500, true, Some(0)));
+        let g = Guard::calibrated(cal(250, 200_000, 1_000_000, 3_000_000), 10_000);
+        assert_eq!((g.us, g.capped), (1000, false));
+        let g = Guard::calibrated(cal(250, 200_000, 1_000_001, 3_000_000), 10_000);
+        assert_eq!((g.us, g.capped, g.excess_us()), (1000, true, Some(0)));
     }
 
     #[test]
@@ -311,22 +302,22 @@ mod tests {
 
     #[test]
     fn the_line_names_the_choice_the_p99_the_cpus_and_the_bound() {
-        let g = Guard::calibrated(cal(250, 120_400, 850_000, 2_000_000), 5_000);
+        let g = Guard::calibrated(cal(250, 120_400, 850_000, 2_000_000), 10_000);
         assert_eq!(
             g.describe(),
             "guard band 935 us (calibrated: timer lateness p99 850 us on CPUs [1], bound \
-             250..1250 us; p50 120 us, max 2000 us, 250 wake-ups in 250 ms)"
+             500..1000 us; p50 120 us, max 2000 us, 250 wake-ups in 250 ms)"
         );
     }
 
     #[test]
     fn the_json_object_has_the_documented_fields() {
-        let g = Guard::calibrated(cal(250, 1_000, 850_000, 2_000_000), 5_000);
+        let g = Guard::calibrated(cal(250, 1_000, 850_000, 2_000_000), 10_000);
         let v = serde_json::to_value(&g).expect("json");
         assert_eq!(v["us"], 935);
         assert_eq!(v["source"], "calibrated");
-        assert_eq!(v["bound_us"]["min"], 250);
-        assert_eq!(v["bound_us"]["max"], 1250);
+        assert_eq!(v["bound_us"]["min"], 500);
+        assert_eq!(v["bound_us"]["max"], 1000);
         assert_eq!(v["calibration"]["late_ns"]["p99"], 850_000);
         assert_eq!(v["calibration"]["cpus"][0], 1);
         let f = serde_json::to_value(Guard::flag(2000)).expect("json");
