@@ -155,13 +155,12 @@ impl<'a> Daemon<'a> {
         if let Some(line) = tasks.settle(plan, &procfs, args.settle_ms, || shutdown.requested())? {
             eprintln!("scx_tt: {line}");
         }
-        let guard = match (args.guard_us, calibration) {
-            (Some(us), _) => Guard::flag(us),
-            (None, Some(c)) => Guard::calibrated(
+        let guard = match calibration {
+            Some(c) => Guard::calibrated(
                 c.finish().context("calibrating the guard band")?,
                 plan.slot_us,
             ),
-            (None, None) => unreachable!("a calibration runs without --guard-us"),
+            None => Guard::flag(provisional), // --guard-us, as given
         };
         cfg.guard_ns = guard.us * 1000;
         if guard.source == guard::Source::Calibrated {
