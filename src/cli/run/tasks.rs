@@ -1,6 +1,7 @@
 //! The plan's tasks at the run edge: their threads (selectors resolved, `cmd` tasks spawned
 //! stopped, then started before the scheduler attaches: [`Tasks::settle`]), the spawned
-//! children, and what becomes of both across a restart of the BPF scheduler. Spawned tasks are never killed and spawned again by a restart: they keep running
+//! children, and what becomes of both across a restart of the BPF scheduler. Spawned tasks are
+//! never killed and spawned again by a restart: they keep running
 //! (under the kernel's default scheduler until the new BPF scheduler attaches) and every
 //! thread of their process group goes into the new scheduler's task map. Other tasks' selectors
 //! are resolved again, joined by the threads found at the start that are still alive. Forks of
