@@ -1,9 +1,12 @@
-//! `cmd` tasks are spawned stopped, keep their pid across exec, die with their group, and die
-//! with scx_tt when it is killed (parent-death signal).
+//! `cmd` tasks are spawned stopped, keep their pid across exec, settle after their exec, stop
+//! and continue as a whole process group, die with their group, and die with scx_tt when it is
+//! killed (parent-death signal).
 #![cfg(feature = "bpf")]
 
+use scx_tt::clock::monotonic_ns;
 use scx_tt::resolve::ProcFs;
-use scx_tt::sched::spawn::Spawned;
+use scx_tt::sched::settle::Settle;
+use scx_tt::sched::spawn::{process_stats, Spawned};
 
 fn state_of(pid: u32) -> char {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
@@ -29,6 +32,50 @@ fn spawned_task_waits_stopped_until_resumed_then_is_killed() {
     assert!(!ProcFs::default().tid_alive(child.pid));
 }
 
+#[test]
+fn a_spawned_task_settles_after_its_exec_and_its_group_stops_and_continues() {
+    // a forked sleeper in the group, and a busy loop
+    let argv: Vec<String> = ["/bin/sh", "-c", "sleep 60 & while :; do :; done"]
+        .map(String::from)
+        .into();
+    let procfs = ProcFs::default();
+    let mut child = Spawned::stopped(&argv).expect("spawn");
+    let before = child.sample(&procfs, monotonic_ns());
+    assert!(!before.execd && !before.exited, "{before:?}");
+    child.resume().expect("resume");
+    let start = monotonic_ns();
+    let mut settle = Settle::default();
+    let mut last = before;
+    while !settle.settled() && monotonic_ns() - start < 5_000_000_000 {
+        last = child.sample(&procfs, monotonic_ns());
+        settle.observe(last.clone());
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(settle.settled(), "settled within 5 s: {last:?}");
+    // the shell exec'd sh (its command line changed), forked the sleeper, and ran
+    assert!(
+        last.execd && last.tids.len() == 2 && last.cpu_ns > 0,
+        "{last:?}"
+    );
+    assert!(last.tids.contains(&child.pid), "{last:?}");
+    child.stop_group().expect("stop");
+    let start = monotonic_ns();
+    while !child.group_stopped(&process_stats(&procfs)) && monotonic_ns() - start < 2_000_000_000 {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    for &tid in &last.tids {
+        assert_eq!(state_of(tid), 'T', "{tid} of the group stopped");
+    }
+    child.resume().expect("resume");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert_ne!(state_of(child.pid), 'T', "the loop runs again");
+    child.kill().expect("kill");
+    for &tid in &last.tids {
+        let gone = !procfs.tid_alive(tid) || state_of(tid) == 'Z';
+        assert!(gone, "{tid} of the group was killed");
+    }
+}
+
 /// Env var that makes `spawned_task_dies_with_a_killed_parent` act as the parent: it spawns a
 /// sleeper, prints its pid and waits to be killed.
 const PARENT: &str = "SCX_TT_TEST_SPAWN_PARENT";
@@ -37,7 +84,7 @@ const PARENT: &str = "SCX_TT_TEST_SPAWN_PARENT";
 fn spawned_task_dies_with_a_killed_parent() {
     if std::env::var_os(PARENT).is_some() {
         let argv: Vec<String> = ["/bin/sleep", "60"].map(String::from).into();
-        let child = Spawned::stopped(&argv).expect("spawn");
+        let mut child = Spawned::stopped(&argv).expect("spawn");
         child.resume().expect("resume");
         println!("child {}", child.pid);
         std::thread::sleep(std::time::Duration::from_secs(60));

@@ -38,5 +38,7 @@ mod semantics;
 mod signals;
 #[path = "vm/scenarios/smoke/check.rs"]
 mod smoke;
+#[path = "vm/scenarios/startup/check.rs"]
+mod startup;
 #[path = "vm/scenarios/switch/check.rs"]
 mod switch;

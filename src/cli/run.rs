@@ -72,9 +72,17 @@ pub struct RunArgs {
     /// Print a per-slot timeline of the last N slots of each managed CPU at exit.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub timeline_slots: usize,
-    /// Guard band, us: no task starts with less than this left in its run (default 5 % of the slot).
+    /// Guard band, us: an owner is stopped this long before the end of its run, and no task
+    /// starts with less than this left (default: calibrated at start from the measured timer
+    /// lateness, p99 + 10 % within 5-10 % of the slot; docs/run-output.md "Start-up"). Given,
+    /// it is used as is and nothing is calibrated.
     #[arg(long, value_name = "N")]
     pub guard_us: Option<u64>,
+    /// At most this long (ms) the spawned (`cmd`) tasks run under the kernel's own scheduler
+    /// before the scheduler attaches, until each has settled after its exec (docs/run-output.md
+    /// "Start-up"); 0: they exec in their slots from slot 0.
+    #[arg(long, value_name = "MS", default_value_t = scx_tt::sched::settle::DEFAULT_TIMEOUT_MS)]
+    pub settle_ms: u64,
     /// Per-slot frequencies to request with scx_bpf_cpuperf_set at each slot tick (schedutil
     /// systems): JSON object from managed CPU id to one normalised frequency in (0, 1] per
     /// frame slot, e.g. {"1": [1.0, 0.5, ...]}.

@@ -1,10 +1,15 @@
 //! Enforcement on a sched_ext kernel: the plan → BPF configuration (pure, [`config`]), the
-//! system checks and the loader of src/bpf/tt_sched.bpf.c (feature `bpf`).
+//! guard band's choice ([`guard`], pure) and its start-up calibration ([`calibrate`]), the
+//! settle rule of spawned tasks ([`settle`], pure), the system checks and the loader of
+//! src/bpf/tt_sched.bpf.c and the spawned tasks (feature `bpf`).
 
 pub mod affinity;
+pub mod calibrate;
 pub mod config;
+pub mod guard;
 #[cfg(feature = "bpf")]
 pub mod loader;
+pub mod settle;
 #[cfg(feature = "bpf")]
 pub mod spawn;
 pub mod system;

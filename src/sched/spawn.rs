@@ -1,12 +1,17 @@
-//! `cmd` tasks: spawned stopped (so their tid is in the BPF map before they run a single
-//! instruction of the workload, and their forks inherit the task), resumed after attach, and
-//! killed with their process group at exit. A restart of the BPF scheduler finds the task's
-//! threads again by its process group ([`Spawned::group_threads`]). If scx_tt itself dies
-//! without cleaning up (SIGKILL), the kernel kills the spawned process too (its parent-death
-//! signal); processes the workload forked itself are not covered by that (they keep running,
-//! as the children of any killed parent do).
+//! `cmd` tasks: spawned stopped before they exec the workload, started under the kernel's own
+//! scheduler for a settle period before the scheduler attaches (the rule: `sched::settle`;
+//! the loop: `cli/run/tasks.rs`), then stopped again as a whole process group, so that every
+//! thread of the group is in the BPF task map when the scheduler attaches (a process group
+//! stop leaves no fork half done: the kernel restarts a fork that a group signal interrupts);
+//! continued after attach, and killed with their process group at exit. Forks made after the
+//! attach inherit the task in BPF. A restart of the BPF scheduler finds the task's threads
+//! again by its process group ([`Spawned::group_threads`]). If scx_tt itself dies without
+//! cleaning up (SIGKILL), the kernel kills the spawned process too (its parent-death signal);
+//! processes the workload forked itself are not covered by that (they keep running, as the
+//! children of any killed parent do), nor processes that left the process group.
 
 use crate::resolve::ProcFs;
+use crate::sched::settle::{parse_schedstat, parse_stat, ProcStat, Sample};
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -15,6 +20,9 @@ pub struct Spawned {
     pub child: Child,
     pub pid: u32,
     exited: bool,
+    /// `/proc/PID/cmdline` of the stopped wrapper shell: a different one means the exec of
+    /// the workload happened.
+    wrapper: Vec<u8>,
 }
 
 impl Spawned {
@@ -60,20 +68,95 @@ impl Spawned {
                 argv[0]
             )));
         }
+        let wrapper = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         Ok(Spawned {
             child,
             pid,
             exited: false,
+            wrapper,
         })
     }
 
-    /// Let it run (exec the workload).
-    pub fn resume(&self) -> io::Result<()> {
-        // SAFETY: signalling our own child.
-        if unsafe { libc::kill(self.pid as i32, libc::SIGCONT) } != 0 {
-            return Err(io::Error::last_os_error());
+    /// Lets its process group run (the first time: exec the workload). Nothing to do when it
+    /// has exited.
+    pub fn resume(&mut self) -> io::Result<()> {
+        self.signal_group(libc::SIGCONT)
+    }
+
+    /// Stops its whole process group (SIGSTOP); [`Spawned::group_stopped`] says when every
+    /// process of it has stopped.
+    pub fn stop_group(&mut self) -> io::Result<()> {
+        self.signal_group(libc::SIGSTOP)
+    }
+
+    fn signal_group(&mut self, sig: i32) -> io::Result<()> {
+        if self.exited() {
+            return Ok(());
+        }
+        // SAFETY: the group was created by process_group(0) with our (unreaped) child as
+        // leader, so its id is not reused.
+        if unsafe { libc::kill(-(self.pid as i32), sig) } != 0 {
+            let e = io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::ESRCH) {
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    /// Whether every process of its group (in `procs`, [`process_stats`]) has stopped or
+    /// exited.
+    pub fn group_stopped(&self, procs: &[(u32, ProcStat)]) -> bool {
+        group_stopped(procs, self.pid)
+    }
+
+    /// A look at its process group for the settle period: the spawned process and its
+    /// descendants in its group (found through `/proc/PID/task/TID/children`; every process
+    /// of the group when the kernel has no such files).
+    pub fn sample(&mut self, procfs: &ProcFs, at_ns: u64) -> Sample {
+        if self.exited() {
+            return Sample {
+                at_ns,
+                exited: true,
+                ..Sample::default()
+            };
+        }
+        let execd = std::fs::read(procfs.proc_root.join(format!("{}/cmdline", self.pid)))
+            .is_ok_and(|c| c != self.wrapper);
+        let mut s = Sample {
+            at_ns,
+            execd,
+            asleep: true,
+            ..Sample::default()
+        };
+        let procs = descendants_in_group(procfs, self.pid, self.pid).unwrap_or_else(|| {
+            let mut all = process_stats(procfs);
+            all.retain(|(_, st)| st.pgrp == self.pid);
+            all
+        });
+        for (pid, st) in &procs {
+            s.faults = s.faults.saturating_add(st.faults);
+            let children = st.child_cpu_ticks.saturating_mul(tick_ns());
+            s.cpu_ns = s.cpu_ns.saturating_add(children);
+            for tid in procfs.threads(*pid).unwrap_or_default() {
+                let task = procfs.proc_root.join(format!("{pid}/task/{tid}"));
+                let stat = std::fs::read_to_string(task.join("stat"))
+                    .ok()
+                    .and_then(|t| parse_stat(&t));
+                let Some(stat) = stat else {
+                    continue; // gone meanwhile
+                };
+                let cpu = std::fs::read_to_string(task.join("schedstat"))
+                    .ok()
+                    .and_then(|t| parse_schedstat(&t))
+                    .unwrap_or_else(|| stat.cpu_ticks.saturating_mul(tick_ns()));
+                s.tids.push(tid);
+                s.cpu_ns = s.cpu_ns.saturating_add(cpu);
+                s.asleep &= stat.state != 'R';
+            }
+        }
+        s.tids.sort_unstable();
+        s
     }
 
     /// Whether it has exited (reaps it).
@@ -125,6 +208,67 @@ fn process_group(procfs: &ProcFs, pid: u32) -> Option<u32> {
         .ok()
 }
 
+/// `root` and its descendants that are in process group `pgid`, with their `stat`, walking
+/// `/proc/PID/task/TID/children` (a descendant that left the group is not followed further);
+/// `None` when the kernel has no `children` files (CONFIG_PROC_CHILDREN).
+fn descendants_in_group(procfs: &ProcFs, root: u32, pgid: u32) -> Option<Vec<(u32, ProcStat)>> {
+    let read = |path: String| std::fs::read_to_string(procfs.proc_root.join(path));
+    if read(format!("{root}/task/{root}/children")).is_err() && procfs.tid_alive(root) {
+        return None;
+    }
+    let mut found = Vec::new();
+    let mut queue = vec![root];
+    while let Some(pid) = queue.pop() {
+        let Some(st) = read(format!("{pid}/stat"))
+            .ok()
+            .and_then(|t| parse_stat(&t))
+        else {
+            continue; // gone meanwhile
+        };
+        if st.pgrp != pgid || found.iter().any(|(p, _)| *p == pid) {
+            continue;
+        }
+        found.push((pid, st));
+        for tid in procfs.threads(pid).unwrap_or_default() {
+            let children = read(format!("{pid}/task/{tid}/children")).unwrap_or_default();
+            queue.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|c| c.parse::<u32>().ok()),
+            );
+        }
+    }
+    found.sort_unstable_by_key(|(p, _)| *p);
+    Some(found)
+}
+
+/// `/proc/PID/stat` of every process now.
+pub fn process_stats(procfs: &ProcFs) -> Vec<(u32, ProcStat)> {
+    procfs
+        .pids()
+        .into_iter()
+        .filter_map(|pid| {
+            let text = std::fs::read_to_string(procfs.proc_root.join(format!("{pid}/stat")));
+            Some((pid, parse_stat(&text.ok()?)?))
+        })
+        .collect()
+}
+
+/// Whether every process of group `pgid` in `procs` has stopped or exited.
+fn group_stopped(procs: &[(u32, ProcStat)], pgid: u32) -> bool {
+    procs
+        .iter()
+        .filter(|(_, st)| st.pgrp == pgid)
+        .all(|(_, st)| matches!(st.state, 'T' | 't' | 'Z' | 'X'))
+}
+
+/// One clock tick of `stat`'s utime/stime, ns.
+fn tick_ns() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    1_000_000_000 / u64::try_from(hz).unwrap_or(100).max(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,7 +288,12 @@ mod tests {
             for tid in tids {
                 fs::create_dir_all(root.join(format!("{pid}/task/{tid}"))).expect("mkdir");
             }
-            fs::write(root.join(format!("{pid}/stat")), stat).expect("write");
+            // then tpgid, flags, minflt, cminflt, majflt, cmajflt, utime, stime, cutime, cstime
+            fs::write(
+                root.join(format!("{pid}/stat")),
+                format!("{stat} -1 0 5 0 0 0 1 1 0 0"),
+            )
+            .expect("write");
         }
         let procfs = ProcFs {
             proc_root: root.clone(),
@@ -153,6 +302,35 @@ mod tests {
         assert_eq!(process_group(&procfs, 12), Some(10));
         assert_eq!(group_threads(&procfs, 10), vec![10, 11, 12]);
         assert_eq!(group_threads(&procfs, 13), vec![13]);
+        let procs = process_stats(&procfs);
+        assert_eq!(
+            procs
+                .iter()
+                .map(|(p, st)| (*p, st.pgrp))
+                .collect::<Vec<_>>(),
+            vec![(10, 10), (12, 10), (13, 13)]
+        );
+        // 10 sleeps (S), 12 runs (R): group 10 has not stopped; 13 sleeps too
+        assert!(!group_stopped(&procs, 10) && !group_stopped(&procs, 13));
+        fs::write(
+            root.join("10/stat"),
+            "10 (sh) T 1 10 10 0 -1 0 5 0 0 0 1 1 0 0",
+        )
+        .expect("write");
+        fs::write(
+            root.join("12/stat"),
+            "12 (a) 9 (b) Z 10 10 10 0 -1 0 5 0 0 0 1 1 0 0",
+        )
+        .expect("write");
+        assert!(group_stopped(&process_stats(&procfs), 10));
+        // without children files: None; with them, 10's thread 11 forked 12, which forked 13
+        // (13 left the group)
+        assert_eq!(descendants_in_group(&procfs, 10, 10), None);
+        fs::write(root.join("10/task/10/children"), "").expect("write");
+        fs::write(root.join("10/task/11/children"), "12 ").expect("write");
+        fs::write(root.join("12/task/12/children"), "13").expect("write");
+        let d = descendants_in_group(&procfs, 10, 10).expect("children files");
+        assert_eq!(d.iter().map(|(p, _)| *p).collect::<Vec<_>>(), vec![10, 12]);
         let _ = fs::remove_dir_all(&root);
     }
 }

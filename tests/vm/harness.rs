@@ -382,6 +382,36 @@ pub struct Summary {
     /// Planner mode only (`--planner`).
     #[serde(default)]
     pub planner_late_slots: Option<u64>,
+    /// The guard band and where it came from (absent from older summaries).
+    #[serde(default)]
+    pub guard: Option<Guard>,
+}
+
+/// The summary's `guard` object (docs/run-output.md).
+#[derive(Debug, Deserialize)]
+pub struct Guard {
+    pub us: u64,
+    /// `flag` or `calibrated`.
+    pub source: String,
+    pub bound_us: Option<GuardBound>,
+    pub wanted_us: Option<u64>,
+    pub capped: bool,
+    pub calibration: Option<Calibration>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct GuardBound {
+    pub min: u64,
+    pub max: u64,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Calibration {
+    pub cpus: Vec<u32>,
+    pub samples: u64,
+    pub fifo: bool,
+    pub duration_ms: u64,
+    pub late_ns: LateNs,
 }
 
 #[derive(Debug, Deserialize)]

@@ -3,6 +3,8 @@
 //!
 //! ```text
 //! daemon = Daemon::init()                  1. system checks  2. configuration, tasks
+//!                                          2b. start-up: spawned tasks settle while the
+//!                                          guard band is calibrated (docs/run-output.md)
 //! loop {
 //!     enforcer = Enforcer::start(kept)     3. open/load/attach  4. arm  5. planner thread
 //!                                          6. control  7. stats (enforce.rs)
@@ -16,8 +18,9 @@
 //! ```
 //!
 //! [`Daemon`] is what a run keeps across restarts of the BPF scheduler: the inputs, the
-//! control socket, the BPF configuration (built once), the plan's tasks and spawned children,
-//! the counters of exited schedulers and the restarts. What counts on the slot grid (the
+//! control socket, the BPF configuration (built once, with the guard band chosen at start: a
+//! restart does not calibrate again), the plan's tasks and spawned children, the counters of
+//! exited schedulers and the restarts. What counts on the slot grid (the
 //! clock, the control protocol, the planner, the accounting) is `enforce::Live`, created by
 //! the first start and handed from one scheduler to the next.
 //! Exit codes: 0 clean end, 2 invalid plan (run.rs), 1 any other error.
@@ -35,7 +38,9 @@ use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
 use scx_tt::resolve::ProcFs;
-use scx_tt::sched::config::{default_guard_us, PerfTable, SchedConfig};
+use scx_tt::sched::calibrate;
+use scx_tt::sched::config::{PerfTable, SchedConfig};
+use scx_tt::sched::guard::{self, Guard};
 use scx_tt::sched::loader::ExitInfo;
 use scx_tt::sched::system::{check_root, SysFs};
 use std::mem::MaybeUninit;
@@ -44,8 +49,9 @@ use std::sync::Arc;
 
 /// The run: start, restart while the kernel asks (bounded), finish. Returns the exit code.
 pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
-    let mut daemon = Daemon::init(args, plan, model)?;
+    // first, so that a signal during the start-up ends the settle period
     let shutdown = Shutdown::install()?;
+    let mut daemon = Daemon::init(args, plan, model, &shutdown)?;
     let mut open_object = MaybeUninit::uninit();
     let mut kept = None;
     loop {
@@ -101,7 +107,8 @@ pub struct Daemon<'a> {
     pub(super) socket: Option<ControlSocket>,
     /// The machine's online CPUs (its other CPUs than the managed ones do housekeeping).
     pub(super) online: Vec<u32>,
-    pub(super) guard_us: u64,
+    /// The guard band: `--guard-us`, or calibrated at start (kept by restarts).
+    pub(super) guard: Guard,
     /// The plan's BPF configuration, every scheduler of the run is loaded with.
     pub(super) cfg: SchedConfig,
     pub(super) tasks: Tasks,
@@ -111,8 +118,14 @@ pub struct Daemon<'a> {
 }
 
 impl<'a> Daemon<'a> {
-    /// Steps 1 (system checks) and 2 (configuration, tasks).
-    pub fn init(args: &'a RunArgs, plan: &'a Plan, model: &'a PowerModel) -> Result<Self> {
+    /// Steps 1 (system checks) and 2 (configuration, tasks, and the start-up: the spawned
+    /// tasks settle while the guard band is calibrated).
+    pub fn init(
+        args: &'a RunArgs,
+        plan: &'a Plan,
+        model: &'a PowerModel,
+        shutdown: &Shutdown,
+    ) -> Result<Self> {
         let sysfs = SysFs::default();
         let procfs = ProcFs::default();
         check_root()?;
@@ -124,11 +137,38 @@ impl<'a> Daemon<'a> {
             .map(ControlSocket::bind)
             .transpose()?;
         let online = check_machine(&sysfs, plan)?;
-        let guard_us = args
+        // the configuration is checked before anything is spawned; the calibrated guard band
+        // lies in its bound, below the slot, so it passes the same check
+        let provisional = args
             .guard_us
-            .unwrap_or_else(|| default_guard_us(plan.slot_us));
-        let cfg = configure(args, plan, guard_us, &online)?;
-        let tasks = Tasks::resolve(plan, &procfs)?;
+            .unwrap_or_else(|| guard::bound(plan.slot_us).min);
+        let mut cfg = configure(args, plan, provisional, &online)?;
+        let mut tasks = Tasks::resolve(plan, &procfs)?;
+        // 2b. start-up: the calibration runs on the managed CPUs while the spawned tasks settle
+        let calibration = match args.guard_us {
+            Some(_) => None,
+            None => Some(
+                calibrate::start(&plan.managed, calibrate::POINTS)
+                    .context("calibrating the guard band")?,
+            ),
+        };
+        if let Some(line) = tasks.settle(plan, &procfs, args.settle_ms, || shutdown.requested())? {
+            eprintln!("scx_tt: {line}");
+        }
+        let guard = match calibration {
+            Some(c) => Guard::calibrated(
+                c.finish().context("calibrating the guard band")?,
+                plan.slot_us,
+            ),
+            None => Guard::flag(provisional), // --guard-us, as given
+        };
+        cfg.guard_ns = guard.us * 1000;
+        if guard.source == guard::Source::Calibrated {
+            eprintln!("scx_tt: {}", guard.describe());
+        }
+        if let Some(w) = guard.warning() {
+            eprintln!("scx_tt: {w}");
+        }
         Ok(Daemon {
             args,
             plan,
@@ -137,7 +177,7 @@ impl<'a> Daemon<'a> {
             procfs,
             socket,
             online,
-            guard_us,
+            guard,
             cfg,
             tasks,
             counters: Counters::default(),
@@ -165,7 +205,7 @@ impl<'a> Daemon<'a> {
             check_machine(&self.sysfs, self.plan).context("restarting the BPF scheduler")?;
         // The housekeeping set is every online CPU the plan does not manage; derived by the
         // one rule (SchedConfig::from_plan), which also checks a new CPU against the BPF limit.
-        self.cfg.housekeeping = SchedConfig::from_plan(self.plan, self.guard_us, &self.online)
+        self.cfg.housekeeping = SchedConfig::from_plan(self.plan, self.guard.us, &self.online)
             .context("restarting the BPF scheduler")?
             .housekeeping;
         Ok(())
@@ -234,9 +274,11 @@ impl<'a> Daemon<'a> {
         print!("{}", render_summary(acc, &summary));
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
+        report::print_guard(&self.guard);
         live.stats.flush_trace()?;
         if let Some(p) = &self.args.summary_json {
-            report::write_summary_json(p, live.clock.t0_ns, &summary, self.restarts.count())?;
+            let (t0_ns, restarts) = (live.clock.t0_ns, self.restarts.count());
+            report::write_summary_json(p, t0_ns, &summary, &self.guard, restarts)?;
         }
         if state != "disabled" {
             bail!("sched_ext state is {state} after detaching (expected disabled)");

@@ -226,7 +226,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         let mut engine = RunEngine {
             sched: &mut self.sched,
             loader: &mut self.live.loader,
-            guard_us: d.guard_us,
+            guard_us: d.guard.us,
             online: &d.online,
             planner: self.live.planner.as_deref(),
             clock: self.live.clock,

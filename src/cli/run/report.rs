@@ -1,14 +1,17 @@
-//! What the run prints after the summary (table switches, scheduler restarts) and the
-//! `--summary-json` file: the library's summary plus the run-edge fields `t0_ns` and `restarts`.
+//! What the run prints after the summary (table switches, scheduler restarts, the guard band)
+//! and the `--summary-json` file: the library's summary plus the run-edge fields `t0_ns`,
+//! `guard` and `restarts`.
 #![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
 use super::restart::Restart;
 use anyhow::{Context, Result};
 use scx_tt::accounting::{Accounting, Summary, TableSwitch};
+use scx_tt::sched::guard::Guard;
 use serde::Serialize;
 use std::path::Path;
 
-/// `--summary-json`: `t0_ns`, the summary's fields, then `restarts` (docs/run-output.md).
+/// `--summary-json`: `t0_ns`, the summary's fields, then `guard` and `restarts`
+/// (docs/run-output.md).
 #[derive(Serialize)]
 struct SummaryJson<'a> {
     /// CLOCK_MONOTONIC ns at which slot 0 started: the slot grid (`t0_ns + k * slot`) the
@@ -16,15 +19,23 @@ struct SummaryJson<'a> {
     t0_ns: u64,
     #[serde(flatten)]
     summary: &'a Summary,
+    /// The guard band and where it came from (`--guard-us` or the start-up calibration).
+    guard: &'a Guard,
     /// Restarts of the BPF scheduler the kernel asked for (CPU hotplug), 0 without.
     restarts: usize,
 }
 
 /// The summary JSON text (pretty, newline-terminated).
-pub fn summary_json(t0_ns: u64, summary: &Summary, restarts: usize) -> Result<String> {
+pub fn summary_json(
+    t0_ns: u64,
+    summary: &Summary,
+    guard: &Guard,
+    restarts: usize,
+) -> Result<String> {
     let json = SummaryJson {
         t0_ns,
         summary,
+        guard,
         restarts,
     };
     Ok(serde_json::to_string_pretty(&json).context("encoding the summary")? + "\n")
@@ -34,10 +45,19 @@ pub fn write_summary_json(
     path: &Path,
     t0_ns: u64,
     summary: &Summary,
+    guard: &Guard,
     restarts: usize,
 ) -> Result<()> {
-    std::fs::write(path, summary_json(t0_ns, summary, restarts)?)
+    std::fs::write(path, summary_json(t0_ns, summary, guard, restarts)?)
         .with_context(|| format!("writing {}", path.display()))
+}
+
+/// After the summary: the guard band of the run (and the warning when the cap was chosen).
+pub fn print_guard(guard: &Guard) {
+    println!("{}", guard.describe());
+    if let Some(w) = guard.warning() {
+        println!("{w}");
+    }
 }
 
 /// The slots the timeline shows: (first, last) of the last N slots kept.
@@ -115,18 +135,21 @@ mod tests {
     }
 
     #[test]
-    fn the_summary_json_is_t0_then_the_library_summary_then_restarts() {
+    fn the_summary_json_is_t0_then_the_library_summary_then_guard_and_restarts() {
         let s = summary();
-        let text = summary_json(7, &s, 2).expect("json");
+        let text = summary_json(7, &s, &Guard::flag(300), 2).expect("json");
         let library = serde_json::to_string_pretty(&s).expect("json");
-        // the same text, with t0_ns first and restarts last
+        // the same text, with t0_ns first, then guard and restarts last
         let body = library
             .strip_prefix("{\n")
             .and_then(|b| b.strip_suffix("\n}"))
             .expect("braces");
+        let guard = "  \"guard\": {\n    \"us\": 300,\n    \"source\": \"flag\",\n    \
+                     \"bound_us\": null,\n    \"wanted_us\": null,\n    \"capped\": false,\n    \
+                     \"calibration\": null\n  }";
         assert_eq!(
             text,
-            format!("{{\n  \"t0_ns\": 7,\n{body},\n  \"restarts\": 2\n}}\n")
+            format!("{{\n  \"t0_ns\": 7,\n{body},\n{guard},\n  \"restarts\": 2\n}}\n")
         );
     }
 

@@ -1,6 +1,7 @@
 //! The plan's tasks at the run edge: their threads (selectors resolved, `cmd` tasks spawned
-//! stopped), the spawned children, and what becomes of both across a restart of the BPF
-//! scheduler. Spawned tasks are never killed and spawned again by a restart: they keep running
+//! stopped, then started before the scheduler attaches: [`Tasks::settle`]), the spawned
+//! children, and what becomes of both across a restart of the BPF scheduler. Spawned tasks are
+//! never killed and spawned again by a restart: they keep running
 //! (under the kernel's default scheduler until the new BPF scheduler attaches) and every
 //! thread of their process group goes into the new scheduler's task map. Other tasks' selectors
 //! are resolved again, joined by the threads found at the start that are still alive. Forks of
@@ -9,9 +10,16 @@
 
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::TaskState;
+use scx_tt::clock::monotonic_ns;
 use scx_tt::plan::{Plan, Selector};
 use scx_tt::resolve::{ProcFs, ResolveError};
-use scx_tt::sched::spawn::Spawned;
+use scx_tt::sched::settle::{self, Settle, POLL_NS};
+use scx_tt::sched::spawn::{process_stats, Spawned};
+use std::time::Duration;
+
+/// How long [`Tasks::settle`] waits for the spawned process groups to stop (a process in an
+/// uninterruptible sleep stops when it wakes; it cannot fork before).
+const STOP_TIMEOUT_NS: u64 = 200_000_000;
 
 pub struct Tasks {
     /// Per plan task: the threads found at the start (the summary's `tids`).
@@ -67,6 +75,78 @@ impl Tasks {
         Ok(tasks)
     }
 
+    /// The settle period (`sched::settle`): lets the spawned tasks run under the kernel's own
+    /// scheduler until each has settled, at most `timeout_ms` or until `stop()` says so, then
+    /// stops their process groups again and takes every thread of each group as the task's
+    /// threads found at the start. Returns the line that says what became of them (`None`
+    /// without spawned tasks or with `timeout_ms` 0: they then exec in their slots from slot
+    /// 0, as they did before the settle period existed).
+    pub fn settle(
+        &mut self,
+        plan: &Plan,
+        procfs: &ProcFs,
+        timeout_ms: u64,
+        stop: impl Fn() -> bool,
+    ) -> Result<Option<String>> {
+        if self.children.is_empty() || timeout_ms == 0 {
+            return Ok(None);
+        }
+        let start = monotonic_ns();
+        let end = start.saturating_add(timeout_ms.saturating_mul(1_000_000));
+        let mut states = vec![Settle::default(); self.children.len()];
+        for (_, c) in &mut self.children {
+            c.resume()
+                .with_context(|| format!("starting spawned pid {}", c.pid))?;
+        }
+        loop {
+            let now = monotonic_ns();
+            let mut all = true;
+            for ((_, c), st) in self.children.iter_mut().zip(&mut states) {
+                if !st.settled() {
+                    all &= st.observe(c.sample(procfs, now));
+                }
+            }
+            if all || now >= end || stop() {
+                break;
+            }
+            std::thread::sleep(Duration::from_nanos(POLL_NS));
+        }
+        let period_ms = (monotonic_ns() - start) / 1_000_000;
+        self.stop_groups(procfs)?;
+        let outcomes = self
+            .children
+            .iter()
+            .zip(&states)
+            .map(|((i, _), st)| (plan.tasks[*i].name.clone(), st.outcome(start)))
+            .collect::<Vec<_>>();
+        Ok(Some(settle::describe(&outcomes, period_ms, timeout_ms)))
+    }
+
+    /// Stops every spawned process group, waits (bounded) until they have stopped, and takes
+    /// their threads as the tasks' threads found at the start.
+    fn stop_groups(&mut self, procfs: &ProcFs) -> Result<()> {
+        for (_, c) in &mut self.children {
+            c.stop_group()
+                .with_context(|| format!("stopping spawned pid {}", c.pid))?;
+        }
+        let end = monotonic_ns() + STOP_TIMEOUT_NS;
+        loop {
+            let procs = process_stats(procfs);
+            if self.children.iter().all(|(_, c)| c.group_stopped(&procs)) || monotonic_ns() >= end {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for (i, c) in &self.children {
+            let mut tids = c.group_threads(procfs);
+            tids.push(c.pid);
+            tids.sort_unstable();
+            tids.dedup();
+            self.found[*i] = tids;
+        }
+        Ok(())
+    }
+
     /// Per plan task, the threads found at the start.
     pub fn found(&self) -> &[Vec<u32>] {
         &self.found
@@ -104,9 +184,9 @@ impl Tasks {
             .map(|(_, c)| c)
     }
 
-    /// Lets the spawned tasks run (after the first attach).
-    pub fn resume(&self) -> Result<()> {
-        for (_, c) in &self.children {
+    /// Lets the spawned tasks run (after the first attach): their process groups continue.
+    pub fn resume(&mut self) -> Result<()> {
+        for (_, c) in &mut self.children {
             c.resume()
                 .with_context(|| format!("resuming spawned pid {}", c.pid))?;
         }

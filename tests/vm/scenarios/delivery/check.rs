@@ -33,7 +33,8 @@ const DURATION_S: u64 = 10;
 const MIN_DELIVERED_PCT: f64 = 90.0;
 /// Bound on the share of run time outside the task's slots: the 2 %. Outside time is
 /// what an owner runs past the end of its run before it is stopped. The guard-band event
-/// (B.2f in src/bpf/tt_sched.bpf.c) stops it guard_ns (500 us by default) before the boundary,
+/// (B.2f in src/bpf/tt_sched.bpf.c) stops it guard_ns (calibrated at start by default: 0.5-1 ms
+/// for 10 ms slots, docs/run-output.md "Start-up") before the boundary,
 /// so only a timer later than the guard band leaks into the next slot; measured 0.01-0.97 % at
 /// `-smp 2` even with a busy host (docs/vm-harness.md). Before the guard-band event, outside
 /// time was the whole boundary-tick lateness, 1.0-3.3 %.

@@ -100,6 +100,16 @@ fn hotplug(c: &mut Checks, out: &VmOutput) {
         stdout.contains("scheduler restarts") && stdout.contains("1: cpu 2 going offline"),
         "stdout lists the restart after the summary".into(),
     );
+    // issue 11 item 4: the guard band is calibrated once, at the start; the restart keeps it
+    let calibrated = err.matches("scx_tt: guard band").count();
+    c.check(
+        calibrated == 1 && json["guard"]["source"] == "calibrated",
+        format!(
+            "the guard band was calibrated once ({calibrated} stderr lines) and kept by the \
+             restart: {} us ({})",
+            json["guard"]["us"], json["guard"]["source"]
+        ),
+    );
     kernel_evidence(c, out);
     same_children(c, out, &json);
     c.check(
