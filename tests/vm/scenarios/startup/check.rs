@@ -234,7 +234,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
             );
         }
     }
-    // `startup`: the settle period and the calibrated guard band
+    // `startup`: the settle period and the calibrated guard band, judged by the witness too
+    crate::witness::check(c, out, "startup", &crate::witness::Bounds::default());
     if let Some((s, err, trace)) = run_files(out, c, "startup") {
         for task in TASKS {
             c.check(

@@ -7,7 +7,8 @@
 # (summary), NAME.trace.jsonl and scx_tt's output:
 #   old:     --settle-ms 0 --guard-us 500: the tasks exec in their slots from slot 0, as before
 #            the settle period, and the guard band is the flag's;
-#   startup: the defaults: the settle period and the calibrated guard band.
+#   startup: the defaults: the settle period and the calibrated guard band; the witness records
+#            it (startup.witness).
 # Arguments: tt.duration_s (default 6).
 . /tt/lib.sh
 D=$(arg tt.duration_s 6)
@@ -16,8 +17,10 @@ run_scx_tt warmup --table /tt/scenarios/delivery/demo_one_cpu.json --duration-s 
 for run in old startup; do
   if [ $run = old ]; then set -- --settle-ms 0 --guard-us 500; else set --; fi
   t=$(uptime_ms)
+  [ $run = startup ] && witness_start
   run_scx_tt $run --table $HERE/startup.json --duration-s "$D" "$@" \
     --trace $OUT/$run.trace.jsonl --summary-json $OUT/$run.json --timeline-slots 60
   result ${run}_wall_ms $(( $(uptime_ms) - t ))
+  [ $run = startup ] && witness_stop startup
 done
 exit 0
