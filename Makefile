@@ -44,7 +44,7 @@ demo: build
 # every other VM test, one VM at a time.
 test-vm: vm-initrd
 	$(CARGO) test $(RELEASE) $(VM_TESTS) smoke -- --ignored --nocapture
-	$(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture --skip smoke
+	$(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture --skip smoke --skip witness::tests::run_dir
 
 test: unit test-vm
 
