@@ -238,7 +238,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     crate::witness::check(c, out, "startup", &crate::witness::Bounds::default());
     if let Some((s, err, trace)) = run_files(out, c, "startup") {
         for task in TASKS {
-            c.check(
+            c.check_timing(
                 err.contains(&format!("{task} settled after")),
                 format!("startup: scx_tt says {task} settled before slot 0"),
             );
@@ -247,7 +247,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
                 .iter()
                 .find(|t| t.name == task)
                 .map(|t| t.tids.clone());
-            c.check(
+            c.check_timing(
                 tids.as_ref().is_some_and(|t| t.len() >= 2),
                 format!(
                     "startup: {task}'s threads at the start {tids:?} (the shell and the stress-ng \
