@@ -157,7 +157,8 @@ send_out_files() {
 # sched_process_fork, time-stamped with the `mono` trace clock (CLOCK_MONOTONIC, the clock of
 # scx_tt's t0_ns). witness_start clears and starts it; witness_stop NAME stops it, writes the
 # events to /out/NAME.witness and the per-CPU buffer overruns to the results as
-# NAME_witness_lost (must be 0: a full buffer would hide events). WITNESS_KB: buffer per CPU.
+# NAME_witness_lost (must be 0: a full buffer would hide events), and the pids of the kernel
+# threads seen at start and stop to /out/NAME.kthreads. WITNESS_KB: buffer per CPU.
 TRACING=/sys/kernel/tracing
 witness_start() {
   [ -e $TRACING/trace ] || { echo "tt-vm: witness: no tracefs at $TRACING"; return 1; }
@@ -169,6 +170,17 @@ witness_start() {
     echo 1 > $TRACING/events/sched/$e/enable
   done
   echo 1 > $TRACING/tracing_on
+  : > /tmp/witness.kthreads
+  witness_kthreads
+}
+# Appends the pids of kernel threads (kthreadd, pid 2, and its children) to /tmp/witness.kthreads.
+witness_kthreads() {
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    if [ "$p" = 2 ] || [ "$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)" = 2 ]; then
+      echo "$p"
+    fi
+  done >> /tmp/witness.kthreads
 }
 # witness_mark pause|resume: brackets a window in which the scenario takes the scheduler away
 # on purpose (a restart); the witness does not judge the slots it overlaps.
@@ -184,6 +196,8 @@ witness_stop() {
   done
   result "${1}_witness_lost" "$lost"
   grep -v '^#' $TRACING/trace > "$OUT/$1.witness"
+  witness_kthreads
+  sort -un /tmp/witness.kthreads > "$OUT/$1.kthreads"
   echo "tt-vm: witness $1: $(wc -l < "$OUT/$1.witness") events, $lost lost"
   for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
     echo 0 > $TRACING/events/sched/$e/enable
