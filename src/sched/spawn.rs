@@ -8,7 +8,9 @@
 //! again by its process group ([`Spawned::group_threads`]). If scx_tt itself dies without
 //! cleaning up (SIGKILL), the kernel kills the spawned process too (its parent-death signal);
 //! processes the workload forked itself are not covered by that (they keep running, as the
-//! children of any killed parent do), nor processes that left the process group.
+//! children of any killed parent do). The spawned process is its descendants' child subreaper,
+//! so a descendant that left the process group (`setsid`, a daemon's double fork) stays below it:
+//! it is collected with the group and killed with it at exit.
 
 use crate::resolve::ProcFs;
 use crate::sched::settle::{parse_schedstat, parse_stat, ProcStat, Sample};
@@ -46,6 +48,12 @@ impl Spawned {
                 // SIGKILL when scx_tt dies (the thread that forked: the main thread, which lives
                 // as long as the process); survives the exec of the workload.
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                // orphaned descendants (a daemon's double fork, busybox `timeout`'s watchdog)
+                // are re-parented to the task's process instead of init, so they stay part of
+                // the task (group_threads); kept across the exec of the workload
+                if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) != 0 {
                     return Err(io::Error::last_os_error());
                 }
                 // scx_tt died before the prctl: nobody would ever resume or kill us
@@ -178,6 +186,14 @@ impl Spawned {
         if self.exited() {
             return Ok(());
         }
+        // descendants that left the process group die with it
+        let procfs = ProcFs::default();
+        for pid in task_processes(&procfs, self.pid) {
+            if pid != self.pid && process_group(&procfs, pid) != Some(self.pid) {
+                // SAFETY: plain kill of a process below our child.
+                unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            }
+        }
         // SAFETY: the group was created by process_group(0) with our child as leader.
         unsafe { libc::kill(-(self.pid as i32), libc::SIGKILL) };
         self.child.wait()?;
@@ -186,14 +202,50 @@ impl Spawned {
     }
 }
 
-/// The threads of every process in process group `pgid`.
+/// The threads of every process in process group `pgid` (the spawned task's leader) and of
+/// every descendant of the leader that left the group (`setsid`, a daemon's double fork: the
+/// leader is their child subreaper, so they stay below it even when their parent exits).
 fn group_threads(procfs: &ProcFs, pgid: u32) -> Vec<u32> {
-    procfs
-        .pids()
+    task_processes(procfs, pgid)
         .into_iter()
-        .filter(|&pid| process_group(procfs, pid) == Some(pgid))
         .flat_map(|pid| procfs.threads(pid).unwrap_or_default())
         .collect()
+}
+
+/// The processes of the spawned task led by `leader`: its process group and its descendants.
+fn task_processes(procfs: &ProcFs, leader: u32) -> Vec<u32> {
+    let pids = procfs.pids();
+    let parents: std::collections::HashMap<u32, u32> = pids
+        .iter()
+        .filter_map(|&p| Some((p, parent(procfs, p)?)))
+        .collect();
+    let below = |mut p: u32| {
+        // bounded: a pid reused meanwhile cannot make the walk loop
+        for _ in 0..64 {
+            if p == leader {
+                return true;
+            }
+            match parents.get(&p) {
+                Some(&q) if q != p && q > 1 => p = q,
+                _ => return false,
+            }
+        }
+        false
+    };
+    pids.into_iter()
+        .filter(|&pid| process_group(procfs, pid) == Some(leader) || below(pid))
+        .collect()
+}
+
+/// The parent pid of `pid` (`/proc/<pid>/stat`, after the state).
+fn parent(procfs: &ProcFs, pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(procfs.proc_root.join(format!("{pid}/stat"))).ok()?;
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The process group of `pid` (`/proc/<pid>/stat`: after the comm's closing parenthesis come
@@ -273,6 +325,40 @@ fn tick_ns() -> u64 {
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn descendants_that_left_the_group_stay_in_the_task() {
+        let root = std::env::temp_dir().join(format!("scx_tt_spawn_desc_{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        // 10 leads group 10; 14 left it (setsid) but is 10's child; 15 is 14's child; 16 is
+        // someone else's (parent 1) in its own group; 17's parent is 16
+        for (pid, stat) in [
+            (10, "10 (sh) S 1 10 10 0"),
+            (14, "14 (w) S 10 14 14 0"),
+            (15, "15 (w) S 14 14 14 0"),
+            (16, "16 (x) S 1 16 16 0"),
+            (17, "17 (y) S 16 16 16 0"),
+        ] {
+            fs::create_dir_all(root.join(format!("{pid}/task/{pid}"))).expect("mkdir");
+            fs::write(
+                root.join(format!("{pid}/stat")),
+                format!("{stat} -1 0 5 0 0 0 1 1 0 0"),
+            )
+            .expect("write");
+        }
+        let procfs = ProcFs {
+            proc_root: root.clone(),
+            cgroup_root: root.clone(),
+        };
+        assert_eq!(parent(&procfs, 15), Some(14));
+        let mut t = group_threads(&procfs, 10);
+        t.sort_unstable();
+        assert_eq!(t, vec![10, 14, 15]);
+        let mut t = group_threads(&procfs, 16);
+        t.sort_unstable();
+        assert_eq!(t, vec![16, 17]);
+        let _ = fs::remove_dir_all(&root);
+    }
 
     #[test]
     fn the_process_group_collects_the_threads_of_its_members_only() {
