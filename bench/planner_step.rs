@@ -5,13 +5,19 @@
 //! capacity from scratch each slot (what a manager without Algorithm 1's incremental update does).
 //! Also the memory per CPU of planner state.
 //!
+//! The closed loop (docs/planner.md, "Observations"): the same step fed with observations —
+//! every planned slot reports a job completing with probability 1/3 (jobs then run about a
+//! third to all of their WCET) — once through `step`'s own observations (the simulation's
+//! protocol) and once deferred (`defer_observations(2)` and one `observe` per CPU and slot
+//! before the step, as the kernel path does), beside the worst-case step in the same run.
+//!
 //! `cargo bench --no-default-features --bench planner_step`
 
 #[path = "planner_common.rs"]
 mod common;
 
 use scx_tt::planner::cpu::UNIT;
-use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy};
+use scx_tt::planner::{Freqs, Observation, Planner, PlannerConfig, Policy};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::Instant;
@@ -142,6 +148,121 @@ fn run(cpus: usize, frame: u64, jobs: u64, policy: Policy, frames: u64, baseline
     }
 }
 
+/// How the bench feeds what ran back to the planner.
+#[derive(Clone, Copy, PartialEq)]
+enum Feed {
+    /// `step(slot, &[])`: every slot ran whole, no job completed early.
+    WorstCase,
+    /// `step(slot, &obs)`: the slot before, observed by the step.
+    Step,
+    /// `observe` for the slot two before, per CPU, then `step(slot, &[])`.
+    Deferred,
+}
+
+/// Per-slot cost (step, and for `Deferred` the slot's `observe` calls) over `frames` frames:
+/// (mean, p99, p99.9) from the best of `RUNS` runs by median, and the jobs completed early.
+fn feed_run(cpus: usize, frame: u64, jobs: u64, frames: u64, feed: Feed) -> (f64, u64, u64, u64) {
+    let cfg = PlannerConfig {
+        policy: Policy::Bss,
+        freqs: Freqs::xeon_default(),
+        slot_ns: 1_000_000,
+    };
+    let inputs = common::cpus(cpus, jobs, frame);
+    let slots = (frames * frame) as usize;
+    let mut best: Option<(Vec<u64>, u64)> = None;
+    for run in 0..RUNS {
+        let mut p = Planner::new(&inputs, frame, cfg.clone());
+        if feed == Feed::Deferred {
+            p.defer_observations(2);
+        }
+        // xorshift: the same draws in every run and for every feed
+        let mut x = 0x9e37_79b9_7f4a_7c15u64 ^ run as u64;
+        let mut draw = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % 3 == 0
+        };
+        let draws: Vec<bool> = (0..slots * cpus).map(|_| draw()).collect();
+        let obs_of = |s: usize, c: usize| Observation {
+            ran_ns: cfg.slot_ns,
+            done: draws[s * cpus + c],
+        };
+        let mut obs: Vec<Observation> = Vec::with_capacity(cpus);
+        let mut samples = black_box(vec![1u64; slots]);
+        let mut completed = 0u64;
+        for (s, sample) in samples.iter_mut().enumerate() {
+            obs.clear();
+            if feed == Feed::Step && s > 0 {
+                obs.extend((0..cpus).map(|c| obs_of(s - 1, c)));
+            }
+            let done = |p: &Planner| {
+                p.events()
+                    .iter()
+                    .filter(|e| matches!(e.1, scx_tt::planner::cpu::JobEvent::Completed { .. }))
+                    .count() as u64
+            };
+            let mut observe_ns = 0;
+            if feed == Feed::Deferred && s >= 2 {
+                // `observe` appends its events to the last step's; `step` clears them
+                let before = done(&p);
+                let t0 = Instant::now();
+                for c in 0..cpus {
+                    let _ = black_box(p.observe(c, s as u64 - 2, obs_of(s - 2, c)));
+                }
+                observe_ns = t0.elapsed().as_nanos() as u64;
+                completed += done(&p) - before;
+            }
+            let t0 = Instant::now();
+            let d = p.step(s as u64, &obs).expect("in order");
+            black_box(d);
+            *sample = observe_ns + t0.elapsed().as_nanos() as u64;
+            completed += done(&p);
+        }
+        samples.sort_unstable();
+        if best
+            .as_ref()
+            .is_none_or(|(b, _)| common::median(&samples) < common::median(b))
+        {
+            best = Some((samples, completed));
+        }
+    }
+    let (mut samples, completed) = best.expect("at least one run");
+    let (mean, p99, p999) = common::stats(&mut samples);
+    (mean, p99, p999, completed)
+}
+
+/// The three feeds of one configuration side by side.
+fn feeds(cpus: usize, frame: u64, jobs: u64, frames: u64) {
+    if let Ok(only) = std::env::var("PLANNER_STEP_ONLY") {
+        if only != format!("{cpus}/{frame}/{jobs}") {
+            return;
+        }
+    }
+    let mut line = format!("{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} bss");
+    for (name, feed) in [
+        ("worst case", Feed::WorstCase),
+        ("observed by step", Feed::Step),
+        ("observed late (lag 2)", Feed::Deferred),
+    ] {
+        let (mean, p99, p999, done) = feed_run(cpus, frame, jobs, frames, feed);
+        let goal = if cpus == 15 {
+            let verdict = |ok: bool| if ok { "met" } else { "missed" };
+            format!(
+                " [goal {}/{}]",
+                verdict(mean <= 1500.0),
+                verdict(p999 <= 5000)
+            )
+        } else {
+            String::new()
+        };
+        line += &format!(
+            " | {name}: mean {mean:.0} p99 {p99} p99.9 {p999} ns{goal}, {done} completed early"
+        );
+    }
+    println!("{line}");
+}
+
 fn main() {
     common::header("planner_step");
     println!("(one step = reconcile + advance + decide for every CPU; jobs run their WCET; statistics from the best of {RUNS} runs by median; per-slot floor = each slot's minimum over the {RUNS} runs)");
@@ -156,4 +277,8 @@ fn main() {
     }
     run(15, 2000, 1000, Policy::Bss, 4, false);
     run(256, 2000, 1000, Policy::DpmDvfs, 2, false);
+    println!("closed loop: each slot's job completes with probability 1/3 (per slot, one line: the feeds side by side; goal for 15 CPUs: mean <= 1500 ns, p99.9 <= 5000 ns)");
+    for jobs in [100, 1000] {
+        feeds(15, 2000, jobs, 4);
+    }
 }

@@ -29,9 +29,46 @@ pub const ARM_WRONG_CPU: i32 = 1;
 pub const ARM_NOT_MANAGED: i32 = 2;
 pub const ARM_NO_T0: i32 = 3;
 pub const ARM_NO_TIMER: i32 = 4;
+/// Slots per managed CPU in the observation ring (`TT_OBS_RING`, a power of two): the entry of
+/// (managed index `m`, slot `s`) is `m * OBS_RING + s % OBS_RING` (src/sched/obs.rs).
+pub const OBS_RING: u64 = 16;
+/// Observation flag: the owner's current job completed in the slot (`TT_OBS_DONE`).
+pub const OBS_DONE: u32 = 1;
+/// The task bits of a table entry (`TT_ENTRY_TASK_MASK`): task indices are below
+/// [`MAX_TASKS`], flags sit above them; [`NO_TASK`] (all bits set) is checked first.
+pub const ENTRY_TASK_MASK: u32 = 0xffff;
+/// Table entry flag: the slot is the first of a job of the entry's task (`TT_ENTRY_JOB_START`,
+/// src/bpf/tt_sched.bpf.c I): its tick ends the task's previous job's completion.
+pub const ENTRY_JOB_START: u32 = 1 << 16;
+/// `enum tt_completion`: how a tt task's job ends early (`task_completion` rodata).
+pub const COMPLETION_NONE: u8 = 0;
+pub const COMPLETION_YIELD: u8 = 1;
+pub const COMPLETION_BLOCK: u8 = 2;
 /// Entries of the BPF `table` map at most (both halves of the double buffer): a BPF array's
 /// size in bytes (`max_entries` × 4-byte values) must stay below 4 GiB.
 pub const MAX_TABLE_ENTRIES: u64 = u32::MAX as u64 / 4;
+
+/// The table entry of slot owner `task` (`None`: a free slot), with [`ENTRY_JOB_START`] when
+/// the slot is the first of a job. `task` must be below [`MAX_TASKS`].
+pub fn entry(task: Option<u32>, job_start: bool) -> u32 {
+    match task {
+        None => NO_TASK,
+        Some(t) => {
+            debug_assert!((t as usize) < MAX_TASKS, "task {t} is not below MAX_TASKS");
+            (t & ENTRY_TASK_MASK) | if job_start { ENTRY_JOB_START } else { 0 }
+        }
+    }
+}
+
+/// The owner of a table entry, its flags stripped (`None`: a free slot).
+pub fn entry_task(entry: u32) -> Option<u32> {
+    (entry != NO_TASK).then_some(entry & ENTRY_TASK_MASK)
+}
+
+/// Whether a table entry starts a job of its task ([`NO_TASK`] never does).
+pub fn entry_job_start(entry: u32) -> bool {
+    entry != NO_TASK && entry & ENTRY_JOB_START != 0
+}
 
 /// Why `arm_timer` refused to arm a CPU's slot timer (`rc` ≠ 0), for the loader's error.
 pub fn arm_result_text(rc: i32) -> String {
@@ -53,12 +90,13 @@ pub fn arm_result_text(rc: i32) -> String {
 }
 
 /// The struct layouts, from bindgen (feature `bpf`): [`tt_slot_rec`] (one per managed CPU and
-/// slot, through the ring buffer), [`tt_task_ctx`], [`tt_arm_arg`], [`tt_task_stats`],
-/// [`tt_cpu_stats`], and the enums `tt_cpu_role_*`, `tt_class_*`.
+/// slot, through the ring buffer), [`tt_slot_obs`] (the observation ring, read by
+/// `sched::obs`), [`tt_task_ctx`], [`tt_arm_arg`], [`tt_task_stats`], [`tt_cpu_stats`], and the
+/// enums `tt_cpu_role_*`, `tt_class_*`.
 #[cfg(feature = "bpf")]
 pub use crate::bpf_intf::{
     tt_arm_arg, tt_class_TT_CLASS_BE, tt_class_TT_CLASS_TT, tt_cpu_role_TT_CPU_MANAGED,
-    tt_cpu_stats, tt_slot_rec, tt_task_ctx, tt_task_stats,
+    tt_cpu_stats, tt_slot_obs, tt_slot_rec, tt_task_ctx, tt_task_stats,
 };
 
 #[cfg(feature = "bpf")]
@@ -73,6 +111,16 @@ mod checks {
     const _: () = assert!(c::tt_limits_TT_PERF_ONE == PERF_ONE);
     const _: () = assert!(c::TT_NO_TASK == NO_TASK);
     const _: () = assert!(c::TT_LOADER_TASK == LOADER_TASK);
+    const _: () = assert!(c::tt_limits_TT_OBS_RING as u64 == OBS_RING);
+    const _: () = assert!(c::TT_OBS_DONE == OBS_DONE);
+    const _: () = assert!(c::TT_ENTRY_TASK_MASK == ENTRY_TASK_MASK);
+    const _: () = assert!(c::TT_ENTRY_JOB_START == ENTRY_JOB_START);
+    const _: () = assert!(c::tt_completion_TT_COMPLETION_NONE as u8 == COMPLETION_NONE);
+    const _: () = assert!(c::tt_completion_TT_COMPLETION_YIELD as u8 == COMPLETION_YIELD);
+    const _: () = assert!(c::tt_completion_TT_COMPLETION_BLOCK as u8 == COMPLETION_BLOCK);
+    // task ids and flags do not overlap
+    const _: () = assert!((MAX_TASKS as u32 - 1) & !ENTRY_TASK_MASK == 0);
+    const _: () = assert!(ENTRY_JOB_START & ENTRY_TASK_MASK == 0);
     const _: () = assert!(c::tt_arm_result_TT_ARM_WRONG_CPU as i32 == ARM_WRONG_CPU);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NOT_MANAGED as i32 == ARM_NOT_MANAGED);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NO_T0 as i32 == ARM_NO_T0);
@@ -83,7 +131,8 @@ mod checks {
     const _: () = assert!(size_of::<tt_task_ctx>() == 8);
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
-    const _: () = assert!(size_of::<tt_task_stats>() == 24);
+    const _: () = assert!(size_of::<tt_slot_obs>() == 56);
+    const _: () = assert!(size_of::<tt_task_stats>() == 32);
     const _: () = assert!(size_of::<tt_cpu_stats>() == 96);
 }
 
@@ -152,5 +201,33 @@ mod tests {
         assert_eq!(value("TT_ARM_NOT_MANAGED"), ARM_NOT_MANAGED.to_string());
         assert_eq!(value("TT_ARM_NO_T0"), ARM_NO_T0.to_string());
         assert_eq!(value("TT_ARM_NO_TIMER"), ARM_NO_TIMER.to_string());
+        assert_eq!(value("TT_OBS_RING"), OBS_RING.to_string());
+        assert_eq!(value("TT_OBS_DONE"), format!("{OBS_DONE}u"));
+        assert_eq!(
+            value("TT_ENTRY_TASK_MASK"),
+            format!("{ENTRY_TASK_MASK:#x}u")
+        );
+        assert_eq!(
+            value("TT_ENTRY_JOB_START"),
+            format!("{ENTRY_JOB_START:#x}u")
+        );
+        assert_eq!(value("TT_COMPLETION_NONE"), COMPLETION_NONE.to_string());
+        assert_eq!(value("TT_COMPLETION_YIELD"), COMPLETION_YIELD.to_string());
+        assert_eq!(value("TT_COMPLETION_BLOCK"), COMPLETION_BLOCK.to_string());
+        assert_eq!(ENTRY_JOB_START, 1 << 16);
+    }
+
+    #[test]
+    fn entries_compose_and_strip_and_no_task_stays_all_ones() {
+        assert_eq!(entry(None, false), NO_TASK);
+        assert_eq!(entry(None, true), NO_TASK);
+        assert_eq!(entry(Some(7), false), 7);
+        assert_eq!(entry(Some(7), true), 7 | ENTRY_JOB_START);
+        assert_eq!(entry_task(entry(Some(511), true)), Some(511));
+        assert_eq!(entry_task(NO_TASK), None);
+        assert!(entry_job_start(entry(Some(0), true)));
+        assert!(!entry_job_start(entry(Some(0), false)));
+        // NO_TASK has the flag bit set but is no job start
+        assert!(!entry_job_start(NO_TASK));
     }
 }

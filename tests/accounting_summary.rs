@@ -72,14 +72,17 @@ fn planned_is_slot_length_times_owned_slots_and_delivered_sums_owner_ns() {
         TaskCounters {
             run_ns: 20_000_000,
             inside_ns: 19_500_000,
+            jobs_done: 3,
         },
         TaskCounters {
             run_ns: 4_000_000,
             inside_ns: 4_000_000,
+            jobs_done: 0,
         },
         TaskCounters {
             run_ns: 7_000_000,
             inside_ns: 6_000_000,
+            jobs_done: 0,
         },
     ];
     let s = acc.summary(&facts(counters));
@@ -87,6 +90,7 @@ fn planned_is_slot_length_times_owned_slots_and_delivered_sums_owner_ns() {
     assert_eq!(s.tasks[0].planned_ns, 20_000_000);
     assert_eq!(s.tasks[0].delivered_ns, 19_500_000);
     assert_eq!(s.tasks[0].outside_ns, 500_000);
+    assert_eq!(s.tasks[0].jobs_done, 3);
     assert_eq!(
         s.tasks[0].delivered_pct().map(|p| (p * 10.0).round()),
         Some(975.0)
@@ -280,6 +284,7 @@ fn summary_json_has_the_agreed_fields() {
         "delivered_ns",
         "outside_ns",
         "run_ns",
+        "jobs_done",
     ] {
         assert!(v["tasks"][0].get(key).is_some(), "missing tasks[].{key}");
     }

@@ -124,6 +124,7 @@ impl Reference {
                     } else {
                         scx_tt::planner::JobKind::Periodic
                     },
+                    job: 0,
                 },
                 None,
             );
@@ -227,7 +228,12 @@ fn differ(
             return Err(format!("slot {s}: {e:?}"));
         }
         let want = r.decide(s);
-        if (d.run, d.idle_until) != want {
+        // The reference has no job numbers: compare who runs, not which instance.
+        let run = match d.run {
+            Run::Job { task, kind, .. } => Run::Job { task, kind, job: 0 },
+            other => other,
+        };
+        if (run, d.idle_until) != want {
             return Err(format!(
                 "slot {s}: planner {:?}/{:?}, reference {want:?}",
                 d.run, d.idle_until

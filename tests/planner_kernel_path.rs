@@ -28,6 +28,11 @@ const ONE_CPU: &str = r#"{ "version": 1, "slot_us": 10000,
     { "name": "c", "pid": 12, "class": "be" }
   ] }"#;
 
+/// The owner of a table entry, its job-start flag stripped (`NO_TASK` for a free slot).
+fn owner(entry: u32) -> u32 {
+    scx_tt::abi::entry_task(entry).unwrap_or(NO_TASK)
+}
+
 fn freqs() -> Freqs {
     Freqs::xeon_default()
 }
@@ -40,7 +45,7 @@ fn static_table(plan: &Plan) -> Vec<u32> {
     let online: Vec<u32> = (0..4).collect();
     SchedConfig::from_plan(plan, 0, &online)
         .expect("config")
-        .table
+        .entries()
 }
 
 /// The kernel-path planner of `plan` under `policy`, `lead` slots ahead, the maps holding
@@ -198,7 +203,7 @@ fn owned(p: &mut KernelPlanner, plan: &Plan, cur: &mut u64, to: u64, task: u32) 
                 table[w.frame_slot as usize] = task;
             }
         }
-        if before < to && table[(before % 100) as usize] == task {
+        if before < to && owner(table[(before % 100) as usize]) == task {
             slots.push(before);
         }
         *cur += 1;
@@ -434,7 +439,7 @@ impl Maps {
     /// (owner, cpuperf target) of managed CPU `cpu` in slot `slot`.
     fn at(&self, cpu: usize, slot: u64) -> (u32, u32) {
         let i = cpu * self.frame + (slot % self.frame as u64) as usize;
-        (self.table[i], self.perf[i])
+        (owner(self.table[i]), self.perf[i])
     }
 }
 
@@ -485,7 +490,8 @@ fn without_admissions_dvfs_writes_the_frequencies_and_owners_simulate_decides() 
                 .iter()
                 .position(|&c| c == r.cpu)
                 .expect("managed");
-            let (owner, perf) = written[r.slot as usize][cpu];
+            let (entry, perf) = written[r.slot as usize][cpu];
+            let owner = owner(entry);
             let want_owner = r.task.as_ref().map_or(NO_TASK, |t| {
                 plan.tasks.iter().position(|x| &x.name == t).expect("task") as u32
             });
@@ -723,7 +729,7 @@ mod periodic {
         let online: Vec<u32> = (0..4).collect();
         let mut table = SchedConfig::from_plan(plan, 0, &online)
             .expect("config")
-            .table;
+            .entries();
         let apply = |adv: Advance, table: &mut Vec<u32>| {
             for w in adv.writes {
                 if let Some(task) = w.task {
@@ -737,7 +743,7 @@ mod periodic {
             act(s, &mut p);
             apply(p.advance(Some(s)).expect("step"), &mut table);
             assert_eq!(p.late_slots(), 0);
-            owners.push(table[(s % FRAME) as usize]);
+            owners.push(owner(table[(s % FRAME) as usize]));
         }
         owners
     }

@@ -14,6 +14,8 @@ mod planner_checks;
 #[path = "vm/witness.rs"]
 mod witness;
 
+#[path = "vm/scenarios/completion/check.rs"]
+mod completion;
 #[path = "vm/scenarios/cpuperf/check.rs"]
 mod cpuperf;
 #[path = "vm/scenarios/delivery/check.rs"]
@@ -28,6 +30,8 @@ mod planner;
 mod planner_admit;
 #[path = "vm/scenarios/planner_dvfs/check.rs"]
 mod planner_dvfs;
+#[path = "vm/scenarios/planner_loop/check.rs"]
+mod planner_loop;
 #[path = "vm/scenarios/preempt/check.rs"]
 mod preempt;
 #[path = "vm/scenarios/restart/check.rs"]

@@ -102,6 +102,8 @@ pub struct TaskCounters {
     pub run_ns: u64,
     /// tt: inside its own slots on its CPU; be: on a managed CPU.
     pub inside_ns: u64,
+    /// tt: jobs completed early by the task's completion rule (`yield` or `block`).
+    pub jobs_done: u64,
 }
 
 /// Declares [`CpuCounters`] from one field list: the struct, its `named()` list and its sum
@@ -387,6 +389,7 @@ impl Accounting {
                     delivered_ns,
                     outside_ns: counters.run_ns.saturating_sub(counters.inside_ns),
                     run_ns: counters.run_ns,
+                    jobs_done: counters.jobs_done,
                 }
             })
             .collect();
@@ -430,6 +433,7 @@ impl Accounting {
             energy: None,
             table_switches: Vec::new(),
             planner_late_slots: None,
+            planner_observations: None,
         }
     }
 }
@@ -491,6 +495,10 @@ pub struct Summary {
     /// started (stepped, not written; docs/planner.md). Absent without `--planner`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_late_slots: Option<u64>,
+    /// Planner mode with the loop closed: what the planner learned from BPF's per-slot
+    /// observations (docs/planner.md, "Observations: the closed loop"). Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner_observations: Option<crate::planner::kernel_path::LoopCounts>,
 }
 
 /// A table switch: from `slot` on, every managed CPU followed the plan loaded from `table`.
@@ -513,6 +521,14 @@ impl Summary {
 
     pub fn with_planner_late_slots(mut self, late: Option<u64>) -> Self {
         self.planner_late_slots = late;
+        self
+    }
+
+    pub fn with_planner_loop(
+        mut self,
+        counts: Option<crate::planner::kernel_path::LoopCounts>,
+    ) -> Self {
+        self.planner_observations = counts;
         self
     }
 }
@@ -582,6 +598,8 @@ pub struct TaskSummary {
     pub delivered_ns: u64,
     pub outside_ns: u64,
     pub run_ns: u64,
+    /// tt: jobs that ended early by the task's completion rule (docs/run-output.md).
+    pub jobs_done: u64,
 }
 
 impl TaskSummary {

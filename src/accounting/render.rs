@@ -124,7 +124,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<5} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10}",
+        "{:<12} {:<5} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10} {:>9}",
         "task",
         "class",
         "cpu",
@@ -134,7 +134,8 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         "deliv",
         "outside_ms",
         "outside",
-        "run_ms"
+        "run_ms",
+        "jobs_done"
     );
     for t in &s.tasks {
         let class = match t.class {
@@ -146,7 +147,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             .and_then(|v| v.as_str().map(String::from));
         let _ = writeln!(
             out,
-            "{:<12} {:<5} {:>4} {:<9} {:>11.1} {:>13.1} {:>7} {:>11.1} {:>8} {:>10.1}",
+            "{:<12} {:<5} {:>4} {:<9} {:>11.1} {:>13.1} {:>7} {:>11.1} {:>8} {:>10.1} {:>9}",
             t.name,
             class,
             t.cpu.map_or("any".to_string(), |c| c.to_string()),
@@ -156,7 +157,11 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             pct(t.delivered_pct()),
             ms(t.outside_ns),
             pct(t.outside_pct()),
-            ms(t.run_ns)
+            ms(t.run_ns),
+            match t.class {
+                Class::Tt => t.jobs_done.to_string(),
+                Class::Be => "-".to_string(),
+            }
         );
     }
     let _ = writeln!(
@@ -217,6 +222,22 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         let _ = writeln!(
             out,
             "planner_late_slots {late} (slots the planner decided after they had started)"
+        );
+    }
+    if let Some(c) = &s.planner_observations {
+        let _ = writeln!(
+            out,
+            "planner_observations observed {} worst_case {} (owner_mismatch {}) unobserved {} \
+             completed {} overruns {} misses {} voided {} (rewritten {})",
+            c.observed,
+            c.worst_case,
+            c.owner_mismatch,
+            c.unobserved,
+            c.completed,
+            c.overruns,
+            c.misses,
+            c.voided,
+            c.rewritten
         );
     }
     match &s.energy {

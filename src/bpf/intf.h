@@ -33,10 +33,23 @@ enum tt_limits {
 	TT_PERF_ONE = 1024,
 	/* Ring buffer of per-slot records, bytes (a power of two, page multiple). */
 	TT_RINGBUF_BYTES = 1 << 20,
+	/*
+	 * Slots per managed CPU in the observation ring (slot_obs): a power of two, more than
+	 * the planner's largest lead (8 slots) + 2, so an entry lives long enough to be read.
+	 */
+	TT_OBS_RING = 16,
 };
 
 /* "no task": a free slot in the table, or no be task in a record. */
 #define TT_NO_TASK 0xffffffffu
+/*
+ * A table entry is TT_NO_TASK, or a task index (below TT_MAX_TASKS, so within
+ * TT_ENTRY_TASK_MASK) with flag bits above it. TT_NO_TASK is checked first: it has every bit set.
+ * TT_ENTRY_JOB_START marks the first slot of a job of the entry's task: the tick that starts
+ * that slot ends the task's previous job's completion (tt_sched.bpf.c, I).
+ */
+#define TT_ENTRY_TASK_MASK 0xffffu
+#define TT_ENTRY_JOB_START 0x10000u
 /* task_ctx value of scx_tt's own loader thread while it arms the timers on managed CPUs. */
 #define TT_LOADER_TASK 0xfffffffeu
 /* table_switch_slot when no table switch is pending. */
@@ -52,6 +65,13 @@ enum tt_cpu_role {
 enum tt_class {
 	TT_CLASS_TT = 1,
 	TT_CLASS_BE = 2,
+};
+
+/* How a tt task's job ends early (rodata task_completion[task]; tt_sched.bpf.c, I). */
+enum tt_completion {
+	TT_COMPLETION_NONE = 0, /* never early: the job runs all its slots */
+	TT_COMPLETION_YIELD = 1, /* sched_yield() by a thread of the owner in its slot */
+	TT_COMPLETION_BLOCK = 2, /* every thread blocked at the end of a slot the owner ran in */
 };
 
 /*
@@ -118,11 +138,41 @@ struct tt_slot_rec {
 	u32 perf; /* cpuperf target requested at the slot's tick (1..TT_PERF_ONE), 0: none */
 };
 
+/*
+ * The observation of one (managed CPU, slot), published by the slot tick when the slot closes
+ * (tt_sched.bpf.c, J) into the mmapable array slot_obs at index
+ * midx * TT_OBS_RING + slot % TT_OBS_RING (midx: the CPU's index in the plan's managed list),
+ * for the planner thread to read without a system call (src/sched/obs.rs). A seqlock: seq is
+ * 2*slot+1 while the tick writes the entry, 2*slot+2 once it is complete, 0 if never written.
+ *
+ * avail_ns: the ns of the slot during which the owner had a thread running or runnable
+ * (queued, waiting) and its current job was not done (a completion, I, ends it). A busy
+ * owner's avail_ns is the whole slot: the guard band (kicked, still runnable), switch gaps and
+ * tick lateness (waiting) included; an owner that blocks midway has the time until it blocked.
+ * Measured between scheduling events from the kernel's own runnable transitions
+ * (ops.runnable/ops.quiescent), split at slot boundaries by time; error bound in J.
+ * stolen_ns: the part of avail_ns during which another thread ran on the CPU (kthread,
+ * foreign, be, another tt task). owner_ns <= avail_ns holds up to the few us an owner runs
+ * between its yield and the switch away.
+ */
+#define TT_OBS_DONE 1u /* flags: the owner's current job completed in this slot */
+struct tt_slot_obs {
+	u64 seq; /* seqlock: 2*slot+1 while written, 2*slot+2 complete, 0 never written */
+	u64 slot; /* absolute slot number */
+	u32 owner; /* table owner of the slot (task index, flag bits stripped) or TT_NO_TASK */
+	u32 flags; /* TT_OBS_* */
+	u64 owner_ns; /* the owner's threads ran inside the slot (= tt_slot_rec.owner_ns) */
+	u64 avail_ns; /* the owner was running or runnable and its job not done */
+	u64 stolen_ns; /* of avail_ns: others ran while the owner had a runnable thread waiting */
+	s64 late_ns; /* the slot's tick lateness (= tt_slot_rec.late_ns) */
+};
+
 /* Per plan task, summed over all CPUs (bss task_stats[task]). */
 struct tt_task_stats {
 	u64 run_ns; /* ran anywhere */
 	u64 inside_ns; /* tt: inside its own slots on its CPU; be: on a managed CPU */
 	u64 nr_runs; /* ops.running() calls */
+	u64 jobs_done; /* tt: jobs completed early by its completion rule (yield or block) */
 };
 
 /* Per CPU (bss cpu_stats[cpu]). */
@@ -144,7 +194,8 @@ struct tt_cpu_stats {
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
-_Static_assert(sizeof(struct tt_task_stats) == 24, "tt_task_stats");
+_Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
+_Static_assert(sizeof(struct tt_task_stats) == 32, "tt_task_stats");
 _Static_assert(sizeof(struct tt_cpu_stats) == 96, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

@@ -27,7 +27,9 @@
  *      writes t0_ns (bss) before arming, a little in the future, so every CPU's first tick is
  *      the same slot 0 boundary. arm_timer's result (enum tt_arm_result, or a bpf_timer_*
  *      errno) goes back to the loader, which names the CPU and the reason and stops.
- *   2. At a boundary (slot_tick, hardirq on the pinned CPU):
+ *   2. At a boundary (slot_tick, on the pinned CPU; a bpf_timer is a soft hrtimer, so the
+ *      callback runs in softirq context: a hardirq, e.g. a wakeup's, may interrupt it, but no
+ *      sched_ext op on this CPU, as those run with the runqueue lock held and IRQs off):
  *      a. charge the running task's time up to now to the slot(s) it ran in;
  *      b. close the ending slot's accounting record and emit it through the ring buffer
  *         (struct tt_slot_rec: owner, owner_ns, be/other/kthread/foreign ns, lateness);
@@ -61,7 +63,8 @@
  *      the exit, prints the message with the summary and exits 1.
  *
  * C. Dispatch on a managed CPU at time now in slot k with owner o = table[k mod frame]:
- *   - o's DSQ (or prev, when prev is o and still runnable: its slice is refilled);
+ *   - o's DSQ (or prev, when prev is o and still runnable: its slice is refilled), unless o's
+ *     current job is done (I);
  *   - else a be task (this CPU's be DSQ, then the shared one; or a runnable be prev);
  *   - else nothing: the CPU idles until a wakeup or the next tick.
  *   ops.running sets the slice to the time left in the task's run: to the end of o's
@@ -87,7 +90,8 @@
  *
  * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
  *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
- *     owner of that CPU's current slot the CPU is kicked (preempting be work or waking it);
+ *     owner of that CPU's current slot and its job is not done (I) the CPU is kicked
+ *     (preempting be work or waking it);
  *   - be thread -> its CPU's be DSQ or TT_DSQ_BE_ANY;
  *   - per-CPU kthread (or migration-disabled task, or a task whose affinity has no
  *     housekeeping CPU) -> the local DSQ of its CPU;
@@ -96,7 +100,9 @@
  *   plan thread is ever routed as a foreign task). Threads forked by a plan thread inherit its
  *   task (ops.init_task), and entries are deleted at exit (ops.exit_task).
  *
- * E. Accounting (per managed CPU, only ever touched on that CPU with IRQs off)
+ * E. Accounting (per managed CPU, only ever touched on that CPU, by ops with IRQs off or by
+ *    the tick, which no such op interrupts; the hardirqs that may interrupt the tick do not
+ *    touch it)
  *   ops.running opens a segment, ops.stopping and the tick close it; a segment is split at
  *   grid points and each piece is added to the record of its slot (two records are open, the
  *   ending and the starting slot, so a late tick loses nothing). Per task, run_ns and
@@ -104,11 +110,15 @@
  *   be_ready_ns counts runs of a be task that was *started* while the slot had ticked and its
  *   owner waited in its DSQ (a wrong decision: must be 0). be_kick_ns counts how long a be
  *   task that was running legitimately went on after the owner woke (or the slot ticked)
- *   until the kick preempted it: the kick latency, reported, not a violation.
+ *   until the kick preempted it: the kick latency, reported, not a violation. An owner whose
+ *   job is done (I) is not waiting in either sense. Idle time is in no record, but the same
+ *   pieces, idle ones included, feed the slot's observation (J).
  *
  * F. What userspace may change while running
  *   - task_ctx entries (add threads found later, delete exited ones): a thread's next enqueue
  *     uses the new entry;
+ *   - table entries carry flags above the task index (TT_ENTRY_JOB_START, I); every reader of
+ *     the table goes through entry_of()/owner_of(), which strip them (TT_NO_TASK first);
  *   - the table is double buffered: table map = 2 halves of nr_managed * frame_slots entries.
  *     Userspace fills the inactive half, then writes table_next and, last, table_switch_slot
  *     (a slot S, ideally a frame start, written before slot S - 1 starts: that tick decides
@@ -139,6 +149,8 @@
  *     not run on, so it ends the scheduler (B.4) instead.
  *   - A broken slot clock (B.4) ends the scheduler rather than the CPU's enforcement alone:
  *     the other CPUs' tables would still run, but the plan as a whole no longer holds.
+ *   - Completion and observations (I, J) assume a tt task's threads run on its CPU only; a
+ *     thread whose affinity excludes it counts as runnable but cannot run there.
  *
  * H. Test seam
  *   test_fault_timer / test_fault_cpu / test_fault_slot (rodata, off by default) make the
@@ -147,6 +159,75 @@
  *   bpf_timer_start, which the kernel refuses (-EINVAL): the real failure path of B.4 runs
  *   (slot 0: arm_timer's, later slots: the re-arm's). The loader sets it only from the
  *   environment variable SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests); nothing else does.
+ *
+ * I. Job completion
+ *
+ *   A job owns wcet slots of its window; when it ends early, the rest of its slots go to be
+ *   work or idle and the planner (J) may reclaim them. task_completion[task] (rodata, from the
+ *   plan's `completion`, docs/plan-format.md) says how a job of a tt task ends:
+ *     - TT_COMPLETION_YIELD: ops.yield (sched_yield(), @to == NULL) of a thread of the task, on
+ *       its CPU, while it owns the slot in force there (cur_slot: the slot whose tick fired
+ *       last, so a yield between a boundary and a late tick belongs to the slot before). A
+ *       directed yield_to() (@to set, KVM's pause-loop exits) is never a job end. ops.yield
+ *       zeroes the yielder's slice, as sched_ext does without ops.yield, for every task;
+ *     - TT_COMPLETION_BLOCK: judged by the tick that ends slot k, for k's end (the boundary,
+ *       not the tick, which may come late): k's owner ran in k (owner_ns > 0) and had no
+ *       thread running, queued or being woken at the boundary. From the runnable count (see
+ *       below): it went to 0 before the boundary (blocked_ns) and is still 0, or left 0 only
+ *       after the boundary (runnable_ns), and no wakeup that passed ops.select_cpu before the
+ *       boundary is still on its way to ops.runnable (waking_ns). So a wakeup in the guard
+ *       band, or one begun before the boundary and still in flight at the tick, is an awake
+ *       owner: not done; one begun between the boundary and the (late) tick, even one whose
+ *       interrupt lands inside the tick's own callback, wakes a done job's owner, which then
+ *       waits for its next job. Not seen: a wakeup of a thread pinned to one CPU while it is
+ *       in flight (the kernel calls no select_cpu for it), and a count that went 0, 1, 0 after
+ *       the boundary (taken as awake: not done, the safe side);
+ *     - TT_COMPLETION_NONE: never.
+ *   A completion sets task_rt[task].done, counts task_stats[task].jobs_done and flags the
+ *   slot's observation TT_OBS_DONE. While done, dispatch does not start the owner (be work or
+ *   idle instead), its wakeups do not kick, and be work started over its queued threads is
+ *   no violation (be_ready_ns, be_kick_ns). done ends at the tick that starts a slot whose
+ *   table entry has TT_ENTRY_JOB_START for the task (the static table flags the first slot
+ *   of each job, src/sched/config.rs; planner mode its decisions). Between such a boundary
+ *   and its late tick, job_done() already treats the job as new. A tick more than a slot
+ *   late clears done of every task of its CPU (a skipped slot may have started a job: never
+ *   starve a job).
+ *   Runnable state: ops.runnable/ops.quiescent (the kernel's own transitions, not called for
+ *   migrations) count a tt task's runnable threads in task_rt[task].nr_runnable, a thread
+ *   counted once (task storage thread_rt: a thread added to task_ctx while runnable is not
+ *   counted until its next ops.runnable). runnable_ns is when the count last left 0 (from the
+ *   wakeup's ops.select_cpu when there was one), blocked_ns when it last reached 0. They
+ *   change under the task CPU's runqueue lock, possibly on another CPU (a remote wakeup); each
+ *   time is written by xchg before the count's add or sub and read after a fetch-add of the
+ *   count (all full barriers), so a reader that sees the count sees its time.
+ *
+ * J. Observations (struct tt_slot_obs, src/sched/obs.rs reads them)
+ *
+ *   Per managed CPU a ring of TT_OBS_RING entries in the BPF_F_MMAPABLE array slot_obs, entry
+ *   cpu_midx[cpu] * TT_OBS_RING + slot % TT_OBS_RING. close_slot() publishes the closing
+ *   slot's (at its end's tick, or at a late skip) right after its ring-buffer record, with the
+ *   same owner, owner_ns and late_ns, plus flags (I), avail_ns and stolen_ns.
+ *   Seqlock: seq = 2*slot+1, the fields, seq = 2*slot+2. Only the CPU's own tick writes its
+ *   entries (no two writers). BPF has no plain smp_wmb(); each seq store is an xchg
+ *   (__sync_lock_test_and_set), which every JIT emits fully ordered (x86: xchg, implicitly
+ *   locked; arm64: swpal, or an LL/SC loop with dmb ish). A non-fetching atomic add would not
+ *   do: arm64 emits it as stadd, unordered. So the odd seq is visible before any field, and
+ *   every field before the even seq. On x86 (TSO) stores are not reordered anyway and the
+ *   reader's loads neither; on arm64 the reader needs acquire ordering: it loads seq with
+ *   acquire, the fields relaxed, an acquire fence, seq again, and accepts the fields only
+ *   when both seq reads are 2*want+2 (src/sched/obs.rs, with the decoding table).
+ *   avail_ns: integrated between events (observe_piece, from charge(): ops.running,
+ *   ops.stopping, the tick, ops.quiescent and ops.yield on this CPU), cut at slot boundaries
+ *   by time: in each piece the owner counts available while it runs, or while nr_runnable > 0
+ *   from max(piece start, runnable_ns), unless job_done(). The count cannot drop to 0 between
+ *   two such events without ops.quiescent on this CPU, which charges first. stolen_ns: the
+ *   available pieces during which another thread (kthread, foreign, be, other tt) ran.
+ *   Error bound: avail_ns misses, per wakeup of the owner in the slot, the wake-up path from
+ *   try_to_wake_up to ops.runnable (a few us on hardware, tens under TCG), and for a queued
+ *   owner thread moved by another CPU (sched_setaffinity, renice: dequeue + enqueue under
+ *   that CPU's lock) the time from this CPU's last event to the re-enqueue; it counts a
+ *   thread of the owner stuck on another CPU (G) as runnable. Nothing else: tick lateness,
+ *   the guard band and switch gaps are measured, not estimated.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -167,6 +248,7 @@ const volatile u32 cpu_midx[TT_MAX_CPUS]; /* managed CPU -> index into the table
 const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
 const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
+const volatile u8 task_completion[TT_MAX_TASKS]; /* enum tt_completion of a tt task (I) */
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 
 /* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
@@ -214,6 +296,28 @@ struct {
 	__uint(max_entries, TT_RINGBUF_BYTES);
 } slot_recs SEC(".maps");
 
+/* The observation ring (J): TT_OBS_RING entries per managed CPU, mmapped read-only by userspace. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1); /* nr_managed * TT_OBS_RING, set before load */
+	__type(key, u32);
+	__type(value, struct tt_slot_obs);
+} slot_obs SEC(".maps");
+
+/* Per tt thread: whether it is counted in its task's nr_runnable (I). */
+struct tt_thread_rt {
+	u32 task;
+	u32 counted;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct tt_thread_rt);
+} thread_rt SEC(".maps");
+
 /* Prefixed: kernel type names are taken by vmlinux.h. */
 struct tt_timer {
 	struct bpf_timer timer;
@@ -244,6 +348,9 @@ enum tt_run_kind {
 
 struct tt_slot_acc {
 	struct tt_slot_rec rec; /* rec.slot says which slot it collects */
+	u64 avail_ns; /* the observation's (J) */
+	u64 stolen_ns;
+	u32 obs_flags; /* TT_OBS_* */
 	bool open;
 	bool ticked; /* the slot's tick has fired (kick issued) */
 };
@@ -254,10 +361,26 @@ struct tt_cpu_acct {
 	bool be_started_over_owner; /* the running be task started while the owner waited */
 	u64 seg_start_ns;
 	u64 owner_ready_ns; /* when the current owner last became runnable */
+	u64 cur_slot; /* the slot whose tick fired last: the slot in force on this CPU */
 	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
 };
 
 static struct tt_cpu_acct cpu_acct[TT_MAX_CPUS];
+
+/*
+ * Per tt task (I): its threads' runnable state and its job's completion. nr_runnable and
+ * runnable_ns change under the runqueue lock of the task's CPU (ops.runnable/ops.quiescent),
+ * possibly from another CPU (a remote wakeup); done changes on the task's CPU only.
+ */
+struct tt_task_rt {
+	u64 runnable_ns; /* when nr_runnable last went from 0 to 1 (or that wakeup's select_cpu) */
+	u64 blocked_ns; /* when nr_runnable last went from 1 to 0 */
+	u64 waking_ns; /* a wakeup passed ops.select_cpu and has not reached ops.runnable; 0: none */
+	s64 nr_runnable; /* threads running or queued */
+	bool done; /* the current job has completed (I) */
+};
+
+static struct tt_task_rt task_rt[TT_MAX_TASKS];
 
 static __always_inline bool is_managed(s32 cpu)
 {
@@ -287,18 +410,36 @@ static __always_inline u64 slot_start(u64 slot)
 	return t0_ns + slot * slot_ns;
 }
 
-/* The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK. */
-static u32 owner_of(s32 cpu, u64 slot)
+/* The table entry of slot @slot on managed CPU @cpu (flag bits included), or TT_NO_TASK. */
+static u32 entry_of(s32 cpu, u64 slot)
 {
 	u32 half = slot >= table_switch_slot ? table_next : table_active;
-	u32 midx, key, *owner;
+	u32 midx, key, *entry;
 
 	if (!is_managed(cpu))
 		return TT_NO_TASK;
 	midx = cpu_midx[cpu];
 	key = (half * nr_managed + midx) * frame_slots + slot % frame_slots;
-	owner = bpf_map_lookup_elem(&table, &key);
-	return owner ? *owner : TT_NO_TASK;
+	entry = bpf_map_lookup_elem(&table, &key);
+	return entry ? *entry : TT_NO_TASK;
+}
+
+/* The task of a table entry: TT_NO_TASK, or the index with the flag bits stripped. */
+static __always_inline u32 entry_task(u32 entry)
+{
+	return entry == TT_NO_TASK ? TT_NO_TASK : entry & TT_ENTRY_TASK_MASK;
+}
+
+/* Whether @entry starts a job of its task (TT_NO_TASK never does). */
+static __always_inline bool entry_job_start(u32 entry)
+{
+	return entry != TT_NO_TASK && (entry & TT_ENTRY_JOB_START);
+}
+
+/* The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK. */
+static u32 owner_of(s32 cpu, u64 slot)
+{
+	return entry_task(entry_of(cpu, slot));
 }
 
 /* End of the run of consecutive slots from @slot that @owner owns on @cpu. */
@@ -334,6 +475,34 @@ static struct tt_task_stats *stats_of(u32 task)
 	return &task_stats[task];
 }
 
+static __always_inline bool is_tt(u32 task)
+{
+	return task < nr_tasks && task < TT_MAX_TASKS && task_class[task] == TT_CLASS_TT;
+}
+
+/*
+ * Whether @task's current job is done as seen in @slot on @cpu (I): its done flag, except in a
+ * slot that starts a job of @task and whose tick has not fired yet (a late tick): the tick
+ * will clear the flag, and the time from the boundary to the tick belongs to the new job.
+ */
+static bool job_done(struct tt_cpu_acct *a, s32 cpu, u64 slot, u32 task)
+{
+	u32 entry;
+
+	if (task >= TT_MAX_TASKS || !task_rt[task].done)
+		return false;
+	if (slot <= a->cur_slot)
+		return true;
+	entry = entry_of(cpu, slot);
+	return !(entry_job_start(entry) && entry_task(entry) == task);
+}
+
+/* Threads of @task running or queued, read with a full barrier (I, J: runnable_ns after it). */
+static __always_inline s64 nr_runnable(struct tt_task_rt *rt)
+{
+	return __sync_fetch_and_add(&rt->nr_runnable, 0);
+}
+
 /* ---- accounting (E) ---- */
 
 static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
@@ -345,6 +514,9 @@ static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 	acc->rec.cpu = cpu;
 	acc->rec.owner = owner_of(cpu, slot);
 	acc->rec.be_top = TT_NO_TASK;
+	acc->avail_ns = 0;
+	acc->stolen_ns = 0;
+	acc->obs_flags = 0;
 	acc->open = true;
 	acc->ticked = false;
 }
@@ -398,12 +570,48 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 		return;
 	}
 	/* before the slot's tick fired, the overrun is tick lateness, not a choice */
-	if (acc->ticked && owner != TT_NO_TASK && scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0) {
+	if (acc->ticked && owner != TT_NO_TASK && !job_done(a, cpu, slot, owner) &&
+	    scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0) {
 		ready = a->owner_ready_ns;
 		from = ready > piece_start ? ready : piece_start;
 		if (from < piece_start + ns)
 			rec->be_kick_ns += piece_start + ns - from;
 	}
+}
+
+/*
+ * The observation (J) of [@from, @end) in @slot on @cpu, during which a->cur_kind/cur_task ran
+ * (or nothing): add it to avail_ns when the slot's owner was available (a thread running or
+ * runnable, its job not done), and to stolen_ns when, in addition, another thread ran. The
+ * owner's runnable state cannot have ended inside the interval (that is ops.quiescent on this
+ * CPU, which charges first); it may have begun inside it (a wakeup), at runnable_ns.
+ */
+static void observe_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 from, u64 end)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u32 owner = owner_of(cpu, slot);
+	struct tt_task_rt *rt;
+	bool running;
+	u64 since;
+
+	if (!acc->open || acc->rec.slot != slot || !is_tt(owner) || owner >= TT_MAX_TASKS)
+		return;
+	if (job_done(a, cpu, slot, owner))
+		return;
+	rt = &task_rt[owner];
+	running = a->cur_kind == TT_RUN_PLAN && a->cur_task == owner;
+	if (!running) {
+		if (nr_runnable(rt) <= 0)
+			return;
+		since = rt->runnable_ns;
+		if (since > from)
+			from = since;
+		if (from >= end)
+			return;
+	}
+	acc->avail_ns += end - from;
+	if (!running && a->cur_kind != TT_RUN_NONE)
+		acc->stolen_ns += end - from;
 }
 
 /* Close the running segment on @cpu at @now (the segment stays open from @now). */
@@ -419,7 +627,7 @@ static void charge(s32 cpu, u64 now)
 	a = &cpu_acct[cpu];
 	from = a->seg_start_ns;
 	a->seg_start_ns = now;
-	if (a->cur_kind == TT_RUN_NONE || now <= from)
+	if (now <= from)
 		return;
 	if (a->cur_kind == TT_RUN_PLAN && (ts = stats_of(a->cur_task)))
 		__sync_fetch_and_add(&ts->run_ns, now - from);
@@ -435,11 +643,88 @@ static void charge(s32 cpu, u64 now)
 		end = slot_start(slot + 1);
 		if (end > now)
 			end = now;
-		charge_piece(a, cpu, slot, from, end - from);
+		/* idle time is in no record, but the owner may be waiting through it (J) */
+		if (a->cur_kind != TT_RUN_NONE)
+			charge_piece(a, cpu, slot, from, end - from);
+		observe_piece(a, cpu, slot, from, end);
 		from = end;
 	}
-	if (from < now)
+	if (from < now && a->cur_kind != TT_RUN_NONE)
 		__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, now - from);
+}
+
+/*
+ * Publish the observation of the closing slot @acc on @cpu (J): odd seq, fields, even seq. The
+ * xchg of each seq write is a full barrier on every JIT, so a reader that sees the even seq
+ * sees every field of that slot, and one that sees fields of a later write sees its odd seq
+ * (or a later one) on its second read of seq.
+ */
+static void publish_obs(s32 cpu, struct tt_slot_acc *acc)
+{
+	u32 key = cpu_midx[cpu & (TT_MAX_CPUS - 1)] * TT_OBS_RING +
+		  (u32)(acc->rec.slot & (TT_OBS_RING - 1));
+	struct tt_slot_obs *o = bpf_map_lookup_elem(&slot_obs, &key);
+	u64 slot = acc->rec.slot;
+
+	if (!o)
+		return;
+	__sync_lock_test_and_set(&o->seq, 2 * slot + 1);
+	o->slot = slot;
+	o->owner = acc->rec.owner;
+	o->flags = acc->obs_flags;
+	o->owner_ns = acc->rec.owner_ns;
+	o->avail_ns = acc->avail_ns;
+	o->stolen_ns = acc->stolen_ns;
+	o->late_ns = acc->rec.late_ns;
+	__sync_lock_test_and_set(&o->seq, 2 * slot + 2);
+}
+
+/* @task's job completed now, in @slot on @cpu (I): count it, flag the slot's observation. */
+static void complete_job(struct tt_cpu_acct *a, u64 slot, u32 task)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	struct tt_task_stats *ts;
+
+	if (task >= TT_MAX_TASKS)
+		return;
+	task_rt[task].done = true;
+	if (acc->open && acc->rec.slot == slot)
+		acc->obs_flags |= TT_OBS_DONE;
+	if ((ts = stats_of(task)))
+		__sync_fetch_and_add(&ts->jobs_done, 1);
+}
+
+/*
+ * The `block` rule (I) at the tick that ends @slot on @cpu: the slot's owner, whose job is not
+ * done yet, ran in the slot and had no thread running, queued or being woken at the slot's end
+ * (the boundary, not the tick, which may come late): its threads' count went to 0 before the
+ * boundary and either is still 0, or left 0 after it with a wakeup begun after it.
+ */
+static void complete_block(struct tt_cpu_acct *a, s32 cpu, u64 slot)
+{
+	struct tt_slot_acc *acc = &a->acc[slot & 1];
+	u64 end = slot_start(slot + 1), waking;
+	struct tt_task_rt *rt;
+	u32 owner;
+
+	if (!acc->open || acc->rec.slot != slot)
+		return;
+	owner = acc->rec.owner;
+	if (!is_tt(owner) || owner >= TT_MAX_TASKS ||
+	    task_completion[owner] != TT_COMPLETION_BLOCK)
+		return;
+	rt = &task_rt[owner];
+	if (rt->done || !acc->rec.owner_ns)
+		return;
+	/* the count first (a full barrier), then the times its writers stored before it */
+	if (nr_runnable(rt) > 0 && rt->runnable_ns < end)
+		return;
+	if (rt->blocked_ns > end)
+		return;
+	waking = rt->waking_ns;
+	if (waking && waking < end)
+		return;
+	complete_job(a, slot, owner);
 }
 
 /* Emit the record of @slot on @cpu and reuse its buffer for @slot + 2. */
@@ -462,6 +747,7 @@ static void close_slot(s32 cpu, u64 slot, s64 late_ns)
 		} else {
 			__sync_fetch_and_add(&cpu_stats[cpu].rec_drops, 1);
 		}
+		publish_obs(cpu, acc);
 	}
 	acc_open(a, cpu, slot + 2);
 	/* the record of the slot that starts now carries this tick's lateness */
@@ -571,6 +857,19 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 	return true;
 }
 
+/* Clear the done flag of every tt task of @cpu: their owners may run again (I). */
+static void end_completions(s32 cpu)
+{
+	u32 t;
+
+	bpf_for(t, 0, nr_tasks) {
+		if (t >= TT_MAX_TASKS)
+			break;
+		if (task_cpu[t] == cpu)
+			task_rt[t].done = false;
+	}
+}
+
 static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -579,7 +878,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	struct tt_timer *t;
 	struct tt_cpu_acct *a;
 	u64 slot;
-	u32 owner;
+	u32 owner, entry;
 
 	t = bpf_map_lookup_elem(&timers, &k);
 	if (!t)
@@ -604,6 +903,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 
 	charge(cpu, now);
 	if (slot > 0) {
+		complete_block(a, cpu, slot - 1);
 		close_slot(cpu, slot - 1, (s64)(now - t->expires_ns));
 	} else {
 		a->acc[0].rec.late_ns = (s64)(now - t->expires_ns);
@@ -621,9 +921,15 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 		acc_open(a, cpu, slot + 1);
 		a->acc[slot & 1].rec.late_ns = (s64)(now - slot_start(slot));
 		a->acc[slot & 1].ticked = true;
+		/* a skipped slot may have started a job: end every completion on this CPU (I) */
+		end_completions(cpu);
 	}
 
-	owner = owner_of(cpu, slot);
+	a->cur_slot = slot;
+	entry = entry_of(cpu, slot);
+	owner = entry_task(entry);
+	if (entry_job_start(entry) && owner < TT_MAX_TASKS)
+		task_rt[owner].done = false;
 	/* the record was opened two slots ago; a table switch since then changes its owner */
 	if (a->acc[slot & 1].open && a->acc[slot & 1].rec.slot == slot)
 		a->acc[slot & 1].rec.owner = owner;
@@ -678,6 +984,7 @@ int arm_timer(struct tt_arm_arg *arg)
 	 */
 	acc_open(a, cpu, slot);
 	acc_open(a, cpu, slot > 0 ? slot - 1 : 1);
+	a->cur_slot = slot > 0 ? slot - 1 : 0;
 	t->slot = slot;
 	t->expires_ns = slot_start(slot);
 	t->phase = TT_PHASE_BOUNDARY;
@@ -751,6 +1058,9 @@ s32 BPF_STRUCT_OPS(tt_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 	s32 cpu;
 
 	if (tctx && tctx->task < nr_tasks) {
+		/* a wakeup on its way to ops.runnable, for the block rule (I) */
+		if (is_tt(tctx->task) && (wake_flags & SCX_WAKE_TTWU))
+			task_rt[tctx->task & (TT_MAX_TASKS - 1)].waking_ns = bpf_ktime_get_ns();
 		if (tctx->task < TT_MAX_TASKS) {
 			cpu = task_cpu[tctx->task];
 			if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
@@ -797,7 +1107,8 @@ static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
 	}
 	scx_bpf_dsq_insert(p, task_dsq(task), slot_ns, enq_flags);
 	now = bpf_ktime_get_ns();
-	if (cpu >= 0 && cpu < TT_MAX_CPUS && started(now) && owner_of(cpu, slot_of(now)) == task) {
+	if (cpu >= 0 && cpu < TT_MAX_CPUS && started(now) && owner_of(cpu, slot_of(now)) == task &&
+	    !job_done(&cpu_acct[cpu], cpu, slot_of(now), task)) {
 		cpu_acct[cpu].owner_ready_ns = now;
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
@@ -882,7 +1193,8 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	slot = slot_of(now);
 	owner = owner_of(cpu, slot);
-	if (owner != TT_NO_TASK) {
+	/* an owner whose job is done is not started until its next job starts (I) */
+	if (owner != TT_NO_TASK && !job_done(&cpu_acct[cpu], cpu, slot, owner)) {
 		end = run_end(cpu, slot, owner);
 		if (end - now <= guard_ns)
 			return;
@@ -922,7 +1234,7 @@ static bool be_over_owner(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 	u32 owner = owner_of(cpu, slot);
 
 	return acc->open && acc->rec.slot == slot && acc->ticked && owner != TT_NO_TASK &&
-	       scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0;
+	       !job_done(a, cpu, slot, owner) && scx_bpf_dsq_nr_queued(task_dsq(owner)) > 0;
 }
 
 void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
@@ -973,6 +1285,102 @@ void BPF_STRUCT_OPS(tt_stopping, struct task_struct *p, bool runnable)
 		return;
 	charge(cpu, bpf_ktime_get_ns());
 	cpu_acct[cpu].cur_kind = TT_RUN_NONE;
+}
+
+/* ---- job completion (I) ---- */
+
+/*
+ * sched_yield() of @from (@to == NULL): end of its job when it is a thread of the owner of the
+ * slot in force on its CPU, with completion `yield`. Without ops.yield, sched_ext zeroes the
+ * yielder's slice; it is done here too, so the task goes back to ops.enqueue and dispatch
+ * decides. A directed yield_to() (@to set: KVM's pause-loop exits) is no job end and changes
+ * nothing (false: not yielded).
+ */
+bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
+{
+	struct tt_task_ctx *tctx;
+	struct tt_cpu_acct *a;
+	s32 cpu;
+	u64 now;
+	u32 task;
+
+	if (to)
+		return false;
+	from->scx.slice = 0;
+	tctx = lookup_ctx(from);
+	if (!tctx || !is_tt(tctx->task))
+		return false;
+	task = tctx->task & (TT_MAX_TASKS - 1);
+	cpu = bpf_get_smp_processor_id();
+	now = bpf_ktime_get_ns();
+	if (task_completion[task] != TT_COMPLETION_YIELD || task_cpu[task] != cpu ||
+	    !is_managed(cpu) || !started(now) || task_rt[task].done)
+		return false;
+	a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	if (owner_of(cpu, a->cur_slot) != task)
+		return false;
+	/* the observation up to now still counts the owner available */
+	charge(cpu, now);
+	complete_job(a, a->cur_slot, task);
+	return false;
+}
+
+/* A thread becomes runnable (woken, or new): count it for its tt task (I, J). */
+void BPF_STRUCT_OPS(tt_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct tt_task_ctx *tctx = lookup_ctx(p);
+	struct tt_thread_rt *th;
+	struct tt_task_rt *rt;
+	u64 now;
+	u32 task;
+
+	if (!tctx || !is_tt(tctx->task))
+		return;
+	task = tctx->task & (TT_MAX_TASKS - 1);
+	th = bpf_task_storage_get(&thread_rt, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th || th->counted)
+		return;
+	th->task = task;
+	th->counted = 1;
+	rt = &task_rt[task];
+	/*
+	 * runnable_ns before the count (xchg: a full barrier), for readers of both (I, J); a
+	 * wakeup counts from its ops.select_cpu (the thread was on its way then)
+	 */
+	if (rt->nr_runnable <= 0) {
+		now = bpf_ktime_get_ns();
+		if (rt->waking_ns && rt->waking_ns < now)
+			now = rt->waking_ns;
+		__sync_lock_test_and_set(&rt->runnable_ns, now);
+	}
+	__sync_fetch_and_add(&rt->nr_runnable, 1);
+	rt->waking_ns = 0;
+}
+
+/*
+ * A thread stops being runnable (blocks, exits, or leaves for a property change). On its own
+ * CPU the observation is charged first, while the task still counts as runnable.
+ */
+void BPF_STRUCT_OPS(tt_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct tt_thread_rt *th = bpf_task_storage_get(&thread_rt, p, 0, 0);
+	struct tt_task_rt *rt;
+	u64 now = bpf_ktime_get_ns();
+	s32 cpu;
+	u32 task;
+
+	if (!th || !th->counted)
+		return;
+	task = th->task & (TT_MAX_TASKS - 1);
+	rt = &task_rt[task];
+	cpu = bpf_get_smp_processor_id();
+	if (task_cpu[task] == cpu && is_managed(cpu))
+		charge(cpu, now);
+	th->counted = 0;
+	/* blocked_ns before the count reaches 0 (xchg: a full barrier), as in tt_runnable */
+	if (rt->nr_runnable == 1)
+		__sync_lock_test_and_set(&rt->blocked_ns, now);
+	__sync_fetch_and_sub(&rt->nr_runnable, 1);
 }
 
 /* ---- task lifecycle ---- */
@@ -1047,8 +1455,11 @@ SCX_OPS_DEFINE(tt_ops,
 	       .enqueue		= (void *)tt_enqueue,
 	       .dispatch	= (void *)tt_dispatch,
 	       .cpu_release	= (void *)tt_cpu_release,
+	       .runnable	= (void *)tt_runnable,
 	       .running		= (void *)tt_running,
 	       .stopping	= (void *)tt_stopping,
+	       .quiescent	= (void *)tt_quiescent,
+	       .yield		= (void *)tt_yield,
 	       .init_task	= (void *)tt_init_task,
 	       .exit_task	= (void *)tt_exit_task,
 	       .init		= (void *)tt_init,

@@ -13,7 +13,8 @@
 //!   printed after the summary and the summary JSON;
 //! - `planner_loop.rs`: planner mode's planner and thread; `engine.rs`: the control protocol's
 //!   engine over the loaded scheduler; `control_socket.rs`: the `--control` socket;
-//!   `plan_loader.rs`: the worker thread that loads the plans of `switch_table` requests.
+//!   `plan_loader.rs`: the worker thread that loads the plans of `switch_table` requests;
+//!   `obs_test.rs`: the test hook that checks the observation ring against the records.
 //!
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
@@ -28,6 +29,8 @@ mod enforce;
 #[cfg(feature = "bpf")]
 mod engine;
 mod every;
+#[cfg(feature = "bpf")]
+mod obs_test;
 mod plan_loader;
 #[cfg(feature = "bpf")]
 mod planner_loop;
@@ -109,6 +112,16 @@ pub struct RunArgs {
     /// the frame minus 2; 2 or more keeps the guard band exact).
     #[arg(long, value_name = "L", default_value_t = 2, requires = "planner")]
     pub planner_lead_slots: u64,
+    /// Planner mode: decide as if every slot ran whole and no job completed early (the worst
+    /// case: no reclaim) instead of reading BPF's per-slot observations (docs/planner.md,
+    /// "Observations: the closed loop"). For comparison.
+    #[arg(long, requires = "planner")]
+    pub planner_open_loop: bool,
+    /// Planner mode: at exit, write every call made on the planner (observations, the clock of
+    /// each decision, admissions, removals, policy swaps) to FILE, one JSON object per line, for
+    /// `scx_tt simulate --replay` (docs/planner.md, "Conformance").
+    #[arg(long, value_name = "FILE.jsonl", requires = "planner")]
+    pub planner_log: Option<PathBuf>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,

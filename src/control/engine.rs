@@ -16,8 +16,9 @@ pub trait Engine {
     fn now_ns(&self) -> u64;
 
     /// Starts reading and validating the plan file at `path` without waiting for it (the run
-    /// loads it on a worker thread: a plan at the caps takes some 0.2 s); [`Engine::poll_load`]
-    /// hands the result over. Called only when no load is under way.
+    /// loads it on a worker thread: a plan at the caps takes some 0.2 s, and there also writes
+    /// its table into the kernel's inactive half, seconds at the caps); [`Engine::poll_load`]
+    /// hands the result over. Called only when no load is under way and no switch is pending.
     fn start_load(&mut self, path: &Path);
 
     /// The plan [`Engine::start_load`] asked for, once read and validated; `None` while it
@@ -26,8 +27,9 @@ pub trait Engine {
     fn poll_load(&mut self) -> Option<Result<Plan, LoadError>>;
 
     /// Writes `plan`'s table to the kernel so that it is in force from slot `at_slot` on, on
-    /// every managed CPU at once (the double-buffered table, src/bpf/tt_sched.bpf.c F). `Err`
-    /// says why nothing was written.
+    /// every managed CPU at once (the double-buffered table, src/bpf/tt_sched.bpf.c F): the
+    /// table itself is already in the inactive half when the loader wrote it, else it is
+    /// written now. `Err` says why the switch was not written (nothing in force changed).
     fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String>;
 
     /// Planner mode: runs `f` on the planner together with the kernel slot in progress, read

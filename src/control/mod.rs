@@ -29,8 +29,10 @@
 //!     refuse in planner mode, while another switch's plan loads, or if a switch is pending
 //!     (the table is only double buffered)
 //!     engine.start_load(path); loading = path   (off the run loop: a plan at the caps takes
-//!                                               some 0.2 s to read, validate and tabulate)
-//! poll, each turn of the run loop:
+//!                                               some 0.2 s to read, validate and tabulate,
+//!                                               and seconds to write into the kernel's
+//!                                               inactive half)
+//! poll, as soon as the loader is done (the run loop wakes for it) and each turn:
 //!     new  = engine.poll_load()              (None: still loading; the plan validation,
 //!                                            every error)
 //!     loading = none; now = engine.now_ns(); a pending switch whose slot has ended is in force
@@ -44,8 +46,9 @@
 //!
 //! Why start(k − 1): the BPF scheduler decides slot k's record owner (and whether the guard
 //! band stops the owner before k) at the tick that starts slot k − 1, so the switch must be
-//! written before that tick, with a margin for tick lateness and for writing a large table;
-//! a write that ends after that start is warned about.
+//! written before that tick, with a margin for tick lateness (the run writes the table itself
+//! before k is chosen, on the loader thread, and then only the switch slot and half); a write
+//! that ends after that start is warned about.
 //!
 //! # Planner mode
 //! `admit_firm`, `admit_periodic` and `remove` name a task of the plan; the state machine

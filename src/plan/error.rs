@@ -118,6 +118,10 @@ pub enum Rule {
     StartTiming,
     #[error("start = \"admitted\" cannot be combined with an explicit table (the table is the slots owned from the start; give one or the other)")]
     StartWithTable,
+    #[error("must be \"yield\", \"block\" or \"none\"")]
+    Completion,
+    #[error("is only for tt tasks (a be task has no jobs)")]
+    CompletionNotTt,
     #[error("start must be before end {end}")]
     RangeEmpty { end: u64 },
     #[error("overlaps the range at {0}")]

@@ -204,6 +204,45 @@ pub struct Task {
     /// When a `tt` task starts owning slots (`be` tasks: always `Table`).
     #[serde(skip_serializing_if = "Start::is_table")]
     pub start: Start,
+    /// How a job of a `tt` task ends early (`be` tasks: always `None`).
+    pub completion: Completion,
+}
+
+/// How a job of a `tt` task ends before its slots do (docs/plan-format.md, `completion`;
+/// src/bpf/tt_sched.bpf.c I). A completed job's remaining slots go to `be` work or idle, and
+/// its owner is not started again until its next job's first slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// Never early: the job runs all its slots.
+    None,
+    /// A thread of the task calls `sched_yield()` in one of its slots (the SCHED_DEADLINE
+    /// convention).
+    Yield,
+    /// Every thread of the task is blocked at the end of a slot in which it ran.
+    Block,
+}
+
+impl Completion {
+    /// The default of a `tt` task found by `selector`: `None` for a QEMU vCPU (a halted vCPU
+    /// blocks, but an interrupt may need it again before its deadline; and KVM's pause-loop
+    /// exits yield), `Yield` for the rest (a task that never calls `sched_yield()` behaves
+    /// exactly as with `None`).
+    pub fn default_for(selector: &Selector) -> Self {
+        match selector {
+            Selector::Qemu(_) => Completion::None,
+            _ => Completion::Yield,
+        }
+    }
+
+    /// The value of `task_completion` in the BPF scheduler's rodata (`enum tt_completion`).
+    pub fn abi(self) -> u8 {
+        match self {
+            Completion::None => crate::abi::COMPLETION_NONE,
+            Completion::Yield => crate::abi::COMPLETION_YIELD,
+            Completion::Block => crate::abi::COMPLETION_BLOCK,
+        }
+    }
 }
 
 /// When a task owns slots: from the start (in the table), or only once admitted at run time.

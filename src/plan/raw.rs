@@ -187,6 +187,15 @@ pub struct RawTask {
         deserialize_with = "strict::present"
     )]
     pub start: Option<String>,
+
+    /// How a job of a `tt` task ends early: `"yield"`, `"block"` or `"none"`; the default
+    /// depends on the selector (docs/plan-format.md).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub completion: Option<String>,
 }
 
 /// A QEMU process, by pid or by its `-name`; exactly one.
@@ -308,6 +317,7 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "latency_us",
             "jobs",
             "start",
+            "completion",
         ],
     ),
     ("qemu", &["pid", "name"]),
@@ -368,6 +378,7 @@ mod tests {
             latency_us: Some(1),
             jobs: Some(vec![]),
             start: Some("table".into()),
+            completion: Some("yield".into()),
         };
         let value = serde_json::to_value(&task).unwrap();
         let mut keys: Vec<&str> = value

@@ -16,7 +16,7 @@ use super::limits;
 use super::raw::{RawPlan, RawTask};
 use super::table::check_table;
 use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
-use super::{Class, CpuPlan, Plan, QemuSelector, Selector, Start, Task};
+use super::{Class, Completion, CpuPlan, Plan, QemuSelector, Selector, Start, Task};
 use crate::planner::offline::{edf, intervals, Job, Slot};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -59,6 +59,7 @@ struct Checked {
     cpu: Option<u32>,
     timing: Option<Timing>,
     start: Start,
+    completion: Completion,
 }
 
 /// What stage 1 establishes.
@@ -103,6 +104,7 @@ impl TryFrom<RawPlan> for Plan {
                 class: t.class,
                 cpu,
                 start: t.start,
+                completion: t.completion,
             })
             .collect();
         let mut cpus: Vec<CpuPlan> = f
@@ -338,6 +340,7 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         None => None,
     };
     let start = check_start(t, cx, class, timing.as_ref(), errs)?;
+    let completion = check_completion(t, &cx.path, class, selector.as_ref(), errs)?;
     Some(Checked {
         name: name?,
         selector: selector?,
@@ -345,7 +348,44 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         cpu: t.cpu,
         timing,
         start,
+        completion,
     })
+}
+
+/// `completion`: "yield", "block" or "none" on a tt task; absent, the default of its selector
+/// ([`Completion::default_for`]). A be task has none (and may not name one). `None` (with
+/// errors pushed) when invalid.
+fn check_completion(
+    t: &RawTask,
+    p: &str,
+    class: Option<Class>,
+    selector: Option<&Selector>,
+    errs: &mut Errors,
+) -> Option<Completion> {
+    let path = format!("{p}.completion");
+    let given = match t.completion.as_deref() {
+        None => None,
+        Some("yield") => Some(Completion::Yield),
+        Some("block") => Some(Completion::Block),
+        Some("none") => Some(Completion::None),
+        Some(other) => {
+            errs.value(path, other, Rule::Completion);
+            return None;
+        }
+    };
+    match (class, given) {
+        (Some(Class::Be), Some(_)) => {
+            errs.value(
+                path,
+                t.completion.as_deref().unwrap_or(""),
+                Rule::CompletionNotTt,
+            );
+            None
+        }
+        (Some(Class::Be), None) => Some(Completion::None),
+        (_, Some(c)) => Some(c),
+        (_, None) => Some(selector.map_or(Completion::None, Completion::default_for)),
+    }
 }
 
 /// `start`: "table" (the default) or "admitted" on a tt task with an explicit `cpu` and
@@ -952,6 +992,62 @@ mod tests {
         ];
         for (task, table, want) in cases {
             let errs = errors(&plan_with(task, *table));
+            assert!(
+                errs.iter().any(|e| e.contains(want)),
+                "{task}: want {want:?}, got {errs:?}"
+            );
+        }
+    }
+    #[test]
+    fn completion_defaults_to_yield_but_none_for_qemu_vcpus_and_be_tasks() {
+        use crate::plan::Completion;
+        let text = plan_with(
+            r#"{ "name": "vm", "qemu": { "name": "g" }, "class": "tt", "cpu": 1, "period": 10, "wcet": 2 },
+               { "name": "b", "comm": "b", "class": "be" }"#,
+            false,
+        );
+        let plan = from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+        let got: Vec<Completion> = plan.tasks.iter().map(|t| t.completion).collect();
+        // a (pid): yield; vm (qemu): none; b (be): none
+        assert_eq!(
+            got,
+            vec![Completion::Yield, Completion::None, Completion::None]
+        );
+    }
+
+    #[test]
+    fn an_explicit_completion_wins_over_the_default() {
+        use crate::plan::Completion;
+        for (value, want) in [
+            ("yield", Completion::Yield),
+            ("block", Completion::Block),
+            ("none", Completion::None),
+        ] {
+            let text = plan_with(
+                &format!(
+                    r#"{{ "name": "vm", "qemu": {{ "pid": 5 }}, "class": "tt", "cpu": 1, "period": 10, "wcet": 2, "completion": "{value}" }}"#
+                ),
+                false,
+            );
+            let plan = from_str(&text).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(plan.tasks[1].completion, want, "{value}");
+        }
+    }
+
+    #[test]
+    fn bad_completions_name_the_field_the_value_and_the_rule() {
+        let cases = [
+            (
+                r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 10, "wcet": 2, "completion": "exit" }"#,
+                r#"tasks[1].completion = "exit": must be "yield", "block" or "none""#,
+            ),
+            (
+                r#"{ "name": "v", "pid": 11, "class": "be", "completion": "yield" }"#,
+                r#"tasks[1].completion = "yield": is only for tt tasks (a be task has no jobs)"#,
+            ),
+        ];
+        for (task, want) in cases {
+            let errs = errors(&plan_with(task, false));
             assert!(
                 errs.iter().any(|e| e.contains(want)),
                 "{task}: want {want:?}, got {errs:?}"

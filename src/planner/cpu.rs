@@ -45,6 +45,19 @@
 //!                   add the job to the interval ending at d; add_sc(that interval, -c)
 //! ```
 //!
+//! # Observations (the closed loop)
+//! Every decided slot is *pending* until its observation is applied (`reconcile`, oldest
+//! first). The step-by-step protocol reconciles slot `s-1` before deciding `s`; the kernel path
+//! learns what a slot did only `lead` slots later, so several slots may be pending
+//! (`Planner::defer_observations`). A job whose whole remaining work is credited to pending
+//! slots is *parked*: out of the ready queue, so no slot is decided for work it does not have.
+//! A late reconciliation then
+//! - gives back what the job did not run (`uncredit`, which unparks it), unless the job's
+//!   interval is over: that work is lost and reported as a miss;
+//! - on completion frees what the job holds and *voids* the slots decided for it later: they
+//!   stay spent (time passed or will pass whatever runs in them), the job no longer runs there;
+//! - cuts a job off as an overrun only at its last pending slot (`rem = 0`, not done).
+//!
 //! # Properties
 //! 1. (SC-exact) `max(0, sc(I))` is the number of slots of `I` left free when every guaranteed job
 //!    runs as late as possible; the acceptance test is therefore exact on the current state.
@@ -101,6 +114,10 @@ pub struct LiveJob {
     /// WCET in slots (saturated at `u32::MAX`), for the CPU's load figure.
     pub wcet: u32,
     pub done: bool,
+    /// Every unit of `rem` is credited to decided slots whose observations are still pending:
+    /// the job is out of the ready queue until a reconciliation gives work back (see
+    /// "Observations" in the module doc).
+    pub parked: bool,
 }
 
 /// A soft aperiodic job: served in slack, no guarantee.
@@ -163,6 +180,13 @@ pub(crate) enum Running {
     Other,
 }
 
+/// A decided slot whose observation has not been applied yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pending {
+    pub(crate) slot: Slot,
+    pub(crate) run: Running,
+}
+
 /// Grows `d` to hold at least `want` items (if it cannot already) and writes every free slot
 /// once, so that the memory is mapped before the hot path uses it. Contents are unchanged.
 fn reserve_touched<T: Clone>(d: &mut VecDeque<T>, want: usize, filler: T) {
@@ -221,7 +245,11 @@ pub struct CpuState {
     pub(crate) ring_pad: usize,
     /// First slot not promised to a DPM idle period.
     pub(crate) idle_until: Slot,
-    pub(crate) running: Running,
+    /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
+    /// the observation window when observations arrive late).
+    pub(crate) pending: VecDeque<Pending>,
+    /// The slot of the last `advance` (the slot being decided).
+    pub(crate) now: Slot,
     /// Whether best-effort work may run in this CPU's slack.
     pub has_be: bool,
     /// Slots of work per frame in the template (offline jobs plus admitted periodic tasks).
@@ -254,7 +282,8 @@ impl CpuState {
             build_per_slot: 1,
             ring_pad: 0,
             idle_until: 0,
-            running: Running::Other,
+            pending: VecDeque::new(),
+            now: 0,
             has_be,
             template_slots: 0,
             firm_slots: 0,
@@ -319,6 +348,7 @@ impl CpuState {
                     res: 0,
                     wcet: t.wcet.min(u32::MAX as u64) as u32,
                     done: false,
+                    parked: false,
                 }
             })
             .collect();
@@ -350,6 +380,7 @@ impl CpuState {
             res: 0,
             wcet: 0,
             done: true,
+            parked: false,
         };
         reserve_touched(&mut self.ivs, ivs, filler_iv);
         reserve_touched(&mut self.jobs, jobs, filler_job);
@@ -563,13 +594,18 @@ impl CpuState {
 
     /// Frees what a finished job still holds.
     fn finish(&mut self, seq: usize) {
+        let deadline = self.job(seq).deadline;
+        if deadline <= self.now && self.ivs.front().is_none_or(|iv| iv.start >= deadline) {
+            // Its interval is over (a late observation): there is nothing left to free.
+            self.retire(seq);
+            return;
+        }
         let j = self.job_mut(seq);
         debug_assert!(!j.done);
         j.done = true;
         let held = (j.rem + j.res) / UNIT;
         j.rem = 0;
         j.res = 0;
-        let deadline = j.deadline;
         if j.kind == JobKind::Firm {
             let wcet = j.wcet as u64;
             self.firm_slots -= wcet;
@@ -579,13 +615,34 @@ impl CpuState {
         if held > 0 {
             self.add_sc(i, held as i64);
         }
+        self.pop_done();
+    }
+
+    /// Marks a job whose interval has already ended finished (nothing to give back).
+    fn retire(&mut self, seq: usize) {
+        let j = self.job_mut(seq);
+        debug_assert!(!j.done);
+        j.done = true;
+        j.rem = 0;
+        j.res = 0;
+        if j.kind == JobKind::Firm {
+            let wcet = j.wcet as u64;
+            self.firm_slots -= wcet;
+        }
+        self.pop_done();
+    }
+
+    fn pop_done(&mut self) {
         while self.jobs.front().is_some_and(|j| j.done) {
             self.jobs.pop_front();
             self.job_base += 1;
         }
     }
 
-    /// Consumes the slot being decided: it is no longer spare. `run` says what runs in it.
+    /// Consumes the slot being decided (`self.now`): it is no longer spare. `run` says what
+    /// runs in it; the slot stays pending until its observation is applied. A job whose whole
+    /// remaining work is now credited leaves the ready queue (it is *parked*, it must be the
+    /// EDF top the decision took) until a reconciliation gives work back.
     pub(crate) fn consume(&mut self, run: Running) -> Running {
         self.ivs[0].sc -= 1;
         let run = match run {
@@ -594,6 +651,11 @@ impl CpuState {
                 let j = self.job_mut(idx);
                 j.rem -= e;
                 j.res += e;
+                if j.rem == 0 && !j.parked {
+                    j.parked = true;
+                    let top = self.ready.pop();
+                    debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
+                }
                 self.convert(idx);
                 Running::Job {
                     idx,
@@ -603,12 +665,22 @@ impl CpuState {
             }
             other => other,
         };
-        self.running = run;
+        self.pending.push_back(Pending {
+            slot: self.now,
+            run,
+        });
         run
     }
 
-    /// Applies what really ran in the consumed slot: `ran_ns` of `slot_ns` at the decided
-    /// frequency, `done` if the job completed or blocked for good.
+    /// The oldest decided slot whose observation is pending.
+    pub(crate) fn oldest_pending(&self) -> Option<Slot> {
+        self.pending.front().map(|p| p.slot)
+    }
+
+    /// Applies what really ran in the oldest pending slot: `ran_ns` of `slot_ns` at the
+    /// decided frequency, `done` if the job completed (or blocked for the rest of its
+    /// instance). Slots decided later for a job that completed are *voided*: their slot numbers
+    /// are appended to `voided` (they were charged as spent; the job no longer runs in them).
     pub(crate) fn reconcile(
         &mut self,
         ran_ns: u64,
@@ -616,7 +688,20 @@ impl CpuState {
         done: bool,
         events: &mut Vec<JobEvent>,
     ) {
-        let run = std::mem::replace(&mut self.running, Running::Other);
+        self.reconcile_into(ran_ns, slot_ns, done, events, &mut Vec::new());
+    }
+
+    pub(crate) fn reconcile_into(
+        &mut self,
+        ran_ns: u64,
+        slot_ns: u64,
+        done: bool,
+        events: &mut Vec<JobEvent>,
+        voided: &mut Vec<Slot>,
+    ) {
+        let Some(Pending { run, .. }) = self.pending.pop_front() else {
+            return;
+        };
         let work = |freq_ppm: u32| {
             if ran_ns >= slot_ns && slot_ns > 0 {
                 // The whole slot ran (the common case): no 128-bit division.
@@ -634,17 +719,48 @@ impl CpuState {
                 if self.is_done(idx) {
                     return;
                 }
-                let (task, kind) = (self.job(idx).task, self.job(idx).kind);
+                let j = self.job(idx);
+                let (task, kind, deadline) = (j.task, j.kind, j.deadline);
+                let later = self
+                    .pending
+                    .iter()
+                    .any(|p| matches!(p.run, Running::Job { idx: i, .. } if i == idx));
                 if done {
+                    if later {
+                        for p in self.pending.iter_mut() {
+                            if matches!(p.run, Running::Job { idx: i, .. } if i == idx) {
+                                p.run = Running::Other;
+                                voided.push(p.slot);
+                            }
+                        }
+                    }
                     self.finish(idx);
                     events.push(JobEvent::Completed { task, kind });
                     return;
                 }
                 let ran = work(freq_ppm);
                 if ran < credited {
+                    if deadline <= self.now {
+                        // Observed after the deadline: the work it did not do can no longer
+                        // be given a slot. The slots decided for it later are spent as well.
+                        let rem_units = self.job(idx).rem + (credited - ran);
+                        for p in self.pending.iter_mut() {
+                            if matches!(p.run, Running::Job { idx: i, .. } if i == idx) {
+                                p.run = Running::Other;
+                            }
+                        }
+                        self.finish(idx);
+                        events.push(JobEvent::Miss {
+                            task,
+                            kind,
+                            deadline,
+                            rem_units,
+                        });
+                        return;
+                    }
                     self.uncredit(idx, credited - ran);
                 }
-                if self.job(idx).rem == 0 {
+                if !later && self.job(idx).rem == 0 {
                     self.finish(idx);
                     events.push(JobEvent::Overrun { task, kind });
                 }
@@ -667,10 +783,18 @@ impl CpuState {
         }
     }
 
-    /// The job executed `units` less than credited (its slot was partly lost).
+    /// The job executed `units` less than credited (its slot was partly lost). A parked job
+    /// that gets work back returns to the ready queue.
     fn uncredit(&mut self, seq: usize, units: u64) {
         let j = self.job_mut(seq);
         j.rem += units;
+        let unpark = j.parked;
+        j.parked = false;
+        let deadline = j.deadline;
+        if unpark {
+            self.ready.push(Reverse((deadline, seq)));
+        }
+        let j = self.job_mut(seq);
         if j.res >= units {
             j.res -= units;
             return;
@@ -678,13 +802,14 @@ impl CpuState {
         let short = units - j.res;
         let slots = short.div_ceil(UNIT);
         j.res = slots * UNIT - short;
-        let i = self.iv_of(self.job(seq).deadline);
+        let i = self.iv_of(deadline);
         self.add_sc(i, -(slots as i64));
     }
 
     /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
     /// next, releases jobs.
     pub(crate) fn advance(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
+        self.now = slot;
         while let Some(&Reverse((deadline, seq))) = self.ready.peek() {
             if deadline > slot && !self.is_done(seq) {
                 break;
@@ -837,6 +962,7 @@ impl CpuState {
             res: 0,
             wcet: wcet.min(u32::MAX as u64) as u32,
             done: false,
+            parked: false,
         });
         self.firm_slots += wcet.min(u32::MAX as u64);
         self.ivs[i].pending += 1;
@@ -866,8 +992,10 @@ impl CpuState {
             .filter(|&s| !self.is_done(s) && self.job(s).task == task)
             .collect();
         for seq in seqs {
-            if matches!(self.running, Running::Job { idx, .. } if idx == seq) {
-                self.running = Running::Other;
+            for p in self.pending.iter_mut() {
+                if matches!(p.run, Running::Job { idx, .. } if idx == seq) {
+                    p.run = Running::Other;
+                }
             }
             if !self.is_done(seq) {
                 self.finish(seq);
@@ -878,8 +1006,11 @@ impl CpuState {
     }
 
     /// Adds the instances of a periodic task to the frame template if the template stays
-    /// EDF-feasible; they join from the first frame not yet built (the frame being built is
-    /// completed first). Returns the first slot of that frame, or the EDF miss.
+    /// EDF-feasible; they join from the first frame whose build has not started: `next_frame`
+    /// before this CPU's build offset, else the one after it (the frame being built is completed
+    /// with the old template first). Safe for `next_frame` too: no firm job or idle period
+    /// reaches past the horizon end, and frames do not borrow capacity from one another.
+    /// Returns the first slot of that frame, or the EDF miss.
     pub fn add_periodic(&mut self, instances: &[Job]) -> Result<Slot, offline::Miss> {
         let mut jobs = self.template.clone();
         jobs.extend_from_slice(instances);

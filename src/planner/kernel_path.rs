@@ -48,7 +48,8 @@
 //! [`KernelPlanner::admit_periodic`] adds its instances (planner task id = its plan index) to
 //! its CPU's template: tested on that CPU alone (EDF over the template plus its instances,
 //! `CpuState::add_periodic`), so an accepted task runs on the CPU its threads are pinned to.
-//! It joins from the first frame the planner has not built yet (`from_slot`, a frame start;
+//! It joins from the first frame whose build the planner has not started on that CPU (`k+2` or
+//! `k+3` for the planner's frame `k`, by the CPU's build offset; `from_slot`, that frame's start;
 //! docs/planner.md "Frames and horizon"). [`KernelPlanner::remove`] drops a task from the
 //! template and finishes its live jobs: the slots from `now()` on are decided without it (the
 //! ones already decided and written keep it), and its capacity is free for admissions at once.
@@ -59,9 +60,122 @@ use crate::planner::cpu::{Capacity, UNIT};
 use crate::planner::offline::Slot;
 use crate::planner::policy::{Freqs, Policy, Run};
 use crate::planner::runtime::{
-    Admission, CpuInput, Placement, Planner, PlannerConfig, Rejection, StepError,
+    Admission, CpuInput, Observation, Placement, Planner, PlannerConfig, Rejection, StepError,
 };
+use crate::planner::JobEvent;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 use thiserror::Error;
+
+/// Table-entry flag: the slot is the first one of a job of its owner (the BPF side clears the
+/// owner's "job done" state there; docs/plan-format.md "completion").
+pub const JOB_START: u32 = crate::abi::ENTRY_JOB_START;
+
+/// The plan task of a table entry (flags stripped), `None` for `NO_TASK`.
+pub fn entry_task(entry: u32) -> Option<u32> {
+    crate::abi::entry_task(entry)
+}
+
+/// What BPF published for one slot of one managed CPU (src/bpf/intf.h `tt_slot_obs`), or that
+/// nothing usable came (torn, overwritten, or never written in time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum SlotObs {
+    Seen {
+        /// The owner the table held when the slot ran (plan task), `None`: free.
+        owner: Option<u32>,
+        /// The owner's job completed in the slot.
+        done: bool,
+        /// ns the owner ran in the slot.
+        owner_ns: u64,
+        /// ns of the slot the owner had a thread running or waiting to run (not done).
+        avail_ns: u64,
+    },
+    Missing,
+}
+
+/// A slot counts whole when the owner was available for all of it but this much
+/// (`max(slot / 50, 100 µs)`, capped at the slot): the switch gaps and tick lateness at its
+/// edges are no reason to give a job a slice of another slot.
+pub fn full_tolerance_ns(slot_ns: u64) -> u64 {
+    (slot_ns / 50).max(100_000).min(slot_ns)
+}
+
+/// The counters of the closed loop (summary JSON `planner_observations`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoopCounts {
+    /// Observations applied.
+    pub observed: u64,
+    /// Slots reconciled with the worst case: no usable observation (torn, overwritten, late)
+    /// or one whose owner was not the decided one (a late slot, a switch).
+    pub worst_case: u64,
+    /// Of which: the observed owner was not the decided one.
+    pub owner_mismatch: u64,
+    /// Decided slots reconciled with the worst case because no observation of them ever came
+    /// (a tick that published nothing, an entry overwritten before it was read, a restart).
+    pub unobserved: u64,
+    /// Jobs observed completed early.
+    pub completed: u64,
+    /// Jobs that reached their WCET unfinished (cut off).
+    pub overruns: u64,
+    /// Jobs that still had work at their deadline.
+    pub misses: u64,
+    /// Decided slots voided by a completion, and of those rewritten before they started.
+    pub voided: u64,
+    pub rewritten: u64,
+}
+
+/// One call on the planner, in order: the input of a replay (`scx_tt simulate --replay`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum LogEvent {
+    Advance {
+        cur: Option<u64>,
+        last: u64,
+    },
+    Observe {
+        cpu: usize,
+        slot: u64,
+        cur: Option<u64>,
+        obs: SlotObs,
+    },
+    AdmitFirm {
+        job: FirmJob,
+        cur: u64,
+    },
+    AdmitPeriodic {
+        task: PeriodicTask,
+    },
+    Remove {
+        task: usize,
+    },
+    SetPolicy {
+        policy: String,
+    },
+}
+
+/// Events kept at most in a run's planner log (about 100 bytes each in memory).
+pub const LOG_CAP: usize = 4_000_000;
+
+/// First line of a planner log file.
+pub const LOG_FORMAT: &str = "scx_tt planner log v1";
+
+/// The first line of a planner log (`scx_tt --planner-log`, docs/planner.md "Conformance"):
+/// how to build the planner the events were made on (with the plan).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogHeader {
+    pub format: String,
+    /// The policy when logging started.
+    pub policy: String,
+    pub lead: u64,
+    pub frame_slots: u64,
+    pub slot_ns: u64,
+    pub freqs_ppm: Vec<u32>,
+    pub closed_loop: bool,
+    /// The log stopped at [`LOG_CAP`] events.
+    pub truncated: bool,
+}
 
 /// `--planner-lead-slots`: allowed range.
 pub const LEAD_SLOTS: std::ops::RangeInclusive<u64> = 1..=8;
@@ -105,7 +219,7 @@ pub struct KernelPathConfig {
 /// A validated firm admission request: `wcet` slots for plan task `task` (a tt task) on
 /// managed CPU index `cpu`, due `deadline_slots` after the kernel slot in progress when the
 /// planner admits it ([`KernelPlanner::admit_firm`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FirmJob {
     pub task: usize,
     pub cpu: usize,
@@ -129,7 +243,7 @@ pub enum FirmOutcome {
 
 /// A validated periodic admission: plan task `task` (declared `"start": "admitted"`), `wcet`
 /// slots every `period` slots (deadline the period) on managed CPU index `cpu`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeriodicTask {
     pub task: usize,
     pub cpu: usize,
@@ -141,7 +255,7 @@ pub struct PeriodicTask {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PeriodicOutcome {
     /// In the template of managed CPU index `cpu`; it runs from `from_slot` on (the first slot
-    /// of the first frame not yet built).
+    /// of the first frame whose build had not started on that CPU).
     Accepted { cpu: usize, from_slot: u64 },
     /// The template plus its instances misses a deadline under EDF on its CPU (or the request
     /// is invalid); nothing changed.
@@ -195,6 +309,16 @@ pub struct KernelPlanner {
     /// What the perf map holds now (same layout).
     perf: Vec<u32>,
     late_total: u64,
+    slot_ns: u64,
+    /// Closed loop: per CPU, the decided slots whose observation is pending, with the entry
+    /// the planner decided for each (`None`: the slot was late, its entry not written).
+    decided: Option<Vec<VecDeque<(u64, Option<u32>)>>>,
+    /// Per CPU and plan task: the planner job number of the last slot decided for it.
+    last_job: Vec<Vec<usize>>,
+    counts: LoopCounts,
+    log: Option<Vec<LogEvent>>,
+    log_truncated: bool,
+    log_header: Option<LogHeader>,
 }
 
 impl KernelPlanner {
@@ -234,11 +358,195 @@ impl KernelPlanner {
             perf: initial_perf(table.len()),
             shadow: table,
             late_total: 0,
+            slot_ns: cfg.slot_ns,
+            decided: None,
+            last_job: vec![vec![usize::MAX; nr_tasks]; cpus.len()],
+            counts: LoopCounts::default(),
+            log: None,
+            log_truncated: false,
+            log_header: None,
         })
+    }
+
+    /// Closes the loop: every decided slot waits for its observation ([`Self::observe`]) instead
+    /// of being assumed to have run whole (docs/planner.md "Observations"). Up to a frame plus
+    /// 64 slots may wait per CPU; older ones are reconciled with the worst case.
+    pub fn close_loop(&mut self) {
+        self.planner
+            .defer_observations(self.frame.saturating_add(64) as usize);
+        self.decided = Some(vec![VecDeque::new(); self.nr_cpus]);
+    }
+
+    pub fn loop_closed(&self) -> bool {
+        self.decided.is_some()
+    }
+
+    /// Records every call from now on for a replay (at most [`LOG_CAP`] events); the header
+    /// describes the planner as it is now.
+    pub fn enable_log(&mut self) {
+        self.log = Some(Vec::new());
+        self.log_header = Some(LogHeader {
+            format: LOG_FORMAT.into(),
+            policy: self.policy().name().into(),
+            lead: self.lead,
+            frame_slots: self.frame,
+            slot_ns: self.slot_ns,
+            freqs_ppm: self.planner.config().freqs.ppm().to_vec(),
+            closed_loop: self.loop_closed(),
+            truncated: false,
+        });
+    }
+
+    /// The header of the log and its events (empty when logging was never enabled).
+    pub fn take_full_log(&mut self) -> Option<(LogHeader, Vec<LogEvent>)> {
+        let mut h = self.log_header.clone()?;
+        let (events, truncated) = self.take_log();
+        h.truncated = truncated;
+        Some((h, events))
+    }
+
+    /// The recorded calls, and whether the cap cut them short.
+    pub fn take_log(&mut self) -> (Vec<LogEvent>, bool) {
+        (
+            self.log.as_mut().map(std::mem::take).unwrap_or_default(),
+            self.log_truncated,
+        )
+    }
+
+    fn record(&mut self, e: impl FnOnce() -> LogEvent) {
+        if let Some(log) = &mut self.log {
+            if log.len() < LOG_CAP {
+                log.push(e());
+            } else {
+                self.log_truncated = true;
+            }
+        }
+    }
+
+    pub fn counts(&self) -> LoopCounts {
+        LoopCounts {
+            unobserved: self.planner.unobserved(),
+            ..self.counts
+        }
+    }
+
+    /// Applies what slot `slot` did on managed CPU index `cpu` (`cur`: the kernel slot in
+    /// progress) and returns the entries to rewrite: slots decided for a job this observation
+    /// completed that have not started yet go to best-effort work or idle (`NO_TASK`).
+    /// Ignored (counted) when the loop is open, the CPU is unknown, or the slot was already
+    /// reconciled.
+    pub fn observe(
+        &mut self,
+        cpu: usize,
+        slot: u64,
+        obs: SlotObs,
+        cur: Option<u64>,
+    ) -> Vec<EntryWrite> {
+        self.record(|| LogEvent::Observe {
+            cpu,
+            slot,
+            cur,
+            obs,
+        });
+        let mut out = Vec::new();
+        let Some(decided) = self.decided.as_mut().and_then(|d| d.get_mut(cpu)) else {
+            return out;
+        };
+        while decided.front().is_some_and(|&(s, _)| s < slot) {
+            decided.pop_front();
+        }
+        let Some(&(s, entry)) = decided.front() else {
+            return out;
+        };
+        if s != slot {
+            return out;
+        }
+        decided.pop_front();
+        let full = Observation {
+            ran_ns: self.slot_ns,
+            done: false,
+        };
+        let o = match obs {
+            SlotObs::Seen { owner, .. } if entry.map(entry_task) != Some(owner) => {
+                self.counts.owner_mismatch += 1;
+                None
+            }
+            SlotObs::Seen {
+                done,
+                owner_ns,
+                avail_ns,
+                ..
+            } => Some(if done {
+                Observation {
+                    ran_ns: owner_ns.min(self.slot_ns),
+                    done: true,
+                }
+            } else if avail_ns.saturating_add(full_tolerance_ns(self.slot_ns)) >= self.slot_ns {
+                full
+            } else {
+                Observation {
+                    ran_ns: avail_ns,
+                    done: false,
+                }
+            }),
+            SlotObs::Missing => None,
+        };
+        match o {
+            Some(_) => self.counts.observed += 1,
+            None => self.counts.worst_case += 1,
+        }
+        let before = self.planner.events().len();
+        let voided = match self.planner.observe(cpu, slot, o.unwrap_or(full)) {
+            Ok(v) => v.to_vec(),
+            Err(_) => return out,
+        };
+        for (_, e) in &self.planner.events()[before..] {
+            match e {
+                JobEvent::Completed { .. } => self.counts.completed += 1,
+                JobEvent::Overrun { .. } => self.counts.overruns += 1,
+                JobEvent::Miss { .. } => self.counts.misses += 1,
+                _ => {}
+            }
+        }
+        for v in voided {
+            self.counts.voided += 1;
+            if cur.is_some_and(|c| v <= c) {
+                continue;
+            }
+            let fs = v % self.frame;
+            let i = cpu * self.frame as usize + fs as usize;
+            // the entry serves every frame: only a slot still holding this job's decision
+            if let Some(task) = update(&mut self.shadow[i], NO_TASK) {
+                self.counts.rewritten += 1;
+                // the slot will run free: that is what its observation must say
+                if let Some(d) = self.decided.as_mut().and_then(|d| d.get_mut(cpu)) {
+                    if let Some(e) = d.iter_mut().find(|e| e.0 == v) {
+                        e.1 = Some(NO_TASK);
+                    }
+                }
+                out.push(EntryWrite {
+                    cpu,
+                    frame_slot: fs,
+                    task: Some(task),
+                    perf: None,
+                });
+            }
+        }
+        out
     }
 
     pub fn lead(&self) -> u64 {
         self.lead
+    }
+
+    /// Managed CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.nr_cpus
+    }
+
+    /// What the table map holds (as far as this planner wrote it): managed CPUs × frame.
+    pub fn table(&self) -> &[u32] {
+        &self.shadow
     }
 
     /// The policy of the slots decided from now on.
@@ -252,6 +560,9 @@ impl KernelPlanner {
         if !KERNEL_POLICIES.contains(&policy) {
             return Err(PlannerModeError::SetPolicy(policy.name().into()));
         }
+        self.record(|| LogEvent::SetPolicy {
+            policy: policy.name().into(),
+        });
         self.planner.set_policy(policy);
         Ok(self.planner.now())
     }
@@ -314,24 +625,40 @@ impl KernelPlanner {
     /// moves `now()`, the first slot an admission can use, later (docs/planner.md, "Admissions
     /// and slot decisions").
     pub fn advance_through(&mut self, cur: Option<u64>, last: u64) -> Result<Advance, StepError> {
+        self.record(|| LogEvent::Advance { cur, last });
         let last = last.min(cur.unwrap_or(0) + self.frame.saturating_sub(2));
         let mut out = Advance::default();
         while self.planner.now() <= last {
             let t = self.planner.now();
             let decisions = self.planner.step(t, &[])?;
             out.stepped += 1;
-            if cur.is_some_and(|c| t <= c) {
-                out.late += 1;
-                continue;
-            }
+            let is_late = cur.is_some_and(|c| t <= c);
             let fs = t % self.frame;
             for (cpu, d) in decisions.iter().enumerate().take(self.nr_cpus) {
                 let task = match d.run {
-                    Run::Job { task, .. } | Run::Soft { task } => {
-                        self.task_of.get(task).copied().unwrap_or(NO_TASK)
+                    Run::Job { task, job, .. } => {
+                        let plan = self.task_of.get(task).copied().unwrap_or(NO_TASK);
+                        match self
+                            .last_job
+                            .get_mut(cpu)
+                            .and_then(|l| l.get_mut(plan as usize))
+                        {
+                            Some(last) if *last != job => {
+                                *last = job;
+                                plan | JOB_START
+                            }
+                            _ => plan,
+                        }
                     }
+                    Run::Soft { task } => self.task_of.get(task).copied().unwrap_or(NO_TASK),
                     Run::Be | Run::Idle => NO_TASK,
                 };
+                if let Some(dq) = self.decided.as_mut().and_then(|d| d.get_mut(cpu)) {
+                    dq.push_back((t, (!is_late).then_some(task)));
+                }
+                if is_late {
+                    continue;
+                }
                 let i = cpu * self.frame as usize + fs as usize;
                 let w = EntryWrite {
                     cpu,
@@ -343,6 +670,9 @@ impl KernelPlanner {
                     out.writes.push(w);
                 }
             }
+            if is_late {
+                out.late += 1;
+            }
         }
         self.late_total += out.late;
         Ok(out)
@@ -353,6 +683,10 @@ impl KernelPlanner {
     /// the caller while it holds this planner, so that the planner thread cannot step between
     /// the clock reading and the admission). The slots up to `now() - 1` are decided (written).
     pub fn admit_firm(&mut self, job: &FirmJob, cur: Slot) -> FirmOutcome {
+        self.record(|| LogEvent::AdmitFirm {
+            job: job.clone(),
+            cur,
+        });
         let now = self.planner.now();
         let deadline = cur.saturating_add(job.deadline_slots);
         let id = self.task_of.len();
@@ -381,6 +715,7 @@ impl KernelPlanner {
     /// Admission test and template insertion of periodic task `t` on its own CPU only (see the
     /// module doc). A rejection changes nothing.
     pub fn admit_periodic(&mut self, t: &PeriodicTask) -> PeriodicOutcome {
+        self.record(|| LogEvent::AdmitPeriodic { task: t.clone() });
         match self
             .planner
             .admit_periodic(t.task, t.wcet, t.period, Placement::Only(t.cpu))
@@ -397,6 +732,7 @@ impl KernelPlanner {
     /// guarantee) and returns the first slot decided without it: `now()`. `false` in the first
     /// field when the planner had nothing of it.
     pub fn remove(&mut self, task: usize) -> (bool, u64) {
+        self.record(|| LogEvent::Remove { task });
         let found = self.planner.remove_task(task);
         (found, self.planner.now())
     }

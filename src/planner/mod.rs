@@ -15,9 +15,12 @@ pub mod cpu;
 pub mod kernel_path;
 pub mod offline;
 pub mod policy;
+pub mod replay;
 pub mod runtime;
 pub mod shared;
 
 pub use cpu::{JobEvent, JobKind, UNIT};
 pub use policy::{Decision, Freqs, Policy, Run};
-pub use runtime::{Admission, Observation, Placement, Planner, PlannerConfig, StepError};
+pub use runtime::{
+    Admission, Observation, ObserveError, Placement, Planner, PlannerConfig, StepError,
+};

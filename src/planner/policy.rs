@@ -135,6 +135,17 @@ impl Freqs {
         Ok(Freqs(ppm))
     }
 
+    /// From parts per million of the maximum (ascending, ending with 10⁶): what
+    /// [`Self::ppm`] returned, e.g. read back from a planner log.
+    pub fn from_ppm(ppm: &[u32]) -> Result<Self, FreqsError> {
+        let f: Vec<f64> = ppm.iter().map(|&p| p as f64 / UNIT as f64).collect();
+        Freqs::new(&f)?;
+        if ppm.first() == Some(&0) || ppm.last() != Some(&(UNIT as u32)) {
+            return Err(FreqsError::NoMax(f.last().copied().unwrap_or(0.0)));
+        }
+        Ok(Freqs(ppm.to_vec()))
+    }
+
     /// The default: 1.0–2.3 GHz in 0.1 GHz steps normalised to 2.3 GHz (the paper's Xeon).
     pub fn xeon_default() -> Self {
         let ghz: Vec<f64> = (10..=23).map(|k| k as f64 / 23.0).collect();
@@ -173,6 +184,9 @@ pub enum Run {
     Job {
         task: usize,
         kind: JobKind,
+        /// The job's sequence number on its CPU, unique over the run: tells one job's slots
+        /// from the next job's of the same task (the kernel path marks where a job starts).
+        job: usize,
     },
     /// A soft aperiodic job of `task`.
     Soft {
@@ -285,7 +299,11 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
             freq_ppm,
         });
         return Decision {
-            run: Run::Job { task, kind },
+            run: Run::Job {
+                task,
+                kind,
+                job: idx,
+            },
             freq_ppm,
             idle_until: None,
         };

@@ -28,10 +28,14 @@
 //! The horizon holds the current and the next frame; during frame `k` the frame `k+2` is built
 //! from the template (offline jobs plus admitted periodic tasks) a few intervals and jobs per
 //! slot, so that it is complete when `k+1` starts. Firm deadlines are clamped to the horizon end
-//! (at least one whole frame ahead), a source of pessimism for deadlines further away. A periodic
-//! task admitted or removed in frame `k` changes the template from frame `k+3` on (`k+1` is
-//! complete and `k+2` is finished with the old template first); a removal also frees the
-//! capacity its live jobs still hold at once.
+//! (at least one whole frame ahead), a source of pessimism for deadlines further away. The CPUs
+//! start that build at staggered offsets (`⌊i·⌊F/2⌋/n⌋` for CPU `i` of `n`). A periodic task
+//! admitted after `step(s)` (frame `k`) joins from the first frame whose build has not started on
+//! its CPU: `k+2` if `s mod F` is below that CPU's offset (nothing of `k+2` exists there yet),
+//! else `k+3` (the build of `k+2` is finished with the old template first); the reply's `bound`
+//! is that frame's first slot, the release of its first job (docs/planner.md "Frames and
+//! horizon"). A removal changes the template the same way and also frees the capacity its live
+//! jobs still hold at once.
 
 use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, MAX_JOB_SLOTS, UNIT};
 use super::offline::{Job, Miss, Slot};
@@ -72,6 +76,21 @@ pub enum StepError {
     Observations { got: usize, cpus: usize },
 }
 
+/// Why [`Planner::observe`] refused an observation (nothing changed).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ObserveError {
+    #[error("managed CPU index {cpu} does not exist ({cpus} managed CPUs)")]
+    NoCpu { cpu: usize, cpus: usize },
+    #[error("slot {slot} is not decided yet (the planner decides slot {now} next)")]
+    NotDecided { slot: Slot, now: Slot },
+    #[error("slot {slot} of CPU index {cpu} is already reconciled (oldest pending: {oldest:?})")]
+    Reconciled {
+        cpu: usize,
+        slot: Slot,
+        oldest: Option<Slot>,
+    },
+}
+
 /// Where an admission may place its job or task (CPU indices of the managed CPUs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Placement {
@@ -101,7 +120,8 @@ impl Placement {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Admission {
     /// Guaranteed on `cpu` (index into the managed CPUs): a firm job completes before slot
-    /// `bound`; a periodic task runs from slot `bound` on.
+    /// `bound`; a periodic task runs from slot `bound` on (its first job is released there, the
+    /// first slot of the first frame whose build had not started on `cpu`).
     Accepted {
         cpu: usize,
         bound: Slot,
@@ -149,6 +169,13 @@ pub struct Planner {
     /// `cpus[i].load_slots()`, refreshed whenever it can change (each step, each admission or
     /// removal): the negotiation scans this compact copy instead of one cold `CpuState` per CPU.
     loads: Vec<u64>,
+    /// Decided slots per CPU that may wait for their observation ([`Self::defer_observations`];
+    /// 0: each `step` reconciles the slot before it).
+    window: usize,
+    /// Slots reconciled with the worst case because no observation came in time.
+    unobserved: u64,
+    /// Slots voided by the last [`Self::observe`].
+    voided: Vec<Slot>,
 }
 
 impl Planner {
@@ -173,7 +200,78 @@ impl Planner {
             decisions: Vec::with_capacity(cpus.len()),
             events: Vec::new(),
             scratch: Vec::new(),
+            window: 0,
+            unobserved: 0,
+            voided: Vec::new(),
         }
+    }
+
+    /// Lets observations arrive late: `step` no longer reconciles the slot before it with the
+    /// worst case, every decided slot waits for [`Self::observe`] — up to `window` slots per
+    /// CPU; older ones are reconciled with the worst case (counted, [`Self::unobserved`]).
+    pub fn defer_observations(&mut self, window: usize) {
+        self.window = window;
+    }
+
+    /// Slots reconciled with the worst case (a full slot, not completed) because their
+    /// observation never came or came too late.
+    pub fn unobserved(&self) -> u64 {
+        self.unobserved
+    }
+
+    /// The oldest decided slot of CPU `cpu` whose observation is pending.
+    pub fn oldest_pending(&self, cpu: usize) -> Option<Slot> {
+        self.cpus.get(cpu)?.oldest_pending()
+    }
+
+    /// Applies what slot `slot` did on CPU index `cpu` (a slot already decided): the late
+    /// reconciliation of the deferred protocol (see "Observations" in docs/planner.md).
+    /// Pending slots of that CPU before `slot` are reconciled with the worst case first.
+    /// Returns the slots after `slot` that had been decided for a job this observation
+    /// completed: they are spent (charged when decided), but the job no longer runs in them,
+    /// so the caller may give them to best-effort work or idle if they have not started.
+    /// Job events go to [`Self::events`] (until the next `step` clears them).
+    pub fn observe(
+        &mut self,
+        cpu: usize,
+        slot: Slot,
+        obs: Observation,
+    ) -> Result<&[Slot], ObserveError> {
+        let cpus = self.cpus.len();
+        let Some(c) = self.cpus.get_mut(cpu) else {
+            return Err(ObserveError::NoCpu { cpu, cpus });
+        };
+        if slot >= self.next_slot {
+            return Err(ObserveError::NotDecided {
+                slot,
+                now: self.next_slot,
+            });
+        }
+        let oldest = c.oldest_pending();
+        if oldest.is_none_or(|o| slot < o) {
+            return Err(ObserveError::Reconciled { cpu, slot, oldest });
+        }
+        self.voided.clear();
+        while c.oldest_pending().is_some_and(|o| o < slot) {
+            c.reconcile_into(
+                self.cfg.slot_ns,
+                self.cfg.slot_ns,
+                false,
+                &mut self.scratch,
+                &mut self.voided,
+            );
+            self.unobserved += 1;
+        }
+        c.reconcile_into(
+            obs.ran_ns,
+            self.cfg.slot_ns,
+            obs.done,
+            &mut self.scratch,
+            &mut self.voided,
+        );
+        self.loads[cpu] = c.load_slots();
+        self.events.extend(self.scratch.drain(..).map(|e| (cpu, e)));
+        Ok(&self.voided)
     }
 
     pub fn config(&self) -> &PlannerConfig {
@@ -229,9 +327,14 @@ impl Planner {
         };
         let pos = (slot / self.frame, slot % self.frame);
         for (i, cpu) in self.cpus.iter_mut().enumerate() {
-            let o = obs.get(i).copied().unwrap_or(full);
-            if slot > 0 {
+            if let Some(o) = obs.get(i) {
                 cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
+            } else if self.window == 0 {
+                cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
+            }
+            while cpu.pending.len() > self.window {
+                cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
+                self.unobserved += 1;
             }
             cpu.advance(slot, pos, &mut self.scratch);
             if !self.scratch.is_empty() {
@@ -336,7 +439,9 @@ impl Planner {
     }
 
     /// Admits a periodic task (implicit deadlines, released at multiples of `period`) into the
-    /// frame template without regenerating any table; it runs from the returned slot on.
+    /// frame template without regenerating any table; it runs from the returned slot on: the
+    /// first slot of frame `k+2` or `k+3` for the frame `k` of the last step, by the CPU's build
+    /// offset (module doc, "Frames").
     pub fn admit_periodic(
         &mut self,
         task: usize,

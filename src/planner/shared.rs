@@ -12,8 +12,10 @@
 //! decision had run).
 //!
 //! # Design: decide ahead, then hold
-//! The kernel path decides every slot from the worst-case observation (`step(t, &[])`), so a
-//! slot's decision depends on the planner's state only, not on when it is made. Before running
+//! A slot's decision depends on the planner's state only: the observations applied before it
+//! (closed loop) or none (the worst case). Deciding a slot earlier only means deciding it with
+//! fewer observations, which is never less safe (an unobserved slot counts whole; docs/planner.md
+//! "Observations"); it reclaims less for those slots. Before running
 //! an operation, [`PlannerHandle::with_planner`] therefore first decides the next `K` slots
 //! beyond the lead itself (µs per slot), where `K` covers the time the operation is expected to
 //! hold the lock ([`PlannerHandle::reserve_slots`]), and hands their entry writes to the planner
@@ -37,7 +39,7 @@
 //! reserve (a first admission on a machine much slower than the default rate) makes the thread
 //! wait as before; slots that started meanwhile are counted late (`planner_late_slots`).
 
-use super::kernel_path::{Advance, EntryWrite, KernelPlanner};
+use super::kernel_path::{Advance, EntryWrite, KernelPlanner, SlotObs};
 use super::runtime::StepError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -90,6 +92,9 @@ pub struct PlannerHandle {
     decided: AtomicU64,
     /// Writes of slots an operation decided ahead, for the planner thread, in slot order.
     queued: Mutex<Vec<EntryWrite>>,
+    /// Observations (CPU index, slot, what BPF published) read by the planner thread and not
+    /// yet applied: applied by whoever holds the planner next, before it decides or admits.
+    observations: Mutex<Vec<(usize, u64, SlotObs)>>,
     /// Learned lock-hold rate, ns per item (at least [`NS_PER_ITEM`]).
     ns_per_item: AtomicU64,
     /// Whether operations decide ahead (`false`: the plain lock, for comparison).
@@ -107,6 +112,7 @@ impl PlannerHandle {
             frame: planner.frame(),
             planner: Mutex::new(planner),
             queued: Mutex::new(Vec::new()),
+            observations: Mutex::new(Vec::new()),
             ns_per_item: AtomicU64::new(NS_PER_ITEM),
             ahead: true,
             slot_ns: slot_ns.max(1),
@@ -139,6 +145,23 @@ impl PlannerHandle {
     /// [`KernelPlanner::advance`]. While an operation holds the lock, the turn polls (every
     /// [`POLL_US`] µs) until either the lock is free or the operation has decided those slots.
     pub fn turn(&self, cur: Option<u64>) -> Result<Turn, HandleError> {
+        self.turn_observing(cur, Vec::new())
+    }
+
+    /// [`Self::turn`] that first hands over observations (closed loop): they are applied before
+    /// the turn decides (or, while an operation holds the planner, by the next holder), and the
+    /// rewrites they cause (slots voided by a completion) come with the turn's writes.
+    pub fn turn_observing(
+        &self,
+        cur: Option<u64>,
+        obs: Vec<(usize, u64, SlotObs)>,
+    ) -> Result<Turn, HandleError> {
+        if !obs.is_empty() {
+            self.observations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .extend(obs);
+        }
         let last = match cur {
             Some(c) => c + self.lead,
             None => self.lead - 1,
@@ -146,8 +169,12 @@ impl PlannerHandle {
         let t0 = Instant::now();
         let mut p = loop {
             if self.ahead && self.decided() > last {
+                let mut writes = self.take_queued();
+                if let Ok(mut p) = self.planner.try_lock() {
+                    writes.extend(self.apply_observations(&mut p, cur));
+                }
                 return Ok(Turn {
-                    writes: self.take_queued(),
+                    writes,
                     waited_ns: t0.elapsed().as_nanos() as u64,
                     ..Turn::default()
                 });
@@ -166,6 +193,7 @@ impl PlannerHandle {
         let waited_ns = t0.elapsed().as_nanos() as u64;
         // Nothing is queued while we hold the lock: take what is, then decide after it.
         let mut writes = self.take_queued();
+        writes.extend(self.apply_observations(&mut p, cur));
         let adv = p.advance(cur)?;
         self.decided.store(p.now(), Ordering::Release);
         writes.extend(adv.writes);
@@ -176,6 +204,16 @@ impl PlannerHandle {
             locked: true,
             waited_ns,
         })
+    }
+
+    /// Applies the observations handed over so far; returns the rewrites they cause.
+    fn apply_observations(&self, p: &mut KernelPlanner, cur: Option<u64>) -> Vec<EntryWrite> {
+        let obs = std::mem::take(&mut *self.observations.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut out = Vec::new();
+        for (cpu, slot, o) in obs {
+            out.extend(p.observe(cpu, slot, o, cur));
+        }
+        out
     }
 
     /// Slots to decide ahead of an operation on `p` (see the module doc).
@@ -203,6 +241,15 @@ impl PlannerHandle {
         f: impl FnOnce(&mut KernelPlanner, u64) -> R,
     ) -> Result<R, HandleError> {
         let mut p = self.lock()?;
+        // admissions see what has been observed (reclaimed capacity); the rewrites go to the
+        // planner thread like the writes of slots decided ahead
+        let mut rewrites = self.apply_observations(&mut p, clock());
+        if !rewrites.is_empty() {
+            self.queued
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .append(&mut rewrites);
+        }
         let k = self.reserve_slots(&p);
         if k > 0 {
             self.decide_ahead(&mut p, &clock, k)?;
@@ -250,6 +297,11 @@ impl PlannerHandle {
             }
         }
         Ok(())
+    }
+
+    /// Runs `f` on the planner, changing it, without deciding ahead (the end of a run).
+    pub fn update<R>(&self, f: impl FnOnce(&mut KernelPlanner) -> R) -> Result<R, HandleError> {
+        Ok(f(&mut *self.lock()?))
     }
 
     /// Runs `f` on the planner without deciding ahead (reads, the end summary).

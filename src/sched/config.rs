@@ -2,12 +2,12 @@
 //! so the translation is tested without root or the `bpf` feature.
 
 use crate::plan::limits::table_entries;
-use crate::plan::{Class, Plan};
+use crate::plan::{Class, Completion, Plan};
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use thiserror::Error;
 
-use crate::abi::{MAX_CPUS, MAX_TABLE_ENTRIES, MAX_TASKS, NO_TASK};
+use crate::abi::{self, MAX_CPUS, MAX_TABLE_ENTRIES, MAX_TASKS, NO_TASK};
 
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
@@ -39,8 +39,14 @@ pub struct SchedConfig {
     pub housekeeping: Vec<u32>,
     /// Per plan task: class and CPU (`None`: a be task for any managed CPU).
     pub tasks: Vec<(Class, Option<u32>)>,
-    /// `managed.len() * frame_slots` entries: the owning task index of each slot, or NO_TASK.
+    /// Per plan task: how its jobs end early (`Completion::None` for be tasks).
+    pub completion: Vec<Completion>,
+    /// `managed.len() * frame_slots` entries: the owning task index of each slot, or NO_TASK
+    /// (no flags: the owners; [`SchedConfig::entries`] is what the BPF table holds).
     pub table: Vec<u32>,
+    /// Same layout as `table`: the slot is the first of a job of its owner (a job split over
+    /// several ranges of the plan's table is flagged at its first slot only).
+    pub job_start: Vec<bool>,
     /// Same layout as `table`: cpuperf target per slot (1..=PERF_ONE), 0 to leave it alone.
     pub perf: Option<Vec<u32>>,
 }
@@ -178,13 +184,23 @@ impl SchedConfig {
             });
         }
         let mut table = vec![NO_TASK; plan.managed.len() * frame as usize];
+        let mut job_start = vec![false; table.len()];
         for (m, cpu_plan) in plan.cpus.iter().enumerate() {
-            let row = &mut table[m * frame as usize..(m + 1) * frame as usize];
+            let row = m * frame as usize..(m + 1) * frame as usize;
             for r in &cpu_plan.table {
                 let task = cpu_plan.jobs[r.job].task as u32;
                 for s in r.start..r.end.min(frame) {
-                    row[s as usize] = task;
+                    table[row.start + s as usize] = task;
                 }
+            }
+            // the first slot of each job: the earliest start of its ranges
+            let mut first: Vec<Option<u64>> = vec![None; cpu_plan.jobs.len()];
+            for r in cpu_plan.table.iter().filter(|r| r.start < frame) {
+                let f = &mut first[r.job];
+                *f = Some(f.map_or(r.start, |s| s.min(r.start)));
+            }
+            for s in first.into_iter().flatten() {
+                job_start[row.start + s as usize] = true;
             }
         }
         Ok(SchedConfig {
@@ -194,7 +210,9 @@ impl SchedConfig {
             managed: plan.managed.clone(),
             housekeeping,
             tasks: plan.tasks.iter().map(|t| (t.class, t.cpu)).collect(),
+            completion: plan.tasks.iter().map(|t| t.completion).collect(),
             table,
+            job_start,
             perf: None,
         })
     }
@@ -232,6 +250,17 @@ impl SchedConfig {
         Ok(self)
     }
 
+    /// The entries of the BPF table (one half; layout of `table`): the owner with
+    /// [`abi::ENTRY_JOB_START`] at the first slot of each job (src/bpf/tt_sched.bpf.c, I). This,
+    /// not `table`, is what the loader and a table switch write.
+    pub fn entries(&self) -> Vec<u32> {
+        self.table
+            .iter()
+            .zip(&self.job_start)
+            .map(|(&t, &start)| abi::entry(abi::entry_task(t), start))
+            .collect()
+    }
+
     /// Owner of `slot` (absolute) on managed CPU index `m`.
     pub fn owner(&self, m: usize, slot: u64) -> Option<usize> {
         let i = m * self.frame_slots as usize + (slot % self.frame_slots) as usize;
@@ -246,7 +275,7 @@ impl SchedConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{CpuPlan, Selector, Start, Task};
+    use crate::plan::{Completion, CpuPlan, Selector, Start, Task};
     use crate::planner::offline::{Job, Range};
 
     fn task(name: &str, class: Class, cpu: Option<u32>) -> Task {
@@ -256,6 +285,10 @@ mod tests {
             class,
             cpu,
             start: Start::Table,
+            completion: match class {
+                Class::Tt => Completion::Yield,
+                Class::Be => Completion::None,
+            },
         }
     }
 
@@ -322,6 +355,53 @@ mod tests {
         assert_eq!(cfg.owner(0, 6), None);
         assert_eq!(cfg.owner(1, 7), Some(2));
         assert_eq!((cfg.slot_ns, cfg.guard_ns), (1_000_000, 50_000));
+    }
+
+    #[test]
+    fn the_first_slot_of_each_job_carries_the_job_start_flag() {
+        let mut p = plan();
+        // CPU 1: job 0 of a split over [0,1) and [2,3) (flagged once, at 0), b's job at 3
+        p.cpus[0].table = vec![
+            Range {
+                start: 0,
+                end: 1,
+                job: 0,
+            },
+            Range {
+                start: 2,
+                end: 3,
+                job: 0,
+            },
+            Range {
+                start: 3,
+                end: 4,
+                job: 1,
+            },
+        ];
+        let cfg = SchedConfig::from_plan(&p, 50, &[0, 1, 2]).expect("config");
+        let js = abi::ENTRY_JOB_START;
+        assert_eq!(cfg.table, vec![0, NO_TASK, 0, 1, NO_TASK, 2, 2, 2]);
+        assert_eq!(
+            cfg.entries(),
+            vec![js, NO_TASK, 0, 1 | js, NO_TASK, 2 | js, 2, 2]
+        );
+        // the owners stay flag-free
+        assert_eq!(cfg.owner(0, 2), Some(0));
+        assert_eq!(cfg.completion[0], Completion::Yield);
+        assert_eq!(cfg.completion[3], Completion::None);
+    }
+
+    #[test]
+    fn consecutive_jobs_of_one_task_are_each_flagged() {
+        let plan = crate::plan::from_str(
+            r#"{ "slot_us": 1000, "cpus": { "managed": [1], "housekeeping": [0] },
+                 "tasks": [{ "name": "a", "pid": 5, "class": "tt", "cpu": 1, "period": 2, "wcet": 2 }],
+                 "frame_slots": 6 }"#,
+        )
+        .expect("plan");
+        let cfg = SchedConfig::from_plan(&plan, 50, &[0, 1]).expect("config");
+        let js = abi::ENTRY_JOB_START;
+        assert_eq!(cfg.entries(), vec![js, 0, js, 0, js, 0]);
     }
 
     #[test]

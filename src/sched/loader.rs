@@ -7,6 +7,7 @@
 
 use super::affinity;
 use super::config::{SchedConfig, TimerFault, TIMER_FAULT_ENV};
+use super::obs::ObsReader;
 use super::system::SysFs;
 use crate::abi::{self, MAX_TASKS, NO_TASK};
 use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
@@ -359,12 +360,20 @@ impl<'a> Scheduler<'a> {
                 } as u8;
                 ro.task_cpu[t] = cpu.map_or(-1, |c| c as i32);
             }
+            for (t, c) in cfg.completion.iter().enumerate().take(MAX_TASKS) {
+                ro.task_completion[t] = c.abi();
+            }
         }
         let entries = (2 * cfg.table.len()).max(1) as u32;
         skel.maps
             .table
             .set_max_entries(entries)
             .map_err(map_err("table"))?;
+        let obs_entries = (cfg.managed.len() as u64 * abi::OBS_RING).max(1) as u32;
+        skel.maps
+            .slot_obs
+            .set_max_entries(obs_entries)
+            .map_err(map_err("slot_obs"))?;
         let perf_entries = cfg.perf.as_ref().map_or(1, |p| p.len().max(1)) as u32;
         skel.maps
             .perf_target
@@ -374,9 +383,11 @@ impl<'a> Scheduler<'a> {
         let skel =
             scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
 
-        let half = cfg.table.len();
-        write_u32_array(&skel.maps.table, 0, &cfg.table).map_err(map_err("table"))?;
-        write_u32_array(&skel.maps.table, half as u32, &cfg.table).map_err(map_err("table"))?;
+        // the owners with the job-start flags (src/bpf/tt_sched.bpf.c, I)
+        let entries = cfg.entries();
+        let half = entries.len();
+        write_u32_array(&skel.maps.table, 0, &entries).map_err(map_err("table"))?;
+        write_u32_array(&skel.maps.table, half as u32, &entries).map_err(map_err("table"))?;
         if let Some(perf) = &cfg.perf {
             write_u32_array(&skel.maps.perf_target, 0, perf).map_err(map_err("perf_target"))?;
         }
@@ -413,7 +424,8 @@ impl<'a> Scheduler<'a> {
     /// Replace the table from slot `at_slot` on (absolute, in the future; ideally a frame
     /// start), on all managed CPUs at the same boundary: the inactive half of the double-
     /// buffered table is filled, then `table_next`, then `table_switch_slot` are written
-    /// (src/bpf/tt_sched.bpf.c, F). `table` has the layout of `SchedConfig::table`. A previous
+    /// (src/bpf/tt_sched.bpf.c, F). `table` has the layout of `SchedConfig::table` and holds
+    /// BPF entries (`SchedConfig::entries`: owners with job-start flags). A previous
     /// switch must have taken effect (its slot passed) before the next one is requested.
     pub fn switch_table(&mut self, table: &[u32], at_slot: u64) -> Result<(), LoadError> {
         let half = table.len();
@@ -497,6 +509,17 @@ impl<'a> Scheduler<'a> {
             map: "perf_target",
             base: 0,
             len,
+        })
+    }
+
+    /// A reader of the observation ring (src/sched/obs.rs): the `slot_obs` map mmapped
+    /// read-only. `Send`; the mapping keeps the map alive after this scheduler is dropped (it
+    /// then no longer changes: after a restart, take a reader of the new scheduler).
+    pub fn obs_reader(&mut self) -> Result<ObsReader, LoadError> {
+        let fd = self.skel.maps.slot_obs.as_fd();
+        ObsReader::map(fd, &self.managed).map_err(|e| LoadError::Map {
+            map: "slot_obs",
+            msg: format!("mapping the observation ring read-only: {e}"),
         })
     }
 
@@ -619,6 +642,7 @@ impl<'a> Scheduler<'a> {
                 TaskCounters {
                     run_ns: s.run_ns,
                     inside_ns: s.inside_ns,
+                    jobs_done: s.jobs_done,
                 }
             })
             .collect();
@@ -703,6 +727,34 @@ impl<'a> Scheduler<'a> {
             })
         })
         .collect()
+    }
+
+    /// Every program's name and the instructions the kernel's verifier walked to load it
+    /// (`bpf_prog_info.verified_insns`): what the load's time grows with (`-v` prints them).
+    pub fn verified_insns(&self) -> Vec<(String, u32)> {
+        use libbpf_rs::skel::Skel;
+        self.skel
+            .object()
+            .progs()
+            .filter_map(|prog| {
+                // SAFETY: as in `prog_stats`.
+                let mut info: libbpf_rs::libbpf_sys::bpf_prog_info = unsafe { std::mem::zeroed() };
+                let mut len = size_of_val(&info) as u32;
+                let rc = unsafe {
+                    libbpf_rs::libbpf_sys::bpf_prog_get_info_by_fd(
+                        prog.as_fd().as_raw_fd(),
+                        &mut info,
+                        &mut len,
+                    )
+                };
+                (rc == 0).then(|| {
+                    (
+                        prog.name().to_string_lossy().into_owned(),
+                        info.verified_insns,
+                    )
+                })
+            })
+            .collect()
     }
 
     /// How the scheduler ended so far (kind 0 while it runs), read without printing anything.
@@ -797,6 +849,131 @@ impl<'a> Scheduler<'a> {
             state,
             exit: self.exit_info(),
         }
+    }
+}
+
+/// The half of the BPF table that the next switch fills, to be written whole on another thread
+/// (the `switch_table` loader thread, so that the run loop never waits on up to 2^24 entries):
+/// `Scheduler::half_writer` hands it out, [`HalfWriter::write`] fills it, and
+/// `Scheduler::switch_to_written` makes it the table from a slot on. The BPF side never reads
+/// that half until `table_switch_slot` is written (src/bpf/tt_sched.bpf.c, F), so filling it
+/// while the scheduler runs changes nothing that is enforced or accounted.
+pub struct HalfWriter {
+    map: libbpf_rs::MapHandle,
+    written: WrittenHalf,
+}
+
+/// Which half of which map [`HalfWriter::write`] filled, for `Scheduler::switch_to_written`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrittenHalf {
+    /// The kernel's id of the table map (a restart loads a scheduler with another map).
+    map_id: u32,
+    /// 0 or 1.
+    half: u32,
+    /// Entries per half.
+    len: usize,
+}
+
+impl HalfWriter {
+    /// A writer of half `half` (0 or 1) of `len` entries of the u32 ARRAY `map`, which must
+    /// hold both halves (benchmarks and tests pass a map of their own).
+    pub fn new(map: libbpf_rs::MapHandle, half: u32, len: usize) -> Result<Self, LoadError> {
+        let wrong = |msg: String| LoadError::Map { map: "table", msg };
+        if half > 1 || (map.max_entries() as usize) < 2 * len {
+            return Err(wrong(format!(
+                "half {half} of {len} entries does not fit a map of {} entries",
+                map.max_entries()
+            )));
+        }
+        let map_id = map
+            .info()
+            .map_err(|e| wrong(format!("reading the map's id: {e}")))?
+            .info
+            .id;
+        Ok(HalfWriter {
+            map,
+            written: WrittenHalf { map_id, half, len },
+        })
+    }
+
+    /// Fills the half with `table` (the layout of `SchedConfig::table`), in batches.
+    pub fn write(self, table: &[u32]) -> Result<WrittenHalf, LoadError> {
+        let w = self.written;
+        if table.len() != w.len {
+            return Err(LoadError::Map {
+                map: "table",
+                msg: format!(
+                    "a new table must have {} entries, not {}",
+                    w.len,
+                    table.len()
+                ),
+            });
+        }
+        write_u32_array(&self.map, w.half * w.len as u32, table).map_err(map_err("table"))?;
+        Ok(w)
+    }
+}
+
+impl Scheduler<'_> {
+    /// A [`HalfWriter`] of the half the next switch fills: the one no lookup uses once the
+    /// previous switch (if any) has taken effect. Like `switch_table`, only after the previous
+    /// switch's slot has passed.
+    pub fn half_writer(&mut self) -> Result<HalfWriter, LoadError> {
+        let next = self.next_half()?;
+        let map =
+            libbpf_rs::MapHandle::try_from(&self.skel.maps.table).map_err(|e| LoadError::Map {
+                map: "table",
+                msg: format!("duplicating the map fd: {e}"),
+            })?;
+        HalfWriter::new(map, next, self.table_len)
+    }
+
+    /// Whether `written` is the half the next switch of this scheduler fills (not so after a
+    /// restart, which loads another map, or once another switch was written).
+    pub fn is_next_half(&mut self, written: &WrittenHalf) -> bool {
+        let id = self.skel.maps.table.info().map(|i| i.info.id).ok();
+        id == Some(written.map_id)
+            && written.len == self.table_len
+            && self.next_half().ok() == Some(written.half)
+    }
+
+    /// `switch_table` for a table already written by a [`HalfWriter`]: the previous switch
+    /// is folded, then `table_next` and last `table_switch_slot` are written (src/bpf/
+    /// tt_sched.bpf.c, F); a few stores, nothing of the table's size. Changes nothing unless
+    /// `is_next_half(written)`.
+    pub fn switch_to_written(
+        &mut self,
+        written: &WrittenHalf,
+        at_slot: u64,
+    ) -> Result<(), LoadError> {
+        if !self.is_next_half(written) {
+            return Err(LoadError::Map {
+                map: "table",
+                msg: "the half written is not the one this scheduler switches to".into(),
+            });
+        }
+        if self.data_mut()?.table_switch_slot != abi::NO_SWITCH {
+            // fold the previous switch: both lookups now agree on the half in use
+            let bss = self.bss_mut()?;
+            bss.table_active = bss.table_next;
+            self.data_mut()?.table_switch_slot = abi::NO_SWITCH;
+        }
+        self.bss_mut()?.table_next = written.half;
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.data_mut()?.table_switch_slot = at_slot;
+        Ok(())
+    }
+
+    /// The half `switch_table` fills next: the other one than the lookups use once the
+    /// previous switch (if any) has taken effect.
+    fn next_half(&mut self) -> Result<u32, LoadError> {
+        let pending = self.data_mut()?.table_switch_slot != abi::NO_SWITCH;
+        let bss = self.bss_mut()?;
+        Ok(1 - if pending {
+            bss.table_next
+        } else {
+            bss.table_active
+        })
     }
 }
 

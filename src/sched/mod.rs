@@ -1,6 +1,7 @@
 //! Enforcement on a sched_ext kernel: the plan → BPF configuration (pure, [`config`]), the
 //! guard band's choice ([`guard`], pure) and its start-up calibration ([`calibrate`]), the
-//! settle rule of spawned tasks ([`settle`], pure), the system checks and the loader of
+//! settle rule of spawned tasks ([`settle`], pure), the reader of the per-slot observation
+//! ring ([`obs`]: its seqlock decoding is pure), the system checks and the loader of
 //! src/bpf/tt_sched.bpf.c and the spawned tasks (feature `bpf`).
 
 pub mod affinity;
@@ -9,6 +10,7 @@ pub mod config;
 pub mod guard;
 #[cfg(feature = "bpf")]
 pub mod loader;
+pub mod obs;
 pub mod settle;
 #[cfg(feature = "bpf")]
 pub mod spawn;

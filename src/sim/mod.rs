@@ -16,6 +16,10 @@
 //!   record (slot, cpu, kind, task, freq) and the statistics
 //!   arrivals with at_slot == slot are submitted after the decisions (they see slot as spent)
 //! ```
+//! Names: each plan task and each arrival is its own planner task; `remove` addresses the live
+//! periodic task of a name (at most one, see `Names`), so a task removed and admitted again under
+//! its name is removed again by name.
+//!
 //! The actual execution of a job is `wcet · factor` (`ExecModel::Factor`) or uniform in
 //! `[lo, hi] · wcet` from a seeded generator (`ExecModel::Range`); a factor above 1 makes jobs
 //! overrun, which the planner cuts off at their WCET and reports.
@@ -40,6 +44,9 @@ use std::collections::{BTreeMap, HashMap};
 #[serde(deny_unknown_fields)]
 pub struct Arrival {
     pub at_slot: u64,
+    /// Names the job or task in the trace and the report; at most one live periodic task has a
+    /// given name (a periodic admission under a live task's name is refused), aperiodic jobs
+    /// may share names.
     pub name: String,
     pub kind: ArrivalKind,
     /// Slots of execution (WCET), at most [`MAX_JOB_SLOTS`]; unused for `remove`.
@@ -75,7 +82,8 @@ pub enum ArrivalKind {
     /// With `deadline`: firm (guaranteed or rejected); without: soft (served in slack).
     Aperiodic,
     Periodic,
-    /// Removes the task called `name` (a plan task or an admitted periodic task).
+    /// Removes the live periodic task called `name` (a tt task of the plan or an accepted
+    /// periodic admission, not removed since); aperiodic jobs are not removable.
     Remove,
 }
 
@@ -234,13 +242,13 @@ pub fn simulate(
             slot_ns,
         },
     );
-    let mut names: Vec<String> = plan.tasks.iter().map(|t| t.name.clone()).collect();
     let mut wcet_of: HashMap<usize, u64> = HashMap::new();
     for c in &plan.cpus {
         for j in &c.jobs {
             wcet_of.entry(j.task).or_insert(j.wcet);
         }
     }
+    let mut names = Names::of_plan(plan, |t| wcet_of.contains_key(&t));
     let mut order: Vec<&Arrival> = arrivals.iter().collect();
     order.sort_by_key(|a| a.at_slot);
     let mut next_arrival = 0;
@@ -309,7 +317,7 @@ pub fn simulate(
             let st = &mut report.cpus[i];
             *st.freq_residency.entry(format!("{f:.3}")).or_default() += 1;
             let (kind, task) = match d.run {
-                Run::Job { task, kind } => (
+                Run::Job { task, kind, .. } => (
                     match kind {
                         JobKind::Periodic => SlotKind::Tt,
                         JobKind::Firm => SlotKind::Aperiodic,
@@ -379,7 +387,7 @@ pub fn simulate(
                 slot,
                 cpu: plan.cpus[i].cpu,
                 kind,
-                task: task.and_then(|t| names.get(t).cloned()),
+                task: task.and_then(|t| names.of.get(t).cloned()),
                 freq: f,
                 idle_until: d.idle_until,
                 ran_ns,
@@ -405,6 +413,40 @@ pub fn simulate(
         report.energy_j += st.energy_j;
     }
     Ok(SimOutput { report, records })
+}
+
+/// Task names. Every plan task and every arrival gets its own task id (the planner's), named in
+/// the trace by `of`. A name addresses a *live periodic task* — a tt task of the plan's table, or
+/// an accepted periodic admission, not removed since — for `remove`, and at most one live
+/// periodic task has a given name at a time: a periodic admission under a live name is refused.
+/// Aperiodic (firm and soft) jobs are single jobs: any number of them may carry the same name,
+/// also a live periodic task's, and `remove` does not address them.
+struct Names {
+    /// Name of each task id: the plan's tasks first, then one id per arrival.
+    of: Vec<String>,
+    /// The live periodic task of each name, with the slot of its admission (`None`: the plan's).
+    live: HashMap<String, (usize, Option<u64>)>,
+}
+
+impl Names {
+    /// The plan's task names; `in_table(t)` says whether plan task `t` is in the planner (has
+    /// jobs in the table: not a `be` task nor one declared `"start": "admitted"`).
+    fn of_plan(plan: &Plan, in_table: impl Fn(usize) -> bool) -> Names {
+        let of: Vec<String> = plan.tasks.iter().map(|t| t.name.clone()).collect();
+        let live = of
+            .iter()
+            .enumerate()
+            .filter(|&(t, _)| in_table(t))
+            .map(|(t, n)| (n.clone(), (t, None)))
+            .collect();
+        Names { of, live }
+    }
+
+    /// A fresh task id named `name`.
+    fn add(&mut self, name: &str) -> usize {
+        self.of.push(name.to_string());
+        self.of.len() - 1
+    }
 }
 
 /// The rejection in words, naming CPUs by id.
@@ -448,7 +490,7 @@ fn submit(
     planner: &mut Planner,
     plan: &Plan,
     a: &Arrival,
-    names: &mut Vec<String>,
+    names: &mut Names,
     wcet_of: &mut HashMap<usize, u64>,
 ) -> Result<AdmissionRecord, SimError> {
     let bad = |why: String| SimError::Arrival {
@@ -474,20 +516,37 @@ fn submit(
         reason: String::new(),
     };
     if a.kind == ArrivalKind::Remove {
-        let found = names.iter().position(|n| *n == a.name);
-        rec.accepted = found.is_some_and(|t| planner.remove_task(t));
+        // A live periodic task is always in its CPU's template, so the planner finds it.
+        let found = names.live.remove(&a.name);
+        rec.accepted = found.is_some_and(|(t, _)| planner.remove_task(t));
         rec.reason = if rec.accepted {
             "removed; its capacity returns".into()
         } else {
-            "no such live task".into()
+            format!("name = {:?}: no live periodic task has this name", a.name)
         };
         return Ok(rec);
     }
     if a.wcet == 0 {
         return Err(bad("wcet must be at least 1 slot".into()));
     }
-    let task = names.len();
-    names.push(a.name.clone());
+    if a.kind == ArrivalKind::Periodic {
+        rec.kind = "periodic";
+        if a.period.is_none() {
+            return Err(bad("periodic without period".into()));
+        }
+        if let Some(&(_, since)) = names.live.get(&a.name) {
+            rec.reason = format!(
+                "name = {:?}: a live periodic task already has this name ({}); remove it first",
+                a.name,
+                match since {
+                    Some(at) => format!("admitted at slot {at}"),
+                    None => "a task of the plan".into(),
+                }
+            );
+            return Ok(rec);
+        }
+    }
+    let task = names.add(&a.name);
     wcet_of.insert(task, a.wcet);
     let reply = match (a.kind, a.deadline, a.period) {
         (ArrivalKind::Aperiodic, None, _) => {
@@ -512,11 +571,15 @@ fn submit(
             rec.kind = "periodic";
             planner.admit_periodic(task, a.wcet, p, Placement::prefer(cpu))
         }
-        (ArrivalKind::Periodic, _, None) => return Err(bad("periodic without period".into())),
-        (ArrivalKind::Remove, ..) => unreachable!("handled above"),
+        (ArrivalKind::Periodic, _, None) | (ArrivalKind::Remove, ..) => {
+            unreachable!("handled above")
+        }
     };
     match reply {
         Admission::Accepted { cpu, bound } => {
+            if rec.kind == "periodic" {
+                names.live.insert(a.name.clone(), (task, Some(a.at_slot)));
+            }
             rec.accepted = true;
             rec.cpu = Some(plan.managed[cpu]);
             rec.bound_slot = Some(bound);

@@ -204,10 +204,18 @@ pub struct Frame {
     pub owners: HashMap<(u32, u64), Option<String>>,
     /// (cpu, slot) → the record's `ran_ns` (the owner's time), for `tt` records
     pub ran_ns: HashMap<(u32, u64), u64>,
+    /// (cpu, slot) → how late the slot's tick came (the record's `late_ns`): until then BPF
+    /// still enforces the slot before
+    pub late_ns: HashMap<(u32, u64), u64>,
     /// pids a scenario placed on managed CPUs on purpose (an RT load)
     pub allowed: HashSet<u32>,
     /// pids of kernel threads (children of kthreadd, listed by the guest at start and stop)
     pub kthreads: HashSet<u32>,
+    /// task → windows `[from_ns, to_ns)` in which its job is over by the workload's own log
+    /// (tt_jobs: from a job's finish to the next release): a task that ended its job with
+    /// `sched_yield` is runnable there, yet not owed the CPU (docs/plan-format.md
+    /// "completion"); a be start then is counted apart, not judged.
+    pub done: HashMap<String, Vec<(u64, u64)>>,
 }
 
 /// What the witness saw, in figures.
@@ -231,6 +239,11 @@ pub struct Report {
     pub be_over_owner: Vec<BeStart>,
     /// the same within RACE_NS (counted, not a violation)
     pub be_near_race: usize,
+    /// be starts while the owner waited runnable but its job was over by its own log
+    pub be_after_done: usize,
+    /// be starts after the slot's nominal start but before its (late) tick: BPF still ran the
+    /// slot before's decision (tick lateness has checks of its own); counted, not judged
+    pub be_before_tick: usize,
     /// (cpu, slot, record ran_ns - witness owner ns, switches on the CPU in the slot) per tt
     /// record, slot 0 excepted
     pub diffs: Vec<(u32, u64, i64, u64)>,
@@ -552,6 +565,19 @@ impl Frame {
                         continue;
                     };
                     let waited = e.ts_ns - since;
+                    let over = self.done.get(owner).is_some_and(|w| {
+                        w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
+                    });
+                    if over {
+                        r.be_after_done += 1;
+                        continue;
+                    }
+                    let tick = self.slot_start(slot)
+                        + self.late_ns.get(&(e.cpu, slot)).copied().unwrap_or(0);
+                    if e.ts_ns < tick {
+                        r.be_before_tick += 1;
+                        continue;
+                    }
                     if waited < RACE_NS {
                         r.be_near_race += 1;
                         continue;
@@ -583,6 +609,8 @@ struct Rec {
     task: Option<String>,
     #[serde(default)]
     ran_ns: Option<u64>,
+    #[serde(default)]
+    late_ns: Option<u64>,
 }
 
 /// The frame of a run: its summary and trace files (the trace header must carry the summary's
@@ -627,6 +655,9 @@ pub fn frame(
         if let (Some(_), Some(ns)) = (&owner, r.ran_ns) {
             f.ran_ns.insert((r.cpu, r.slot), ns);
         }
+        if let Some(l) = r.late_ns {
+            f.late_ns.insert((r.cpu, r.slot), l);
+        }
         f.owners.insert((r.cpu, r.slot), owner);
     }
     Ok(f)
@@ -639,6 +670,8 @@ pub struct Bounds {
     pub allowed: Vec<u32>,
     /// a tt task's run time outside its own slots, share of its run time (timing)
     pub outside_share: f64,
+    /// per task, windows in which its job is over by the workload's own log ([`Frame::done`])
+    pub done: HashMap<String, Vec<(u64, u64)>>,
     /// share of the tt records whose `ran_ns` may differ from the witness by more than
     /// [`agreement_tol_ns`] (timing: the host descheduling the vCPU thread between
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
@@ -650,6 +683,7 @@ impl Default for Bounds {
     fn default() -> Self {
         Bounds {
             allowed: Vec::new(),
+            done: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
         }
@@ -690,6 +724,8 @@ pub fn check_files(
         Ok(x) => x,
         Err(e) => return c.check(false, format!("{run}: witness: {e}")),
     };
+    let mut f = f;
+    f.done = b.done.clone();
     let r = f.analyse(&events);
     report(c, run, &f, &r, b);
 }
@@ -756,11 +792,14 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
         r.be_over_owner.is_empty(),
         format!(
             "{run}: witness: no be task started while the slot's owner waited runnable >= {} us \
-             ({} starts, {:.3} ms of be run after them; {} starts within the race window){}",
+             ({} starts, {:.3} ms of be run after them; {} starts within the race window, {} \
+             after the owner's job was over by its own log, {} before the slot's late tick){}",
             RACE_NS / 1000,
             r.be_over_owner.len(),
             ms(r.be_over_owner.iter().map(|b| b.ran_ns).sum()),
             r.be_near_race,
+            r.be_after_done,
+            r.be_before_tick,
             if worst.is_empty() {
                 String::new()
             } else {
@@ -1006,6 +1045,26 @@ mod tests {
         let r2 = run(&f, &l2);
         assert!(r2.be_over_owner.is_empty());
         assert_eq!(r2.be_near_race, 1);
+        // a be start before the slot's late tick is BPF still enforcing the slot before:
+        // counted apart; a tick that came before the be start leaves it judged
+        let mut ft = f.clone();
+        ft.late_ns.insert((1, 2), 2_000_000);
+        let rt = run(&ft, &l);
+        assert!(rt.be_over_owner.is_empty());
+        assert_eq!(rt.be_before_tick, 1);
+        ft.late_ns.insert((1, 2), 1_000_000);
+        assert_eq!(run(&ft, &l).be_over_owner.len(), 1);
+        // an owner whose job is over by its own log (it yielded) is not owed the CPU
+        let mut fd = f.clone();
+        fd.done
+            .insert("a".into(), vec![(1_019_000_000, 1_030_000_000)]);
+        let rd = run(&fd, &l);
+        assert!(rd.be_over_owner.is_empty());
+        assert_eq!(rd.be_after_done, 1);
+        // a window that ends before the be start changes nothing
+        fd.done
+            .insert("a".into(), vec![(1_019_000_000, 1_021_000_000)]);
+        assert_eq!(run(&fd, &l).be_over_owner.len(), 1);
         // a kernel thread by pid (not per-CPU by name) is printed apart, not foreign
         let mut fk = f.clone();
         fk.kthreads.insert(99);

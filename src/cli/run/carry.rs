@@ -48,10 +48,15 @@ impl Counters {
 
 fn add_task(a: TaskCounters, b: TaskCounters) -> TaskCounters {
     // every field named: a counter added to the struct must be summed here too
-    let TaskCounters { run_ns, inside_ns } = b;
+    let TaskCounters {
+        run_ns,
+        inside_ns,
+        jobs_done,
+    } = b;
     TaskCounters {
         run_ns: a.run_ns + run_ns,
         inside_ns: a.inside_ns + inside_ns,
+        jobs_done: a.jobs_done + jobs_done,
     }
 }
 
@@ -79,6 +84,7 @@ mod tests {
             tasks: vec![TaskCounters {
                 run_ns: 10,
                 inside_ns: 8,
+                jobs_done: 2,
             }],
             cpus: BTreeMap::from([(1, cpu(100, 1_000))]),
             progs: vec![prog("dispatch", 10, 1_000)],
@@ -88,10 +94,12 @@ mod tests {
                 TaskCounters {
                     run_ns: 5,
                     inside_ns: 5,
+                    jobs_done: 3,
                 },
                 TaskCounters {
                     run_ns: 1,
                     inside_ns: 0,
+                    jobs_done: 0,
                 },
             ],
             cpus: BTreeMap::from([(1, cpu(50, 2_000)), (2, cpu(7, 70))]),
@@ -103,11 +111,13 @@ mod tests {
             vec![
                 TaskCounters {
                     run_ns: 15,
-                    inside_ns: 13
+                    inside_ns: 13,
+                    jobs_done: 5
                 },
                 TaskCounters {
                     run_ns: 1,
-                    inside_ns: 0
+                    inside_ns: 0,
+                    jobs_done: 0
                 }
             ]
         );

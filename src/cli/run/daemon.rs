@@ -256,6 +256,16 @@ impl<'a> Daemon<'a> {
             .planner
             .as_ref()
             .and_then(|p| p.read(|p| p.late_slots()).ok());
+        let loop_counts = live
+            .planner
+            .as_ref()
+            .and_then(|p| p.read(|p| p.loop_closed().then(|| p.counts())).ok())
+            .flatten();
+        if let (Some(path), Some(p)) = (&self.args.planner_log, &live.planner) {
+            if let Ok(Some((header, events))) = p.update(|p| p.take_full_log()) {
+                write_planner_log(path, &header, &events)?;
+            }
+        }
         let switches = live
             .control
             .history()
@@ -270,7 +280,8 @@ impl<'a> Daemon<'a> {
             .summary(&facts)
             .with_energy(energy)
             .with_table_switches(switches)
-            .with_planner_late_slots(late);
+            .with_planner_late_slots(late)
+            .with_planner_loop(loop_counts);
         print!("{}", render_summary(acc, &summary));
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
@@ -292,6 +303,28 @@ impl<'a> Daemon<'a> {
             eprintln!("scx_tt: {msg}");
         }
     }
+}
+
+/// Writes the planner log of `--planner-log` (docs/planner.md, "Conformance").
+fn write_planner_log(
+    path: &std::path::Path,
+    header: &scx_tt::planner::kernel_path::LogHeader,
+    events: &[scx_tt::planner::kernel_path::LogEvent],
+) -> Result<()> {
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("creating the planner log {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    scx_tt::planner::replay::write_log(&mut w, header, events)
+        .and_then(|()| std::io::Write::flush(&mut w))
+        .with_context(|| format!("writing the planner log {}", path.display()))?;
+    if header.truncated {
+        eprintln!(
+            "scx_tt: warning: the planner log {} stopped at {} events",
+            path.display(),
+            events.len()
+        );
+    }
+    Ok(())
 }
 
 /// sched_ext present and free, the plan's CPUs online; returns the online CPUs.

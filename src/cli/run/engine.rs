@@ -1,20 +1,25 @@
 //! The run's side of the control protocol: [`scx_tt::control::Engine`] over the loaded BPF
-//! scheduler, CLOCK_MONOTONIC, the planner behind its lock and the [`PlanLoader`] thread.
+//! scheduler, CLOCK_MONOTONIC, the planner behind its lock and the [`PlanLoader`] thread. A
+//! switch's table is written into the kernel's inactive half on the loader thread
+//! (`HalfWriter`); the run loop then writes only `table_next` and `table_switch_slot`
+//! (`Scheduler::switch_to_written`), and prints how long each step took.
 
-use super::plan_loader::PlanLoader;
+use super::plan_loader::{PlanLoader, Stage};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Engine;
 use scx_tt::plan::{LoadError, Plan};
 use scx_tt::planner::kernel_path::KernelPlanner;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::config::SchedConfig;
-use scx_tt::sched::loader::Scheduler;
+use scx_tt::sched::loader::{Scheduler, WrittenHalf};
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 pub struct RunEngine<'a, 'obj> {
     pub sched: &'a mut Scheduler<'obj>,
-    /// Loads the plans of `switch_table` requests on a worker thread.
-    pub loader: &'a mut PlanLoader,
+    /// Loads the plans of `switch_table` requests on a worker thread, and writes their tables
+    /// into the kernel's inactive half there.
+    pub loader: &'a mut PlanLoader<WrittenHalf>,
     /// The guard band the run was loaded with, us (a new table is configured with it).
     pub guard_us: u64,
     /// The machine's online CPUs (the housekeeping set of a new table's configuration).
@@ -30,7 +35,21 @@ impl Engine for RunEngine<'_, '_> {
     }
 
     fn start_load(&mut self, path: &Path) {
-        self.loader.start(path, self.guard_us, self.online);
+        // the loader thread writes the table into the half the switch takes it from; without
+        // a writer (it could not be had) the table is written on the run loop
+        let stage: Option<Stage<WrittenHalf>> = match self.sched.half_writer() {
+            Ok(w) => Some(Box::new(move |t: &[u32]| {
+                w.write(t).map_err(|e| e.to_string())
+            })),
+            Err(e) => {
+                self.warn(&format!(
+                    "the table of {} will be written on the run loop: {e}",
+                    path.display()
+                ));
+                None
+            }
+        };
+        self.loader.start(path, self.guard_us, self.online, stage);
     }
 
     fn poll_load(&mut self) -> Option<Result<Plan, LoadError>> {
@@ -38,18 +57,60 @@ impl Engine for RunEngine<'_, '_> {
     }
 
     fn write_table(&mut self, plan: &Plan, at_slot: u64) -> Result<(), String> {
-        // the table the loader built for this plan, off the run loop; else built now
-        let table = match self.loader.take_table() {
-            Some(table) => table?,
-            None => {
-                SchedConfig::from_plan(plan, self.guard_us, self.online)
-                    .map_err(|e| format!("configuring the scheduler: {e}"))?
-                    .table
+        let t0 = Instant::now();
+        // the table the loader thread built for this plan, and wrote into the kernel's
+        // inactive half; else built now
+        let tab = self.loader.take_table().transpose()?;
+        let staged = match tab.as_ref().and_then(|t| t.staged.as_ref()) {
+            Some(Ok(w)) if self.sched.is_next_half(w) => {
+                self.sched
+                    .switch_to_written(w, at_slot)
+                    .map_err(|e| e.to_string())?;
+                true
             }
+            // the loader thread's write failed: nothing changed, the switch is refused
+            Some(Err(e)) => return Err(e.clone()),
+            // no writer, or another map since (a restart): the whole table on the run loop
+            _ => false,
         };
-        self.sched
-            .switch_table(&table, at_slot)
-            .map_err(|e| e.to_string())
+        let times = tab.as_ref().map(|t| t.times);
+        if !staged {
+            let table = match tab {
+                Some(t) => t.table,
+                None => SchedConfig::from_plan(plan, self.guard_us, self.online)
+                    .map_err(|e| format!("configuring the scheduler: {e}"))?
+                    .entries(),
+            };
+            self.sched
+                .switch_table(&table, at_slot)
+                .map_err(|e| e.to_string())?;
+        }
+        let held = t0.elapsed();
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let off_loop = times.map_or(String::new(), |t| {
+            format!(
+                "plan loaded in {:.1} ms, table built in {:.1} ms{} on the loader thread, \
+                 taken {:.1} ms after; ",
+                ms(t.load),
+                ms(t.table),
+                if staged {
+                    format!(" and written to the kernel in {:.1} ms", ms(t.stage))
+                } else {
+                    String::new()
+                },
+                ms(t0.saturating_duration_since(t.done))
+            )
+        });
+        let on_loop = if staged {
+            "switch written"
+        } else {
+            "table written"
+        };
+        self.note(&format!(
+            "switch_table timing: {off_loop}{on_loop} on the run loop in {:.3} ms",
+            ms(held)
+        ));
+        Ok(())
     }
 
     fn with_planner<R>(

@@ -13,12 +13,14 @@ use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
+use scx_tt::planner::kernel_path::SlotObs;
 use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner};
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::{Scheduler, TableWriter};
+use scx_tt::sched::obs::{ObsFollower, ObsReader};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -35,6 +37,8 @@ pub struct PlannerLoop {
 pub struct Writers {
     pub table: TableWriter,
     pub perf: TableWriter,
+    /// The closed loop: BPF's per-slot observations, read each turn.
+    pub obs: Option<ObsReader>,
 }
 
 /// The planner of `--planner POLICY`, deciding from the table `cfg` loads (all at full speed).
@@ -63,9 +67,16 @@ pub fn kernel_planner(
         &plan.planner_inputs(),
         plan.tasks.len(),
         config,
-        cfg.table.clone(),
+        cfg.entries(),
     )
     .context("planner mode")?;
+    let mut planner = planner;
+    if !args.planner_open_loop {
+        planner.close_loop();
+    }
+    if args.planner_log.is_some() {
+        planner.enable_log();
+    }
     Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)))
 }
 
@@ -93,9 +104,15 @@ impl PlannerLoop {
         plan: &Plan,
         clock: SlotClock,
     ) -> Result<Self> {
+        let closed = planner.read(|p| p.loop_closed()).unwrap_or(false);
         let writers = Writers {
             table: sched.table_writer()?,
             perf: sched.perf_writer()?,
+            obs: if closed {
+                Some(sched.obs_reader()?)
+            } else {
+                None
+            },
         };
         Self::start(
             planner.clone(),
@@ -184,11 +201,39 @@ fn run(
     clock: SlotClock,
     stop: &AtomicBool,
 ) -> Result<()> {
+    // the closed loop reads every slot that closes from this thread's start on (after a
+    // restart, the slots of the gap were never published: the planner counts them whole)
+    let mut follower = writers.obs.as_ref().map(|r| {
+        let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
+        (ObsFollower::new(r.managed().len(), first), r)
+    });
+    let mut batch = Vec::new();
     while !stop.load(Ordering::SeqCst) {
         let cur = clock.slot_at(monotonic_ns());
+        if let (Some((f, reader)), Some(c)) = (follower.as_mut(), cur) {
+            f.poll(
+                c,
+                |m, slot| reader.read_index(m, slot),
+                |m, o| {
+                    batch.push((
+                        m,
+                        o.slot,
+                        SlotObs::Seen {
+                            owner: o.owner,
+                            done: o.done,
+                            owner_ns: o.owner_ns,
+                            avail_ns: o.avail_ns,
+                        },
+                    ))
+                },
+            );
+        }
         // takes the planner lock only when a slot up to cur + lead is undecided: an admission
-        // decides the slots its run covers first (planner::shared)
-        let adv = online.turn(cur).context("stepping the planner")?;
+        // decides the slots its run covers first (planner::shared); observations are applied
+        // by whoever holds the planner next
+        let adv = online
+            .turn_observing(cur, std::mem::take(&mut batch))
+            .context("stepping the planner")?;
         for w in &adv.writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
             if let Some(perf) = w.perf {

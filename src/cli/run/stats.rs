@@ -4,6 +4,7 @@
 //! feeding the same records.
 
 use super::energy::LiveEnergy;
+use super::obs_test::ObsTest;
 use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::RingBuffer;
@@ -26,6 +27,8 @@ pub struct Stats {
     trace: Option<BufWriter<File>>,
     /// Records read from the ring buffer, not yet accounted.
     samples: Rc<RefCell<Vec<SlotSample>>>,
+    /// The test hook `SCX_TT_TEST_OBS` (obs_test.rs): the observation ring against the records.
+    pub obs_test: Option<ObsTest>,
 }
 
 impl Stats {
@@ -59,6 +62,9 @@ impl Stats {
                 let header = TraceHeader::kernel(clock.slot_ns, clock.t0_ns, &cfg.managed);
                 serde_json::to_writer(&mut w, &header).context("writing the trace")?;
                 w.write_all(b"\n").context("writing the trace")?;
+                // the header at once: the slot grid is there for whoever aligns to it (a
+                // workload reading t0_ns from it, tt_jobs --t0-from)
+                w.flush().context("writing the trace")?;
                 Some(w)
             }
             None => None,
@@ -68,6 +74,7 @@ impl Stats {
             energy,
             trace,
             samples: Rc::default(),
+            obs_test: ObsTest::from_env(&cfg.managed)?,
         })
     }
 
@@ -80,6 +87,9 @@ impl Stats {
     /// Accounts the records read so far: accounting, energy estimate, trace.
     pub fn drain(&mut self) -> Result<()> {
         for s in self.samples.borrow_mut().drain(..) {
+            if let Some(t) = self.obs_test.as_mut() {
+                t.record(&s);
+            }
             self.acc.add(&s);
             let rec = self.acc.trace_record(&s);
             self.energy.record(&rec);
@@ -94,6 +104,9 @@ impl Stats {
     pub fn flush_trace(&mut self) -> Result<()> {
         if let Some(w) = self.trace.as_mut() {
             w.flush().context("writing the trace")?;
+        }
+        if let Some(t) = self.obs_test.as_mut() {
+            t.finish()?;
         }
         Ok(())
     }

@@ -86,7 +86,8 @@ start_scx_tt() {
 # NAME ARGS with the control socket $SOCK, the trace in /out/NAME.trace.jsonl and the summary in
 # /out/NAME.json (what the host's Vm::check_control reads), for tt.duration_s seconds
 # (DEFAULT_DURATION_S when not given), with the witness recording (finish_scx_tt NAME stops it:
-# /out/NAME.witness).
+# /out/NAME.witness). Returns once sched_ext reads `enabled` (NAME_enable_ms: how long after
+# the start; "timeout" after 30 s).
 start_control_run() {
   # run_scx_tt and start_scx_tt set the (global) name: keep this one apart.
   control_run=$1 warmup_s=$2; shift 2
@@ -95,6 +96,9 @@ start_control_run() {
   start_scx_tt "$control_run" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
     --control "$SOCK" --trace "$OUT/$control_run.trace.jsonl" \
     --summary-json "$OUT/$control_run.json"
+  # the scenario's sleeps count from the attach, not from the start: the load (the kernel's
+  # verifier, seconds under TCG) would otherwise eat into them
+  result "${control_run}_enable_ms" "$(wait_state enabled 30000)"
 }
 
 # finish_scx_tt NAME: waits for the scx_tt of start_scx_tt; its exit code goes into the results

@@ -182,7 +182,9 @@ fn check_trace(
             .collect()
     };
     for (from, to, min, what) in [
-        (0, first, 100, format!("before first_slot {first}")),
+        // at least 50 records on each side (the admission comes about 2 s in, but how many
+        // slots that is depends on the TCG start-up: first_slot was 75-97 in session 7)
+        (0, first, 50, format!("before first_slot {first}")),
         (clean_from, u64::MAX, 50, format!("from slot {clean_from}")),
     ] {
         let wrong = wrong(from, to);

@@ -46,7 +46,7 @@ seq0=$(cat $SCX/enable_seq)
 hp0=$(cat $SCX/hotplug_seq)
 echo "tt-vm: run scx_tt --table $P/switch_a.json --control $SOCK; CPU 2 goes offline"
 witness_start
-scx_tt --table $P/switch_a.json --duration-s "$D" --control $SOCK \
+scx_tt -v --table $P/switch_a.json --duration-s "$D" --control $SOCK \
   --trace $OUT/hotplug.trace.jsonl --summary-json $OUT/hotplug.json --timeline-slots 40 \
   > $OUT/hotplug.out 2> $OUT/hotplug.err &
 pid=$!
@@ -82,7 +82,7 @@ result cpu2_back_rc $?
 # 3. planner mode: the same hotplug; the planner goes on with a new thread
 echo "tt-vm: run scx_tt --table $P/switch_a.json --planner bss; CPU 2 goes offline"
 witness_start
-scx_tt --table $P/switch_a.json --planner bss --duration-s 8 --trace $OUT/planner.trace.jsonl \
+scx_tt --table $P/switch_a.json --planner bss --duration-s 10 --trace $OUT/planner.trace.jsonl \
   --summary-json $OUT/planner.json > $OUT/planner.out 2> $OUT/planner.err &
 pid=$!
 result planner_enable_ms "$(wait_state enabled 30000)"

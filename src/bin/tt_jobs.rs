@@ -1,0 +1,244 @@
+//! tt_jobs: a periodic job workload for the job-completion tests (docs/plan-format.md,
+//! `completion`; tests/vm/scenarios/completion).
+//!
+//! Job k is released at `t0 + k * period` (on the slot grid when `t0` is scx_tt's: `--t0-ns`,
+//! or `--t0-from` a `--trace` file whose header carries it; free-running from the start
+//! otherwise). Each job spins a random share of `--exec-us` of the thread's own CPU time
+//! (`CLOCK_THREAD_CPUTIME_ID`, so preemption does not shorten it), drawn uniformly from
+//! `--exec-min-pct..=--exec-max-pct` with a seeded generator, and then ends by `--end`:
+//!
+//! - `yield`: `sched_yield()`, then wait for the next release spinning (runnable: a scheduler
+//!   that honours the yield as a job end must not run it again before its next job);
+//! - `block`: sleep until the next release (`--nap-us N`: in naps of N us, each wake-up a
+//!   runnable thread whose job is done);
+//! - `none`: spin until the next release.
+//!
+//! A job released while the previous one still runs starts as soon as that one ends. Every job
+//! gets one line in `--log`: `release_ns finish_ns exec_ns` (CLOCK_MONOTONIC ns; `finish_ns`
+//! is taken right before the job's end action), so a test can judge deadlines and completions
+//! from the kernel's trace and this log instead of the scheduler's report. The line is written
+//! when the next job is released, not between the finish and the end action (a write there
+//! would delay the yield or the block); the last job's line is lost when the process is killed.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use scx_tt::clock::{monotonic_ns, sleep_until_ns};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Periodic jobs of random execution time, ended by sched_yield, by blocking, or not at all.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Release period in microseconds.
+    #[arg(long)]
+    period_us: u64,
+    /// Execution budget of a job in microseconds of thread CPU time (100 %).
+    #[arg(long)]
+    exec_us: u64,
+    /// Smallest share of --exec-us a job runs, percent.
+    #[arg(long, default_value_t = 30)]
+    exec_min_pct: u64,
+    /// Largest share of --exec-us a job runs, percent.
+    #[arg(long, default_value_t = 100)]
+    exec_max_pct: u64,
+    /// Seed of the execution-time draws.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// How a job ends.
+    #[arg(long, value_enum)]
+    end: End,
+    /// CLOCK_MONOTONIC ns of slot 0: releases are at t0 + k * period.
+    #[arg(long, conflicts_with = "t0_from")]
+    t0_ns: Option<u64>,
+    /// Read t0 from the `t0_ns` of the first line of this file (scx_tt's `--trace` header),
+    /// waiting up to 30 s for it to appear.
+    #[arg(long)]
+    t0_from: Option<PathBuf>,
+    /// `--end block`: sleep in naps of this many microseconds (0: one sleep per job).
+    #[arg(long, default_value_t = 0)]
+    nap_us: u64,
+    /// Stop after this many jobs (default: run until killed).
+    #[arg(long)]
+    jobs: Option<u64>,
+    /// One line per job: `release_ns finish_ns exec_ns`.
+    #[arg(long)]
+    log: PathBuf,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum End {
+    Yield,
+    Block,
+    None,
+}
+
+/// splitmix64: a small, seeded, well-mixed generator (no dependency for a test workload).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn between(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+/// The execution time of a job: `exec_ns` × a share drawn in `min_pct..=max_pct` percent, at
+/// 0.01 % resolution.
+fn draw_exec_ns(rng: &mut SplitMix, exec_ns: u64, min_pct: u64, max_pct: u64) -> u64 {
+    let basis_points = rng.between(min_pct * 100, max_pct * 100);
+    (exec_ns as u128 * basis_points as u128 / 10_000) as u64
+}
+
+/// The first release at or after `now`: `t0 + k * period`.
+fn first_release(t0: u64, period: u64, now: u64) -> u64 {
+    if now <= t0 {
+        return t0;
+    }
+    t0 + (now - t0).div_ceil(period) * period
+}
+
+/// CPU time of the calling thread, ns.
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Spins until the thread has used `ns` more CPU time.
+fn spin_cpu(ns: u64) {
+    let end = thread_cpu_ns() + ns;
+    while thread_cpu_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+fn spin_until(ns: u64) {
+    while monotonic_ns() < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// `t0_ns` of the first line of `path` (a JSON object), waiting for the file and the line.
+fn t0_from(path: &Path) -> Result<u64> {
+    let start = Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Some(line) = text.lines().next().filter(|_| text.contains('\n')) {
+                let v: serde_json::Value = serde_json::from_str(line)
+                    .with_context(|| format!("the first line of {}", path.display()))?;
+                return v["t0_ns"]
+                    .as_u64()
+                    .with_context(|| format!("{} has no t0_ns in its header", path.display()));
+            }
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("{} did not get its header line within 30 s", path.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn main() -> Result<()> {
+    let args = Args::parse();
+    if args.period_us == 0 || args.exec_us == 0 {
+        bail!("--period-us and --exec-us must be positive");
+    }
+    if args.exec_min_pct > args.exec_max_pct || args.exec_max_pct > 100 {
+        bail!(
+            "--exec-min-pct {} .. --exec-max-pct {} must be an interval within 0..=100",
+            args.exec_min_pct,
+            args.exec_max_pct
+        );
+    }
+    let file = std::fs::File::create(&args.log)
+        .with_context(|| format!("creating {}", args.log.display()))?;
+    let mut log = std::io::LineWriter::new(file);
+    writeln!(log, "# release_ns finish_ns exec_ns").context("writing the log")?;
+    let t0 = match (&args.t0_from, args.t0_ns) {
+        (Some(p), _) => t0_from(p)?,
+        (None, Some(t0)) => t0,
+        (None, None) => monotonic_ns(),
+    };
+    let period = args.period_us * 1000;
+    let mut rng = SplitMix(args.seed);
+    let mut release = first_release(t0, period, monotonic_ns());
+    let mut done = 0u64;
+    // the previous job's line, written once the next job is released
+    let mut pending: Option<(u64, u64, u64)> = None;
+    while args.jobs.is_none_or(|n| done < n) {
+        sleep_until_ns(release);
+        if let Some((r, f, e)) = pending.take() {
+            writeln!(log, "{r} {f} {e}").context("writing the log")?;
+        }
+        let exec = draw_exec_ns(
+            &mut rng,
+            args.exec_us * 1000,
+            args.exec_min_pct,
+            args.exec_max_pct,
+        );
+        spin_cpu(exec);
+        let finish = monotonic_ns();
+        pending = Some((release, finish, exec));
+        done += 1;
+        let next = release + period;
+        match args.end {
+            End::Yield => {
+                // SAFETY: no arguments.
+                unsafe { libc::sched_yield() };
+                spin_until(next);
+            }
+            End::Block if args.nap_us > 0 => {
+                while monotonic_ns() < next {
+                    sleep_until_ns(next.min(monotonic_ns() + args.nap_us * 1000));
+                }
+            }
+            End::Block => sleep_until_ns(next),
+            End::None => spin_until(next),
+        }
+        release = next;
+    }
+    if let Some((r, f, e)) = pending {
+        writeln!(log, "{r} {f} {e}").context("writing the log")?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn releases_are_on_the_grid_at_or_after_now() {
+        assert_eq!(first_release(1_000, 100, 500), 1_000);
+        assert_eq!(first_release(1_000, 100, 1_000), 1_000);
+        assert_eq!(first_release(1_000, 100, 1_001), 1_100);
+        assert_eq!(first_release(1_000, 100, 1_250), 1_300);
+    }
+
+    #[test]
+    fn execution_draws_stay_in_the_share_and_follow_the_seed() {
+        let mut a = SplitMix(7);
+        let mut b = SplitMix(7);
+        for _ in 0..1_000 {
+            let x = draw_exec_ns(&mut a, 20_000_000, 30, 100);
+            assert!((6_000_000..=20_000_000).contains(&x), "{x}");
+            assert_eq!(x, draw_exec_ns(&mut b, 20_000_000, 30, 100));
+        }
+        // a single share is exact
+        assert_eq!(draw_exec_ns(&mut a, 1_000, 50, 50), 500);
+    }
+}
