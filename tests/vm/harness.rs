@@ -591,6 +591,10 @@ impl CpuSummary {
 pub struct Checks {
     failures: Vec<String>,
     timing_failures: Vec<String>,
+    /// The largest median lateness of the scheduler's BPF timers the witness measured in this
+    /// measurement, from the kernel's own hrtimer trace (not scx_tt's records): how slow the
+    /// emulated platform was ([`NOISY_TIMER_P50_NS`]).
+    timer_late_p50_ns: Option<u64>,
 }
 
 impl Checks {
@@ -617,6 +621,17 @@ impl Checks {
             .collect()
     }
 
+    /// Notes a median timer lateness the witness measured (the largest of a measurement counts).
+    pub fn note_timer_late_p50(&mut self, ns: u64) {
+        self.timer_late_p50_ns = Some(self.timer_late_p50_ns.map_or(ns, |x| x.max(ns)));
+    }
+
+    /// The platform was too slow to judge timing: the witness measured a median timer lateness
+    /// of at least [`NOISY_TIMER_P50_NS`].
+    fn platform_too_slow(&self) -> bool {
+        self.timer_late_p50_ns.is_some_and(|x| x >= NOISY_TIMER_P50_NS)
+    }
+
     /// Only timing checks failed.
     pub fn only_timing_failed(&self) -> bool {
         self.failures.is_empty() && !self.timing_failures.is_empty()
@@ -635,11 +650,21 @@ impl Checks {
 /// make a false failure rare (docs/vm-harness.md).
 pub const TIMING_TRIES: u32 = 3;
 
+/// A measurement whose slot timers came this late or later at the median, by the kernel's own
+/// hrtimer trace (the witness), ran on a host too slow or too loaded for the timing bounds: on
+/// this machine the median is 65-285 us (tick callback 40-50 us); a CI host that failed every
+/// timing bound three times over had slot-tick medians of 460-930 us and 190 us tick callbacks
+/// (scx_tt's records; 2026-11-22). When every measurement only missed timing bounds and every
+/// one was that slow, the timing failures are printed as not judged and the test passes on its
+/// exact checks; the figures stay printed (docs/vm-harness.md, "Timing bounds").
+pub const NOISY_TIMER_P50_NS: u64 = 400_000;
+
 /// Measures with `measure` (given a label per try) until a measurement passes, fails an exact
 /// check (never measured again), or TIMING_TRIES measurements failed only timing bounds; the last
 /// measurement decides and every one is printed.
 pub fn measure_until_settled(label: &str, measure: impl Fn(&str) -> Checks) {
     let mut c = measure(label);
+    let mut all_slow = c.platform_too_slow();
     for k in 2..=TIMING_TRIES {
         if !c.only_timing_failed() {
             break;
@@ -649,6 +674,17 @@ pub fn measure_until_settled(label: &str, measure: impl Fn(&str) -> Checks) {
             c.failures().join("; ")
         );
         c = measure(&format!("{label}-try{k}"));
+        all_slow &= c.platform_too_slow();
+    }
+    if c.only_timing_failed() && all_slow {
+        println!(
+            "--- TIMING NOT JUDGED: every one of {TIMING_TRIES} measurements missed only timing \
+             bounds, and in each the scheduler's timers came >= {} us late at the median by the \
+             kernel's trace: this host is too slow for the bounds (NOISY_TIMER_P50_NS). Missed: {}",
+            NOISY_TIMER_P50_NS / 1000,
+            c.failures().join("; ")
+        );
+        return;
     }
     c.finish();
 }
@@ -668,11 +704,19 @@ mod tests {
     /// How many measurements `measure_until_settled` takes when try k fails as `fail(k)` says
     /// (`Some(true)`: a timing check, `Some(false)`: an exact one), and whether it passed.
     fn settle(fail: impl Fn(u32) -> Option<bool>) -> (u32, bool) {
+        settle_on(fail, |_| None)
+    }
+
+    /// [`settle`] with the timer lateness the witness notes in try k.
+    fn settle_on(fail: impl Fn(u32) -> Option<bool>, p50: impl Fn(u32) -> Option<u64>) -> (u32, bool) {
         let calls = std::cell::Cell::new(0);
         let passed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             measure_until_settled("t", |_| {
                 calls.set(calls.get() + 1);
                 let mut c = Checks::default();
+                if let Some(ns) = p50(calls.get()) {
+                    c.note_timer_late_p50(ns);
+                }
                 match fail(calls.get()) {
                     Some(true) => c.check_timing(false, format!("late, try {}", calls.get())),
                     Some(false) => c.check(false, "foreign time".into()),
@@ -693,5 +737,21 @@ mod tests {
         assert_eq!(settle(|_| Some(false)), (1, false));
         // Timing failures on every try fail after TIMING_TRIES measurements.
         assert_eq!(settle(|_| Some(true)), (TIMING_TRIES, false));
+    }
+
+    #[test]
+    fn timing_is_not_judged_only_when_every_measurement_was_too_slow() {
+        let slow = NOISY_TIMER_P50_NS;
+        // every try missed timing on a too slow host: passes after TIMING_TRIES measurements
+        assert_eq!(settle_on(|_| Some(true), |_| Some(slow)), (TIMING_TRIES, true));
+        // one try was fast enough to judge: its timing failure counts
+        assert_eq!(
+            settle_on(|_| Some(true), |k| Some(if k == 2 { slow - 1 } else { slow })),
+            (TIMING_TRIES, false)
+        );
+        // no witness figure: judged as before
+        assert_eq!(settle_on(|_| Some(true), |_| None), (TIMING_TRIES, false));
+        // an exact failure on a slow host still fails at once
+        assert_eq!(settle_on(|_| Some(false), |_| Some(slow)), (1, false));
     }
 }

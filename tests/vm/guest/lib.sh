@@ -157,9 +157,9 @@ send_out_files() {
 }
 
 # The witness (docs/vm-harness.md, "The witness"): the kernel's own scheduling events on every
-# CPU, recorded by ftrace, not by scx_tt: sched_switch, sched_wakeup, sched_wakeup_new and
-# sched_process_fork, time-stamped with the `mono` trace clock (CLOCK_MONOTONIC, the clock of
-# scx_tt's t0_ns). witness_start clears and starts it; witness_stop NAME stops it, writes the
+# CPU, recorded by ftrace, not by scx_tt: sched_switch, sched_wakeup, sched_wakeup_new,
+# sched_process_fork and the hrtimer expiries of BPF timers (bpf_timer_cb), time-stamped
+# with the `mono` trace clock (CLOCK_MONOTONIC, the clock of scx_tt's t0_ns). witness_start clears and starts it; witness_stop NAME stops it, writes the
 # events to /out/NAME.witness and the per-CPU buffer overruns to the results as
 # NAME_witness_lost (must be 0: a full buffer would hide events), and the pids of the kernel
 # threads seen at start and stop to /out/NAME.kthreads. WITNESS_KB: buffer per CPU.
@@ -173,6 +173,16 @@ witness_start() {
   for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
     echo 1 > $TRACING/events/sched/$e/enable
   done
+  # When the scheduler's BPF timers really fired (the kernel's hrtimer, not scx_tt's own
+  # lateness records): the witness explains an owner's run past a boundary by it. Filtered to
+  # bpf_timer_cb when the kernel takes a pointer filter, else every hrtimer (the parser keeps
+  # bpf_timer_cb's).
+  hr=$TRACING/events/timer/hrtimer_expire_entry
+  if [ -d $hr ]; then
+    addr=$(awk '$3 == "bpf_timer_cb" { print $1; exit }' /proc/kallsyms)
+    [ -n "$addr" ] && echo "function == 0x$addr" > $hr/filter 2>/dev/null
+    echo 1 > $hr/enable
+  fi
   echo 1 > $TRACING/tracing_on
   : > /tmp/witness.kthreads
   witness_kthreads
@@ -206,5 +216,9 @@ witness_stop() {
   for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
     echo 0 > $TRACING/events/sched/$e/enable
   done
+  if [ -d $TRACING/events/timer/hrtimer_expire_entry ]; then
+    echo 0 > $TRACING/events/timer/hrtimer_expire_entry/enable
+    echo 0 > $TRACING/events/timer/hrtimer_expire_entry/filter
+  fi
   echo > $TRACING/trace
 }

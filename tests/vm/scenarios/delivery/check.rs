@@ -207,9 +207,15 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
         // a) and e)
         check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
         check_run(c, "loaded", &loaded, Some(ISSUE_BOUNDS));
-        // the same runs judged by the kernel's own switch trace
-        witness::check(c, out, "quiet", &witness::Bounds::default());
-        witness::check(c, out, "loaded", &witness::Bounds::default());
+        // the same runs judged by the kernel's own switch and timer trace: the scheduler's
+        // share of the outside time (what an owner ran past its boundary once the timer had
+        // fired) within the issue's 2 %
+        let issue = witness::Bounds {
+            outside_share: MAX_OUTSIDE_PCT / 100.0,
+            ..witness::Bounds::default()
+        };
+        witness::check(c, out, "quiet", &issue);
+        witness::check(c, out, "loaded", &issue);
 
         // b) housekeeping load costs at most 5 points of tt delivery.
         for q in quiet.tasks.iter().filter(|t| t.class == "tt") {
