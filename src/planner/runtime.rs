@@ -15,6 +15,18 @@
 //! policy, charging it to the spare capacity immediately. Admissions between `step(s)` and
 //! `step(s+1)` therefore see slot `s` as spent and guarantee from slot `s+1` on.
 //!
+//! On the kernel path observations come late (a slot's BPF result is read after the planner has
+//! decided slots ahead of it), so there the protocol is the deferred one:
+//! ```text
+//! planner.defer_observations(window)               // step no longer reconciles slot s-1
+//! loop:
+//!   planner.step(s, &[])                           // decide slot s (ahead of the kernel)
+//!   planner.observe(cpu, t, observation of t)      // any decided t not reconciled yet, in order;
+//!                                                  // returns the decided slots it voided
+//! ```
+//! A pending slot older than `window` (or skipped by a later `observe`) is reconciled with the
+//! worst case and counted (`unobserved`); docs/planner.md, "Observations: the closed loop".
+//!
 //! # Multicore negotiation (in the spirit of Schorr's global acceptance test)
 //! A firm job is tested on the requested CPU first; if that CPU rejects (or none was requested),
 //! on the other CPUs from the least loaded on (load = slots of guaranteed work per frame in the

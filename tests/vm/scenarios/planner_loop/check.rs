@@ -14,9 +14,9 @@
 //!   static share (voided slots rewritten to be work), tt-f owns exactly 5 slots for every
 //!   accepted job (completion none never ends a job early);
 //! - every accepted firm job got its 5 slots before its deadline, from the trace;
-//! - printed, not judged: the free capacity before each request's deadline with the loop
-//!   closed and on its worst-case twin (the replay of the same log without observations), and
-//!   the admissions accepted only with reclaim;
+//! - printed, not judged: the requests accepted only with reclaim (the worst-case twin, the
+//!   replay of the same log without observations, rejects them) and the free capacity before
+//!   each request's deadline on both;
 //! - conformance: the replay names the owner the kernel ran in 100 % of the slots when no slot
 //!   was decided late, ≥ 99 % otherwise (every difference listed);
 //! - the witness (the kernel's sched_switch trace) judges the run;
@@ -128,14 +128,17 @@ fn replay(c: &mut Checks, out: &VmOutput, late: u64) {
         worst_free += free(b).min(FIRM_WCET as i64);
         only += usize::from(l.ends_with("accepted only with reclaim"));
     }
+    // Printed, not judged: whether a request finds tt-a's job done depends on the phase it
+    // arrives at and on tt-a's drawn execution, and on this workload only requests at slots 2-3
+    // of tt-a's period can gain (later ones find the current interval nearly spent either way,
+    // the next one full): 1-2 of 16 live requests (2026-11-23), 0 of 48 while the control
+    // socket was served every 100 ms, which put every request at slot 2 of tt-a's period;
+    // 1-3 % of requests in simulation (tests/planner_late_obs.rs). The reclaim itself is
+    // judged there and in tests/planner_replay.rs; docs/planner.md has the analysis.
     println!(
-        "--- free slots before the deadlines of the requests (capped at the WCET): closed loop \
-         {closed_free}, worst case {worst_free}; {only} admissions accepted only with reclaim"
+        "--- {only} of {REQUESTS} firm requests accepted only with reclaim (free slots before \
+         the deadlines, capped at the WCET: closed {closed_free}, worst case {worst_free})"
     );
-    // printed, not judged: on this workload the live runs so far saw the same free capacity
-    // as the worst case at every request (docs/planner.md, "Observations: the closed loop");
-    // the reclaim itself is judged in tests/planner_late_obs.rs and tests/planner_replay.rs
-    let _ = (closed_free, worst_free, only);
 }
 
 fn check_run(c: &mut Checks, out: &VmOutput, s: &Summary, trace: &[SlotRecord]) {
@@ -180,7 +183,13 @@ fn check_run(c: &mut Checks, out: &VmOutput, s: &Summary, trace: &[SlotRecord]) 
     );
     let acc = accepted(c, out);
     let mut short = Vec::new();
+    let mut after_end = Vec::new();
     for &(f, d) in &acc {
+        // a job due after the run's last recorded slot had no chance to run whole
+        if d > last + 1 {
+            after_end.push((f, d));
+            continue;
+        }
         let got = owned(&cpu1, "tt-f", f, d);
         if got != FIRM_WCET {
             short.push(format!("[{f}, {d}): {got}"));
@@ -191,8 +200,8 @@ fn check_run(c: &mut Checks, out: &VmOutput, s: &Summary, trace: &[SlotRecord]) 
         late,
         short.is_empty(),
         format!(
-            "each of {} accepted firm jobs owns exactly {FIRM_WCET} tt-f slots before its deadline (completion none; wrong: {short:?})",
-            acc.len()
+            "each of {} accepted firm jobs owns exactly {FIRM_WCET} tt-f slots before its deadline (completion none; wrong: {short:?}; due after the run's last slot {last}, not judged: {after_end:?})",
+            acc.len() - after_end.len()
         ),
     );
     replay(c, out, late);
