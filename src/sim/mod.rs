@@ -281,7 +281,7 @@ pub fn simulate(
             .collect(),
         ..Default::default()
     };
-    let mut idle_run = vec![(0u64, false); n]; // (length, inside a DPM idle period)
+    let mut idle_run = vec![IdleRun::default(); n];
     let mut records = Vec::new();
     let mut obs = vec![
         Observation {
@@ -373,8 +373,12 @@ pub fn simulate(
                 Run::Be | Run::Idle => (None, None),
             };
             if kind == SlotKind::Idle {
-                idle_run[i].0 += 1;
-                idle_run[i].1 |= d.idle_until.is_some();
+                let r = &mut idle_run[i];
+                r.len += 1;
+                r.dpm |= d.idle_until.is_some();
+                // each polled slot at the frequency it is recorded at (dvfs: the minimum)
+                r.polled_j += power.idle_j(f, slot_s);
+                r.freq = f;
             } else {
                 close_idle_run(&mut idle_run[i], st, power, slot_s);
                 let busy_s = match (ran_ns, stolen_ns) {
@@ -472,18 +476,28 @@ fn reject_reason(why: &Rejection, plan: &Plan) -> String {
     }
 }
 
-fn close_idle_run(run: &mut (u64, bool), st: &mut CpuStats, power: &dyn SlotPower, slot_s: f64) {
-    let (len, dpm) = *run;
-    if len == 0 {
+/// Consecutive idle slots of a CPU, priced when the run ends: as one DPM idle period when a
+/// slot of it is in one (at the frequency its slots are recorded at), else each slot polled at
+/// its own recorded frequency.
+#[derive(Clone, Copy, Debug, Default)]
+struct IdleRun {
+    len: u64,
+    dpm: bool,
+    polled_j: f64,
+    freq: f64,
+}
+
+fn close_idle_run(run: &mut IdleRun, st: &mut CpuStats, power: &dyn SlotPower, slot_s: f64) {
+    if run.len == 0 {
         return;
     }
-    *st.idle_periods.entry(1u64 << len.ilog2()).or_default() += 1;
-    st.energy_j += if dpm {
-        power.sleep_j(len, slot_s)
+    *st.idle_periods.entry(1u64 << run.len.ilog2()).or_default() += 1;
+    st.energy_j += if run.dpm {
+        power.sleep_j(run.len, run.freq, slot_s)
     } else {
-        len as f64 * power.idle_j(1.0, slot_s)
+        run.polled_j
     };
-    *run = (0, false);
+    *run = IdleRun::default();
 }
 
 fn submit(

@@ -18,8 +18,9 @@ pub trait SlotPower {
     fn busy_j(&self, f: f64, slot_s: f64) -> f64;
     /// Joules of one idle slot outside a DPM idle period (the CPU polls the next slot).
     fn idle_j(&self, f: f64, slot_s: f64) -> f64;
-    /// Joules of a DPM idle period of `slots` slots, wake-up included.
-    fn sleep_j(&self, slots: u64, slot_s: f64) -> f64;
+    /// Joules of a DPM idle period of `slots` slots at normalised frequency `f` (the
+    /// frequency its slots are recorded at), wake-up included.
+    fn sleep_j(&self, slots: u64, f: f64, slot_s: f64) -> f64;
 }
 
 /// The documented placeholder (see the module doc).
@@ -53,7 +54,7 @@ impl SlotPower for PlaceholderPower {
     fn idle_j(&self, _f: f64, slot_s: f64) -> f64 {
         self.idle_w * slot_s
     }
-    fn sleep_j(&self, slots: u64, slot_s: f64) -> f64 {
+    fn sleep_j(&self, slots: u64, _f: f64, slot_s: f64) -> f64 {
         if slots >= self.break_even_slots {
             self.sleep_w * slots as f64 * slot_s + self.wake_j
         } else {
@@ -73,8 +74,8 @@ mod tests {
         assert!((p.busy_j(0.5, 1e-3) - 3e-3).abs() < 1e-12);
         assert!((p.busy_j(1.0, 1e-3) - 10e-3).abs() < 1e-12);
         // 10 slots: 0.2·10·1e-3 + 1e-3 = 3 mJ asleep vs 15 mJ polling.
-        assert!(p.sleep_j(10, 1e-3) < 10.0 * p.idle_j(1.0, 1e-3));
+        assert!(p.sleep_j(10, 1.0, 1e-3) < 10.0 * p.idle_j(1.0, 1e-3));
         // Below break-even a sleep is charged as polling.
-        assert_eq!(p.sleep_j(1, 1e-3), p.idle_j(1.0, 1e-3));
+        assert_eq!(p.sleep_j(1, 1.0, 1e-3), p.idle_j(1.0, 1e-3));
     }
 }
