@@ -23,11 +23,16 @@ pub const MIN_DELIVERED_PCT: f64 = 90.0;
 pub const LATE_PCT: f64 = 2.0;
 
 /// A test plan of scenario `scenario` (tests/vm/scenarios/SCENARIO/FILE), loaded with the library.
-pub fn load_plan(scenario: &str, file: &str) -> Plan {
-    let path = harness::repo()
+/// The path of test plan FILE of scenario SCENARIO.
+pub fn plan_path(scenario: &str, file: &str) -> std::path::PathBuf {
+    harness::repo()
         .join("tests/vm/scenarios")
         .join(scenario)
-        .join(file);
+        .join(file)
+}
+
+pub fn load_plan(scenario: &str, file: &str) -> Plan {
+    let path = plan_path(scenario, file);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
     plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
@@ -182,4 +187,73 @@ pub fn owned(records: &[&SlotRecord], task: &str, from: u64, to: u64) -> u64 {
         .iter()
         .filter(|r| (from..to).contains(&r.slot) && harness::tt_owner(r) == Some(task))
         .count() as u64
+}
+
+/// Conformance (issue 13 item 5): `scx_tt simulate --replay` of run `run`'s planner log
+/// (`RUN.plog`, written by `--planner-log`) against its trace, on the plan at `plan_path`. The
+/// replay must name the owner the kernel ran in 100 % of the slots when the run decided no slot
+/// late (exact), >= 99 % otherwise (timing); at least `min_slots` compared. Returns the replay's
+/// output (planner_loop reads its firm admissions from it).
+pub fn conformance(
+    c: &mut Checks,
+    out: &VmOutput,
+    plan_path: &std::path::Path,
+    run: &str,
+    min_slots: u64,
+) -> String {
+    let late = out
+        .summary(&format!("{run}.json"))
+        .ok()
+        .and_then(|s| s.planner_late_slots)
+        .unwrap_or(0);
+    let files = out.dir.join("files");
+    let replay = std::process::Command::new(harness::repo().join("target/release/scx_tt"))
+        .args(["simulate", "--table"])
+        .arg(plan_path)
+        .arg("--replay")
+        .arg(files.join(format!("{run}.plog")))
+        .arg("--replay-trace")
+        .arg(files.join(format!("{run}.trace.jsonl")))
+        .output();
+    let Ok(replay) = replay else {
+        c.check(false, format!("{run}: running scx_tt simulate --replay"));
+        return String::new();
+    };
+    let text = String::from_utf8_lossy(&replay.stdout).to_string();
+    println!(
+        "--- {run}: scx_tt simulate --replay\n{text}{}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    c.check(
+        replay.status.success(),
+        format!("{run}: simulate --replay exit {:?}", replay.status.code()),
+    );
+    let conf = text
+        .lines()
+        .find(|l| l.starts_with("conformance: "))
+        .unwrap_or("");
+    let nums: Vec<u64> = conf
+        .split(|ch: char| !ch.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (same, total) = (
+        nums.first().copied().unwrap_or(0),
+        nums.get(1).copied().unwrap_or(0),
+    );
+    let pct = 100.0 * same as f64 / total.max(1) as f64;
+    let what = format!(
+        "{run}: conformance {same} of {total} slots ({pct:.2} %), {late} late planner slots"
+    );
+    if late == 0 {
+        c.check(
+            total >= min_slots && same == total,
+            format!("{what}: want 100 % of >= {min_slots}"),
+        );
+    } else {
+        c.check_timing(
+            total >= min_slots && pct >= 99.0,
+            format!("{what}: want >= 99 % of >= {min_slots}"),
+        );
+    }
+    text
 }

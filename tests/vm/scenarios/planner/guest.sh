@@ -11,7 +11,8 @@
 DEFAULT_DURATION_S=6
 PLAN=$HERE/planner.json
 
-start_control_run planner 2 --table $PLAN --planner bss --planner-open-loop --timeline-slots 100
+start_control_run planner 2 --table $PLAN --planner bss --planner-open-loop --timeline-slots 100 \
+  --planner-log $OUT/planner.plog
 sleep 2
 ctl status status
 ctl reject admit-firm --task tt-a --wcet-slots 40 --deadline-slots 30

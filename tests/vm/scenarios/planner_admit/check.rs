@@ -229,7 +229,11 @@ fn planner_mode_admits_a_periodic_task_then_removes_it() {
                 "planner_admit.json under --planner bss, tt-v admitted then removed",
                 "no accepted admission",
             ),
-            |c, out| check_protocol(c, out, &e),
+            |c, out| {
+                let plan = pc::plan_path("planner_admit", "planner_admit.json");
+                pc::conformance(c, out, &plan, "admit", 300);
+                check_protocol(c, out, &e)
+            },
             |c, s, trace, fr| {
                 // tt-w is never admitted: it owns no time, so it has no delivery to check.
                 let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"]);

@@ -12,7 +12,8 @@
 DEFAULT_DURATION_S=6
 PLAN=$HERE/planner_admit.json
 
-start_control_run admit 1 --table $PLAN --planner bss --planner-open-loop --timeline-slots 40
+start_control_run admit 1 --table $PLAN --planner bss --planner-open-loop --timeline-slots 40 \
+  --planner-log $OUT/admit.plog
 sleep 2
 ctl reject admit-periodic --task tt-w
 ctl bad admit-periodic --task tt-a

@@ -236,7 +236,11 @@ fn planner_mode_dvfs_requests_the_planners_frequency_per_slot_and_swaps_to_bss()
                 "planner_dvfs.json under --planner dvfs, then bss",
                 "no swap",
             ),
-            check_protocol,
+            |c, out| {
+                let plan = pc::plan_path("planner_dvfs", "planner_dvfs.json");
+                pc::conformance(c, out, &plan, "dvfs", 300);
+                check_protocol(c, out)
+            },
             |c, s, trace, from| {
                 let late = pc::check_summary(c, s, None, &[]);
                 check_trace(c, trace, &e, from, late);

@@ -11,7 +11,7 @@
 DEFAULT_DURATION_S=5
 PLAN=$HERE/planner_dvfs.json
 
-start_control_run dvfs 1 --table $PLAN --planner dvfs --planner-open-loop
+start_control_run dvfs 1 --table $PLAN --planner dvfs --planner-open-loop --planner-log $OUT/dvfs.plog
 sleep 2
 ctl status_dvfs status
 ctl refuse set-policy dpm

@@ -26,7 +26,6 @@ use crate::harness::{repo, Checks, Summary, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned, recorded};
 use crate::witness::Bounds;
 use scx_tt::trace::SlotRecord;
-use std::process::Command;
 
 const RUN: &str = "closed";
 const FIRM_WCET: u64 = 5;
@@ -62,53 +61,10 @@ fn accepted(c: &mut Checks, out: &VmOutput) -> Vec<(u64, u64)> {
     acc
 }
 
-/// `scx_tt simulate --replay` of the run's planner log against its trace.
-fn replay(c: &mut Checks, out: &VmOutput, late: u64) {
-    let files = out.dir.join("files");
-    let run = Command::new(repo().join("target/release/scx_tt"))
-        .args(["simulate", "--table"])
-        .arg(plan_path())
-        .arg("--replay")
-        .arg(files.join(format!("{RUN}.plog")))
-        .arg("--replay-trace")
-        .arg(files.join(format!("{RUN}.trace.jsonl")))
-        .output();
-    let Ok(run) = run else {
-        c.check(false, "running scx_tt simulate --replay".into());
-        return;
-    };
-    let text = String::from_utf8_lossy(&run.stdout).to_string();
-    println!(
-        "--- scx_tt simulate --replay\n{text}{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    c.check(
-        run.status.success(),
-        format!("simulate --replay exit {:?}", run.status.code()),
-    );
-    let line = |prefix: &str| {
-        text.lines()
-            .find(|l| l.starts_with(prefix))
-            .unwrap_or("")
-            .to_string()
-    };
-    let conf = line("conformance: ");
-    let nums: Vec<u64> = conf
-        .split(|ch: char| !ch.is_ascii_digit())
-        .filter_map(|w| w.parse().ok())
-        .collect();
-    let (same, total) = (
-        nums.first().copied().unwrap_or(0),
-        nums.get(1).copied().unwrap_or(0),
-    );
-    let pct = 100.0 * same as f64 / total.max(1) as f64;
-    let what =
-        format!("conformance {same} of {total} slots ({pct:.2} %), {late} late planner slots");
-    if late == 0 {
-        c.check(total > 400 && same == total, format!("{what}: want 100 %"));
-    } else {
-        c.check_timing(total > 400 && pct >= 99.0, format!("{what}: want >= 99 %"));
-    }
+/// Conformance of the run's planner log with its trace (`planner_checks::conformance`), and
+/// the firm admissions of the replay against its worst-case twin.
+fn replay(c: &mut Checks, out: &VmOutput) {
+    let text = pc::conformance(c, out, &plan_path(), RUN, 400);
     // the free capacity the closed loop saw against its worst-case twin, request by request
     let (mut closed_free, mut worst_free, mut only) = (0i64, 0i64, 0);
     for l in text.lines().filter(|l| l.starts_with("admit_firm at slot")) {
@@ -204,7 +160,7 @@ fn check_run(c: &mut Checks, out: &VmOutput, s: &Summary, trace: &[SlotRecord]) 
             acc.len() - after_end.len()
         ),
     );
-    replay(c, out, late);
+    replay(c, out);
     out.check_clean_exit(c, RUN);
     out.check_results(c, &[("socket_left", "no")]);
 }
