@@ -256,10 +256,23 @@ pub fn simulate(
         ExecModel::Range { seed, .. } => seed,
         ExecModel::Factor(_) => 0,
     });
-    let mut draw = |wcet: u64| -> u64 {
+    // A plan task whose jobs never end early (`completion: none`) runs every job at least to
+    // its WCET: a draw below it is raised to it (the kernel path keeps such a job's slots and
+    // cuts it off at its WCET); a draw above it overruns as any other.
+    let whole: Vec<bool> = plan
+        .tasks
+        .iter()
+        .map(|t| t.completion == crate::plan::Completion::None)
+        .collect();
+    let mut draw = |task: usize, wcet: u64| -> u64 {
         let k = match cfg.exec {
             ExecModel::Factor(f) => f,
             ExecModel::Range { lo, hi, .. } => lo + (hi - lo) * rng.next_f64(),
+        };
+        let k = if whole.get(task).copied().unwrap_or(false) {
+            k.max(1.0)
+        } else {
+            k
         };
         ((wcet.min(MAX_JOB_SLOTS) * UNIT) as f64 * k)
             .ceil()
@@ -332,7 +345,7 @@ pub fn simulate(
                 (Run::Job { .. } | Run::Soft { .. }, Some(t)) => {
                     let left = actual
                         .entry((i, t))
-                        .or_insert_with(|| draw(wcet_of.get(&t).copied().unwrap_or(1)));
+                        .or_insert_with(|| draw(t, wcet_of.get(&t).copied().unwrap_or(1)));
                     let step = d.freq_ppm as u64;
                     if *left <= step {
                         let ran_ns =
