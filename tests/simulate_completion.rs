@@ -49,7 +49,10 @@ fn completion_none_runs_every_job_to_its_wcet_and_yield_ends_it_at_its_drawn_exe
     let b = per_period(&none, "b", 20);
     println!("b none: slots per period {b:?}; a yield: {a:?}");
     assert_eq!(b.len(), 10, "every period of b ran");
-    assert!(b.values().all(|&n| n == 6), "none: every job owns its 6 slots: {b:?}");
+    assert!(
+        b.values().all(|&n| n == 6),
+        "none: every job owns its 6 slots: {b:?}"
+    );
     // a's jobs draw 30-60 % of 4 slots (1.2-2.4): 2 or 3 slots, never all 4
     assert!(a.values().all(|&n| (2..=3).contains(&n)), "yield: {a:?}");
     assert_eq!(none.report.guaranteed_misses, 0);

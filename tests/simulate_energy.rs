@@ -47,7 +47,10 @@ fn recompute(records: &[SlotRecord], power: &dyn SlotPower, slot_ns: u64) -> f64
                 let f = run.last().expect("non-empty").freq;
                 total += power.sleep_j(run.len() as u64, f, slot_s);
             } else {
-                total += run.iter().map(|r| power.idle_j(r.freq, slot_s)).sum::<f64>();
+                total += run
+                    .iter()
+                    .map(|r| power.idle_j(r.freq, slot_s))
+                    .sum::<f64>();
             }
         }
     }
@@ -78,8 +81,10 @@ fn simulate_energy_equals_its_trace_recomputed_under_every_policy() {
             Policy::Bss | Policy::Dvfs => IdleGovernor::Shallowest,
         };
         let model = xeon(idle);
-        let powers: [(&str, &dyn SlotPower); 2] =
-            [("placeholder", &PlaceholderPower::default()), ("xeon", &model)];
+        let powers: [(&str, &dyn SlotPower); 2] = [
+            ("placeholder", &PlaceholderPower::default()),
+            ("xeon", &model),
+        ];
         for (name, power) in powers {
             for exec in [
                 ExecModel::Factor(1.0),
@@ -135,7 +140,10 @@ fn dvfs_idle_slots_are_charged_at_their_recorded_frequency() {
         .collect();
     assert!(!idle.is_empty(), "the plan leaves idle slots");
     let fmin = idle[0].freq;
-    assert!(fmin < 1.0, "dvfs idles at the minimum frequency, recorded {fmin}");
+    assert!(
+        fmin < 1.0,
+        "dvfs idles at the minimum frequency, recorded {fmin}"
+    );
     let (busy_j, idle_j): (f64, f64) = out.records.iter().fold((0.0, 0.0), |(b, i), r| {
         if r.kind == SlotKind::Idle {
             (b, i + power.idle_j(r.freq, 1e-3))
@@ -150,6 +158,9 @@ fn dvfs_idle_slots_are_charged_at_their_recorded_frequency() {
         idle.len(),
         out.report.energy_j
     );
-    assert!(idle_j < at_full, "polling at the minimum frequency costs less");
+    assert!(
+        idle_j < at_full,
+        "polling at the minimum frequency costs less"
+    );
     assert!((out.report.energy_j - (busy_j + idle_j)).abs() < 1e-12);
 }

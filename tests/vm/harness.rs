@@ -629,7 +629,8 @@ impl Checks {
     /// The platform was too slow to judge timing: the witness measured a median timer lateness
     /// of at least [`NOISY_TIMER_P50_NS`].
     fn platform_too_slow(&self) -> bool {
-        self.timer_late_p50_ns.is_some_and(|x| x >= NOISY_TIMER_P50_NS)
+        self.timer_late_p50_ns
+            .is_some_and(|x| x >= NOISY_TIMER_P50_NS)
     }
 
     /// Only timing checks failed.
@@ -708,7 +709,10 @@ mod tests {
     }
 
     /// [`settle`] with the timer lateness the witness notes in try k.
-    fn settle_on(fail: impl Fn(u32) -> Option<bool>, p50: impl Fn(u32) -> Option<u64>) -> (u32, bool) {
+    fn settle_on(
+        fail: impl Fn(u32) -> Option<bool>,
+        p50: impl Fn(u32) -> Option<u64>,
+    ) -> (u32, bool) {
         let calls = std::cell::Cell::new(0);
         let passed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             measure_until_settled("t", |_| {
@@ -743,10 +747,16 @@ mod tests {
     fn timing_is_not_judged_only_when_every_measurement_was_too_slow() {
         let slow = NOISY_TIMER_P50_NS;
         // every try missed timing on a too slow host: passes after TIMING_TRIES measurements
-        assert_eq!(settle_on(|_| Some(true), |_| Some(slow)), (TIMING_TRIES, true));
+        assert_eq!(
+            settle_on(|_| Some(true), |_| Some(slow)),
+            (TIMING_TRIES, true)
+        );
         // one try was fast enough to judge: its timing failure counts
         assert_eq!(
-            settle_on(|_| Some(true), |k| Some(if k == 2 { slow - 1 } else { slow })),
+            settle_on(
+                |_| Some(true),
+                |k| Some(if k == 2 { slow - 1 } else { slow })
+            ),
             (TIMING_TRIES, false)
         );
         // no witness figure: judged as before

@@ -500,8 +500,7 @@ impl Frame {
                             let bnd = self.slot_start(slot);
                             let ended = slot > 0
                                 && a == bnd
-                                && self.owners.get(&(seg.cpu, slot - 1))
-                                    == Some(&Some(t.clone()));
+                                && self.owners.get(&(seg.cpu, slot - 1)) == Some(&Some(t.clone()));
                             let fire = Self::first_fire(
                                 &fires,
                                 seg.cpu,
@@ -791,6 +790,15 @@ impl Default for Bounds {
     }
 }
 
+/// The `p` quantile of `sorted` (nearest rank), 0 when empty.
+fn quantile(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        0
+    } else {
+        sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+    }
+}
+
 fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
@@ -914,44 +922,34 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             }
         ),
     );
-    let q = |v: &[u64], p: f64| -> f64 {
-        let mut v = v.to_vec();
-        v.sort_unstable();
-        v.get(((v.len().max(1) - 1) as f64 * p).round() as usize)
-            .map_or(0.0, |&x| x as f64 / 1e3)
-    };
+    let (mut tick_late, mut kick) = (r.tick_late.clone(), r.kick.clone());
+    tick_late.sort_unstable();
+    kick.sort_unstable();
+    let us = |v: &[u64], p: f64| quantile(v, p) as f64 / 1e3;
     println!(
         "  {run}: witness: {} BPF timer expiries in the kernel's trace; the slot's timer after its \
          start p50 {:.1} us, p99 {:.1} us, max {:.1} us over {} boundaries; ending owners ran on \
          after the enforcing timer p50 {:.1} us, p99 {:.1} us, max {:.1} us ({} runs, {} us \
          allowed)",
         r.timers,
-        q(&r.tick_late, 0.5),
-        q(&r.tick_late, 0.99),
-        q(&r.tick_late, 1.0),
-        r.tick_late.len(),
-        q(&r.kick, 0.5),
-        q(&r.kick, 0.99),
-        q(&r.kick, 1.0),
-        r.kick.len(),
+        us(&tick_late, 0.5),
+        us(&tick_late, 0.99),
+        us(&tick_late, 1.0),
+        tick_late.len(),
+        us(&kick, 0.5),
+        us(&kick, 0.99),
+        us(&kick, 1.0),
+        kick.len(),
         KICK_NS / 1000
     );
-    if !r.tick_late.is_empty() {
-        let mut v = r.tick_late.clone();
-        v.sort_unstable();
-        c.note_timer_late_p50(v[(v.len() - 1) / 2]);
+    if !tick_late.is_empty() {
+        c.note_timer_late_p50(tick_late[(tick_late.len() - 1) / 2]);
     }
     let tol = agreement_tol_ns(f.slot_ns);
     let tol_of = |switches: u64, late: u64| tol + PER_SWITCH_TOL_NS * switches + late;
     let mut abs: Vec<u64> = r.diffs.iter().map(|d| d.2.unsigned_abs()).collect();
     abs.sort_unstable();
-    let pct = |p: f64| -> u64 {
-        if abs.is_empty() {
-            0
-        } else {
-            abs[((abs.len() - 1) as f64 * p).round() as usize]
-        }
-    };
+    let pct = |p: f64| quantile(&abs, p);
     let over: Vec<_> = r
         .diffs
         .iter()
@@ -1169,12 +1167,19 @@ mod tests {
         };
         // no timer in the trace: all 3 ms are the scheduler's
         let r = with(&[], &f);
-        assert_eq!((r.tt["a"].outside_ns, r.tt["a"].late_timer_ns, r.timers), (3_000_000, 0, 0));
+        assert_eq!(
+            (r.tt["a"].outside_ns, r.tt["a"].late_timer_ns, r.timers),
+            (3_000_000, 0, 0)
+        );
         // the slot-1 timer fired 2.8 ms late: the run until then + 0.2 ms is explained
         let r = with(&[timer(1_012_800, 1)], &f);
         assert_eq!(r.tt["a"].late_timer_ns, 3_000_000);
         assert_eq!(r.kick, vec![200_000]);
-        assert_eq!(r.tick_late, vec![2_800_000], "slot 1's timer; slots 2, 3 have none");
+        assert_eq!(
+            r.tick_late,
+            vec![2_800_000],
+            "slot 1's timer; slots 2, 3 have none"
+        );
         // it fired on time: KICK_NS of the 3 ms is explained, the rest is the scheduler's
         let r = with(&[timer(1_010_000, 1)], &f);
         assert_eq!(r.tt["a"].late_timer_ns, KICK_NS);

@@ -250,7 +250,13 @@ fn planner_mode_admits_a_firm_job_over_the_control_socket_and_shifts_the_table()
                     "the summary text prints planner_late_slots".into(),
                 );
                 // the open loop replays exactly too
-                pc::conformance(c, out, &pc::plan_path("planner", "planner.json"), "planner", 300);
+                pc::conformance(
+                    c,
+                    out,
+                    &pc::plan_path("planner", "planner.json"),
+                    "planner",
+                    300,
+                );
                 check_protocol(c, out, &e)
             },
             |c, s, trace, adm| {
