@@ -28,6 +28,9 @@ enum Cmd {
     /// Talk to a running `scx_tt --control PATH`: status, switch-table, admit-firm,
     /// admit-periodic, remove, set-policy (docs/control.md).
     Ctl(cli::ctl::CtlArgs),
+    /// Put back what a run killed by SIGKILL (or a crash) left changed on the machine (cpufreq
+    /// governors, limits, speeds), from its journal under --run-dir.
+    Restore(cli::restore::RestoreArgs),
 }
 
 fn main() {
@@ -36,6 +39,7 @@ fn main() {
         Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
         Some(Cmd::Simulate(args)) => cli::simulate::run(args),
         Some(Cmd::Ctl(args)) => cli::ctl::run(args),
+        Some(Cmd::Restore(args)) => cli::restore::run(args),
         None => cli::run::run(cli.run),
     };
     match result {

@@ -3,5 +3,6 @@
 pub mod args;
 pub mod ctl;
 pub mod plan;
+pub mod restore;
 pub mod run;
 pub mod simulate;

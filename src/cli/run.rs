@@ -29,6 +29,7 @@ mod enforce;
 #[cfg(feature = "bpf")]
 mod engine;
 mod every;
+mod freq;
 #[cfg(feature = "bpf")]
 mod obs_test;
 mod plan_loader;
@@ -91,9 +92,26 @@ pub struct RunArgs {
     /// frame slot, e.g. {"1": [1.0, 0.5, ...]}.
     #[arg(long, value_name = "FILE.json")]
     pub perf_table: Option<PathBuf>,
-    /// Root under which /sys is read for energy (powercap RAPL); a fake tree in tests.
+    /// Root under which /sys is read and written for energy (powercap RAPL, cpufreq); a fake
+    /// tree in tests.
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub sysfs_root: PathBuf,
+    /// Planner mode: how each slot's frequency is applied (docs/energy.md, "Frequency
+    /// backends"): cpufreq (the managed CPUs' policies on the userspace governor, the planner
+    /// thread writes scaling_setspeed ahead of each slot), cpuperf (scx_bpf_cpuperf_set at each
+    /// slot tick: schedutil), none (left to the kernel), or auto: cpufreq when every managed
+    /// CPU's policy offers the userspace governor, else cpuperf.
+    #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
+    pub freq_backend: freq::FreqBackendArg,
+    /// Planner mode, cpufreq backend: write every scaling_setspeed write (time, slot, policy,
+    /// kHz, raise or lower) to FILE at exit, one JSON object per line (docs/run-output.md).
+    #[arg(long, value_name = "FILE.jsonl", requires = "planner")]
+    pub freq_log: Option<PathBuf>,
+    /// Where the restore journal lives: every value scx_tt changes on the machine (cpufreq
+    /// governors, limits, speeds) is journaled here before the change, restored at exit, and
+    /// after a crash by the next start or `scx_tt restore`.
+    #[arg(long, value_name = "DIR", default_value = scx_tt::energy::journal_file::DEFAULT_RUN_DIR)]
+    pub run_dir: PathBuf,
     /// Power model (JSON, docs/energy.md) for the energy estimate when there is no RAPL, and
     /// for the frequency residency (default: the bundled models/xeon-gold-5218.json).
     #[arg(long, value_name = "FILE.json")]
@@ -139,6 +157,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         Err(e) => return Err(e).context("loading the plan"),
     };
+    if args.planner.is_none() && args.freq_backend != freq::FreqBackendArg::Auto {
+        bail!(
+            "--freq-backend {}: only planner mode (--planner) sets frequencies per slot; \
+             without it use --perf-table (cpuperf)",
+            args.freq_backend.name()
+        );
+    }
     if let Some(policy) = args.planner {
         online::check(policy, args.planner_lead_slots, plan.frame_slots)?;
         if args.perf_table.is_some() {

@@ -215,16 +215,29 @@ pub struct SysfsCpufreq {
 }
 
 impl SysfsCpufreq {
-    /// Switch driver modes and governors (see the module doc); on error everything already
-    /// changed is restored before returning (the journal is dropped).
+    /// Switch driver modes and every policy's governor (see the module doc); on error
+    /// everything already changed is restored before returning (the journal is dropped).
     pub fn take_control(root: Root) -> Result<Self, CpufreqError> {
-        let mut journal = Journal::new(root);
+        Self::take_control_of(Journal::new(root), None)
+    }
+
+    /// As [`Self::take_control`], through `journal` (a persistent one for a live run), and only
+    /// of the policies with an affected CPU in `cpus` (all when `None`): the others keep their
+    /// governor. Each policy's `scaling_setspeed` is journaled with what it showed before the
+    /// governor changed (restored before the governor: module doc of [`super::sysfs`]).
+    pub fn take_control_of(
+        mut journal: Journal,
+        cpus: Option<&[u32]>,
+    ) -> Result<Self, CpufreqError> {
         for status in [INTEL_PSTATE_STATUS, AMD_PSTATE_STATUS] {
             if journal.root().read(status).ok().as_deref() == Some("active") {
                 journal.write(status, "passive")?;
             }
         }
-        let policies = discover(journal.root())?;
+        let mut policies = discover(journal.root())?;
+        if let Some(cpus) = cpus {
+            policies.retain(|p| p.affected_cpus.iter().any(|c| cpus.contains(c)));
+        }
         for p in &policies {
             if !p.governors.iter().any(|g| g == "userspace") {
                 return Err(CpufreqError::NoUserspaceGovernor {
@@ -236,11 +249,21 @@ impl SysfsCpufreq {
         for p in &policies {
             let d = policy_dir(p.id);
             let (min, max) = cpuinfo_limits(journal.root(), &d, p)?;
+            let setspeed = d.join("scaling_setspeed");
+            let speed_before = journal.root().read_raw(&setspeed).ok();
             journal.write(d.join("scaling_max_freq"), &max.to_string())?;
             journal.write(d.join("scaling_min_freq"), &min.to_string())?;
             journal.write(d.join("scaling_governor"), "userspace")?;
+            if let Some(text) = speed_before {
+                journal.record(setspeed, text)?;
+            }
         }
         Ok(Self { journal, policies })
+    }
+
+    /// The journal's file, when persistent.
+    pub fn journal_file(&self) -> Option<&Path> {
+        self.journal.file()
     }
 
     /// Restore everything now (also done on drop). Returns the number of files that could not
@@ -325,6 +348,15 @@ pub fn plan_slot(
     change
 }
 
+/// One frequency write a [`FreqController`] made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FreqWrite {
+    pub policy: u32,
+    pub khz: u32,
+    /// A raise (written before its slot's boundary), else a lower (after it).
+    pub raise: bool,
+}
+
 /// Applies per-slot frequency requests through a backend with raise-before / lower-after.
 #[derive(Debug)]
 pub struct FreqController<B: CpufreqBackend> {
@@ -347,6 +379,10 @@ impl<B: CpufreqBackend> FreqController<B> {
         &self.backend
     }
 
+    pub fn backend_mut(&mut self) -> &mut B {
+        &mut self.backend
+    }
+
     pub fn into_backend(self) -> B {
         self.backend
     }
@@ -367,22 +403,36 @@ impl<B: CpufreqBackend> FreqController<B> {
 
     /// Call before the boundary of the next slot: writes the raises now and keeps the lowers
     /// for [`Self::after_boundary`]. Lowers still pending from the previous boundary (which has
-    /// passed) are written first.
-    pub fn before_boundary(&mut self, requests: &[(u32, f64)]) -> Result<(), CpufreqError> {
-        self.after_boundary()?;
+    /// passed) are written first. Returns the writes made, in order.
+    pub fn before_boundary(
+        &mut self,
+        requests: &[(u32, f64)],
+    ) -> Result<Vec<FreqWrite>, CpufreqError> {
+        let mut out = self.after_boundary()?;
         let change = plan_slot(self.backend.policies(), &self.current, requests);
-        for (id, khz) in change.raise {
-            self.set(id, khz)?;
+        for (policy, khz) in change.raise {
+            self.set(policy, khz)?;
+            out.push(FreqWrite {
+                policy,
+                khz,
+                raise: true,
+            });
         }
         self.pending_lower = change.lower;
-        Ok(())
+        Ok(out)
     }
 
     /// Call once the slot has started: writes the lowers planned by `before_boundary`.
-    pub fn after_boundary(&mut self) -> Result<(), CpufreqError> {
-        for (id, khz) in std::mem::take(&mut self.pending_lower) {
-            self.set(id, khz)?;
+    pub fn after_boundary(&mut self) -> Result<Vec<FreqWrite>, CpufreqError> {
+        let mut out = Vec::new();
+        for (policy, khz) in std::mem::take(&mut self.pending_lower) {
+            self.set(policy, khz)?;
+            out.push(FreqWrite {
+                policy,
+                khz,
+                raise: false,
+            });
         }
-        Ok(())
+        Ok(out)
     }
 }

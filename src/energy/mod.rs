@@ -18,6 +18,7 @@
 pub mod cpufreq;
 pub mod estimate;
 pub mod idle;
+pub mod journal_file;
 pub mod meter;
 pub mod model;
 pub mod perf;

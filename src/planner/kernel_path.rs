@@ -272,6 +272,9 @@ pub struct EntryWrite {
     pub task: Option<u32>,
     /// New cpuperf target, 1..=`PERF_ONE`.
     pub perf: Option<u32>,
+    /// New frequency in ppm of the maximum (what `perf` rounds up), for a backend that sets
+    /// exact frequencies (cpufreq's `scaling_setspeed`); every entry starts at [`UNIT`].
+    pub ppm: Option<u32>,
 }
 
 /// The cpuperf target of normalised frequency `ppm` (parts per million of the maximum):
@@ -308,6 +311,8 @@ pub struct KernelPlanner {
     shadow: Vec<u32>,
     /// What the perf map holds now (same layout).
     perf: Vec<u32>,
+    /// The frequency of each entry in ppm (same layout; `perf` rounded it up).
+    ppm: Vec<u32>,
     late_total: u64,
     slot_ns: u64,
     /// Closed loop: per CPU, the decided slots whose observation is pending, with the entry
@@ -356,6 +361,7 @@ impl KernelPlanner {
             nr_cpus: cpus.len(),
             task_of: (0..nr_tasks as u32).collect(),
             perf: initial_perf(table.len()),
+            ppm: vec![UNIT as u32; table.len()],
             shadow: table,
             late_total: 0,
             slot_ns: cfg.slot_ns,
@@ -529,6 +535,7 @@ impl KernelPlanner {
                     frame_slot: fs,
                     task: Some(task),
                     perf: None,
+                    ppm: None,
                 });
             }
         }
@@ -665,8 +672,9 @@ impl KernelPlanner {
                     frame_slot: fs,
                     task: update(&mut self.shadow[i], task),
                     perf: update(&mut self.perf[i], perf_of_ppm(d.freq_ppm)),
+                    ppm: update(&mut self.ppm[i], d.freq_ppm),
                 };
-                if w.task.is_some() || w.perf.is_some() {
+                if w.task.is_some() || w.perf.is_some() || w.ppm.is_some() {
                     out.writes.push(w);
                 }
             }

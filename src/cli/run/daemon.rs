@@ -28,6 +28,7 @@
 use super::carry::Counters;
 use super::control_socket::ControlSocket;
 use super::enforce::{End, Enforcer, Live, Stopped};
+use super::freq::{self, Backend, Freq, FreqDriver};
 use super::report;
 use super::restart::{self, Restarts, MAX_RESTARTS, RESTART_WINDOW_NS};
 use super::tasks::Tasks;
@@ -35,7 +36,9 @@ use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
 use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
+use scx_tt::energy::sysfs::Root;
 use scx_tt::plan::Plan;
 use scx_tt::resolve::ProcFs;
 use scx_tt::sched::calibrate;
@@ -115,6 +118,9 @@ pub struct Daemon<'a> {
     /// The BPF counters of the schedulers that already exited.
     pub(super) counters: Counters,
     pub(super) restarts: Restarts,
+    /// Planner mode's frequency backend (cpufreq: the policies taken over, restored when the
+    /// daemon is dropped, on every exit path).
+    pub(super) freq: Freq,
 }
 
 impl<'a> Daemon<'a> {
@@ -129,6 +135,8 @@ impl<'a> Daemon<'a> {
         let sysfs = SysFs::default();
         let procfs = ProcFs::default();
         check_root()?;
+        // what a killed run left changed on the machine is put back before anything else
+        recover_journals(&args.run_dir)?;
         // First: a live socket at the path (another scx_tt) refuses the start whatever else
         // holds.
         let socket = args
@@ -143,6 +151,7 @@ impl<'a> Daemon<'a> {
             .guard_us
             .unwrap_or_else(|| guard::bound(plan.slot_us).min);
         let mut cfg = configure(args, plan, provisional, &online)?;
+        let freq = take_frequencies(args, plan, &mut cfg)?;
         let mut tasks = Tasks::resolve(plan, &procfs)?;
         // 2b. start-up: the calibration runs on the managed CPUs while the spawned tasks settle
         let calibration = match args.guard_us {
@@ -182,6 +191,7 @@ impl<'a> Daemon<'a> {
             tasks,
             counters: Counters::default(),
             restarts: Restarts::default(),
+            freq,
         })
     }
 
@@ -286,16 +296,41 @@ impl<'a> Daemon<'a> {
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
         report::print_guard(&self.guard);
+        let freq = self.args.planner.map(|_| self.freq.report());
+        if let Some(f) = &freq {
+            println!("{}", f.describe());
+        }
         live.stats.flush_trace()?;
+        if let (Some(path), Some(d)) = (&self.args.freq_log, &self.freq.driver) {
+            d.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .write_log(path)?;
+        }
+        // the machine's frequencies back as they were before the summary file says "done"
+        self.restore_frequencies();
         if let Some(p) = &self.args.summary_json {
             let (t0_ns, restarts) = (live.clock.t0_ns, self.restarts.count());
-            report::write_summary_json(p, t0_ns, &summary, &self.guard, restarts)?;
+            report::write_summary_json(p, t0_ns, &summary, &self.guard, restarts, freq.as_ref())?;
         }
         if state != "disabled" {
             bail!("sched_ext state is {state} after detaching (expected disabled)");
         }
         planner.map_err(|e| e.context("the planner thread stopped"))?;
         Ok(summary)
+    }
+
+    /// Restores the cpufreq policies now (the drop of the last handle would do it too).
+    fn restore_frequencies(&mut self) {
+        if let Some(d) = self.freq.driver.take() {
+            let failed = d.lock().unwrap_or_else(|e| e.into_inner()).restore();
+            if failed > 0 {
+                eprintln!(
+                    "scx_tt: warning: {failed} cpufreq value(s) could not be restored; they stay \
+                     in the journal under {} for `scx_tt restore`",
+                    self.args.run_dir.display()
+                );
+            }
+        }
     }
 
     pub(super) fn verbose(&self, msg: &str) {
@@ -325,6 +360,52 @@ fn write_planner_log(
         );
     }
     Ok(())
+}
+
+/// Restores what the journals under `run_dir` hold (a run that was killed), saying what.
+fn recover_journals(run_dir: &std::path::Path) -> Result<()> {
+    let recovered = journal_file::recover(run_dir).context("the restore journal")?;
+    for r in &recovered {
+        eprintln!("scx_tt: {}", r.describe());
+        if !r.failures.is_empty() {
+            bail!(
+                "{} value(s) a previous run changed could not be restored (see above); fix them \
+                 or run `scx_tt restore --run-dir {}`",
+                r.failures.len(),
+                run_dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Planner mode's frequency backend (freq.rs): cpufreq takes the managed CPUs' policies over
+/// now; none loads no perf map (BPF asks for no frequency).
+fn take_frequencies(args: &RunArgs, plan: &Plan, cfg: &mut SchedConfig) -> Result<Freq> {
+    let root = Root::new(&args.sysfs_root);
+    let backend = match args.planner {
+        Some(_) => freq::resolve(args.freq_backend, &root, &plan.managed, args.verbose),
+        None => Backend::Cpuperf,
+    };
+    let driver = match backend {
+        Backend::Cpufreq => {
+            let d = FreqDriver::take_control(
+                root,
+                &args.run_dir,
+                &plan.managed,
+                plan.frame_slots,
+                args.freq_log.is_some(),
+            )?;
+            eprintln!("scx_tt: {}", d.describe());
+            Some(Arc::new(std::sync::Mutex::new(d)))
+        }
+        Backend::None => {
+            cfg.perf = None;
+            None
+        }
+        Backend::Cpuperf => None,
+    };
+    Ok(Freq { backend, driver })
 }
 
 /// sched_ext present and free, the plan's CPUs online; returns the online CPUs.

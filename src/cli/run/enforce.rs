@@ -165,7 +165,9 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             d.cfg.managed
         ));
         let thread = match &k.live.planner {
-            Some(p) => Some(PlannerLoop::for_scheduler(p, &mut sched, d.plan, clock)?),
+            Some(p) => Some(PlannerLoop::for_scheduler(
+                p, &mut sched, d.plan, clock, &d.freq,
+            )?),
             None => None,
         };
         let ring = k.live.stats.reader(&sched)?;
@@ -463,7 +465,7 @@ fn start_planner(
         return Ok((control, None));
     };
     let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
-    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock)?;
+    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock, &d.freq)?;
     let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
     d.verbose(&format!(
         "planner {policy} deciding {} slots ahead on a housekeeping CPU",

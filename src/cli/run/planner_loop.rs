@@ -8,6 +8,7 @@
 //! file builds the planner, and is the clock, the thread and the map writes. The planner
 //! outlives a restart of the BPF scheduler; each scheduler gets its own thread and writers.
 
+use super::freq::{Backend, Freq, FreqDriver};
 use super::RunArgs;
 use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
@@ -22,7 +23,7 @@ use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::{Scheduler, TableWriter};
 use scx_tt::sched::obs::{ObsFollower, ObsReader};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// SCHED_FIFO priority of the planner thread (above normal tasks on its housekeeping CPU).
@@ -36,7 +37,10 @@ pub struct PlannerLoop {
 /// The map writers of the planner thread.
 pub struct Writers {
     pub table: TableWriter,
-    pub perf: TableWriter,
+    /// The perf map (`None` under `--freq-backend none`: no perf map is loaded).
+    pub perf: Option<TableWriter>,
+    /// The cpufreq backend, written after the maps each turn (freq.rs).
+    pub freq: Option<Arc<Mutex<FreqDriver>>>,
     /// The closed loop: BPF's per-slot observations, read each turn.
     pub obs: Option<ObsReader>,
 }
@@ -103,11 +107,16 @@ impl PlannerLoop {
         sched: &mut Scheduler,
         plan: &Plan,
         clock: SlotClock,
+        freq: &Freq,
     ) -> Result<Self> {
         let closed = planner.read(|p| p.loop_closed()).unwrap_or(false);
         let writers = Writers {
             table: sched.table_writer()?,
-            perf: sched.perf_writer()?,
+            perf: match freq.backend {
+                Backend::None => None,
+                Backend::Cpufreq | Backend::Cpuperf => Some(sched.perf_writer()?),
+            },
+            freq: freq.driver.clone(),
             obs: if closed {
                 Some(sched.obs_reader()?)
             } else {
@@ -236,9 +245,8 @@ fn run(
             .context("stepping the planner")?;
         for w in &adv.writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
-            if let Some(perf) = w.perf {
-                writers
-                    .perf
+            if let (Some(perf), Some(writer)) = (w.perf, &writers.perf) {
+                writer
                     .write(index, perf)
                     .with_context(|| format!("writing perf entry {index}"))?;
             }
@@ -248,6 +256,17 @@ fn run(
                     .write(index, task)
                     .with_context(|| format!("writing table entry {index}"))?;
             }
+        }
+        // then the frequencies (sysfs writes, slower than map writes): lowers for cur, raises
+        // for cur + 1
+        if let Some(freq) = &writers.freq {
+            let mut d = freq.lock().unwrap_or_else(|e| e.into_inner());
+            for w in &adv.writes {
+                if let Some(ppm) = w.ppm {
+                    d.set_entry(w.cpu, w.frame_slot, ppm);
+                }
+            }
+            d.turn(cur, &clock);
         }
         // wake just after the next boundary of the slot clock
         let next = match cur {

@@ -3,6 +3,7 @@
 //! `guard` and `restarts`.
 #![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
+use super::freq::FreqReport;
 use super::restart::Restart;
 use anyhow::{Context, Result};
 use scx_tt::accounting::{Accounting, Summary, TableSwitch};
@@ -23,6 +24,9 @@ struct SummaryJson<'a> {
     guard: &'a Guard,
     /// Restarts of the BPF scheduler the kernel asked for (CPU hotplug), 0 without.
     restarts: usize,
+    /// Planner mode: the frequency backend and, for cpufreq, its writes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    freq: Option<&'a FreqReport>,
 }
 
 /// The summary JSON text (pretty, newline-terminated).
@@ -31,12 +35,14 @@ pub fn summary_json(
     summary: &Summary,
     guard: &Guard,
     restarts: usize,
+    freq: Option<&FreqReport>,
 ) -> Result<String> {
     let json = SummaryJson {
         t0_ns,
         summary,
         guard,
         restarts,
+        freq,
     };
     Ok(serde_json::to_string_pretty(&json).context("encoding the summary")? + "\n")
 }
@@ -47,8 +53,9 @@ pub fn write_summary_json(
     summary: &Summary,
     guard: &Guard,
     restarts: usize,
+    freq: Option<&FreqReport>,
 ) -> Result<()> {
-    std::fs::write(path, summary_json(t0_ns, summary, guard, restarts)?)
+    std::fs::write(path, summary_json(t0_ns, summary, guard, restarts, freq)?)
         .with_context(|| format!("writing {}", path.display()))
 }
 
@@ -137,7 +144,7 @@ mod tests {
     #[test]
     fn the_summary_json_is_t0_then_the_library_summary_then_guard_and_restarts() {
         let s = summary();
-        let text = summary_json(7, &s, &Guard::flag(300), 2).expect("json");
+        let text = summary_json(7, &s, &Guard::flag(300), 2, None).expect("json");
         let library = serde_json::to_string_pretty(&s).expect("json");
         // the same text, with t0_ns first, then guard and restarts last
         let body = library
