@@ -24,6 +24,8 @@ mod delivery;
 mod errors;
 #[path = "vm/scenarios/faults/check.rs"]
 mod faults;
+#[path = "vm/scenarios/freq/check.rs"]
+mod freq;
 #[path = "vm/scenarios/planner/check.rs"]
 mod planner;
 #[path = "vm/scenarios/planner_admit/check.rs"]

@@ -131,6 +131,13 @@ pub fn parse_cpus(text: &str) -> Option<Vec<u32>> {
     Some(out)
 }
 
+/// The `status` file of a P-state driver in active mode (intel_pstate, amd-pstate), if any.
+pub fn active_pstate_driver(root: &Root) -> Option<&'static str> {
+    [INTEL_PSTATE_STATUS, AMD_PSTATE_STATUS]
+        .into_iter()
+        .find(|s| root.read(s).ok().as_deref() == Some("active"))
+}
+
 /// Read every `policyN` under `root`.
 pub fn discover(root: &Root) -> Result<Vec<Policy>, CpufreqError> {
     let dir = root.path(CPUFREQ_DIR);

@@ -128,16 +128,20 @@ impl FreqReport {
 /// Journal name of the cpufreq backend under `--run-dir`.
 pub const JOURNAL: &str = "cpufreq";
 
-/// Why `auto` did not pick cpufreq (for `-v`), or `None` when every managed CPU can.
+/// Why `auto` did not pick cpufreq (for `-v`), or `None` when every managed CPU can. Under
+/// intel_pstate or amd-pstate in active mode the governors are not checked here: the passive
+/// mode the backend switches to offers the generic ones (`take_control` checks them after the
+/// switch and restores the mode when `userspace` is missing).
 pub fn cpufreq_unusable(root: &Root, managed: &[u32]) -> Option<String> {
     let policies = match cpufreq::discover(root) {
         Ok(p) => p,
         Err(e) => return Some(e.to_string()),
     };
+    let active = cpufreq::active_pstate_driver(root).is_some();
     for &cpu in managed {
         match policies.iter().find(|p| p.affected_cpus.contains(&cpu)) {
             None => return Some(format!("managed CPU {cpu} is in no cpufreq policy")),
-            Some(p) if !p.governors.iter().any(|g| g == "userspace") => {
+            Some(p) if !active && !p.governors.iter().any(|g| g == "userspace") => {
                 return Some(format!(
                     "cpufreq policy{} (CPU {cpu}) offers no userspace governor ({})",
                     p.id,
