@@ -383,3 +383,128 @@ impl FreqDriver {
             .with_context(|| format!("writing the frequency log {}", path.display()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fake tree: one acpi-cpufreq policy shared by CPUs 1 and 2, 1.0-2.3 GHz in 0.1 steps.
+    struct Tree(PathBuf);
+
+    impl Tree {
+        fn new(tag: &str) -> Tree {
+            let d = std::env::temp_dir().join(format!("scx_tt-freq-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            let p = d.join("root/sys/devices/system/cpu/cpufreq/policy1");
+            std::fs::create_dir_all(&p).expect("mkdir");
+            let list: Vec<String> = (10..=23).map(|k| (k * 100_000).to_string()).collect();
+            for (f, v) in [
+                ("affected_cpus", "1 2"),
+                ("related_cpus", "1 2"),
+                ("scaling_available_frequencies", list.join(" ").as_str()),
+                ("cpuinfo_min_freq", "1000000"),
+                ("cpuinfo_max_freq", "2300000"),
+                ("scaling_min_freq", "1000000"),
+                ("scaling_max_freq", "2300000"),
+                ("scaling_driver", "acpi-cpufreq"),
+                ("scaling_governor", "ondemand"),
+                ("scaling_available_governors", "ondemand userspace"),
+                ("scaling_setspeed", "<unsupported>"),
+            ] {
+                std::fs::write(p.join(f), format!("{v}\n")).expect("write");
+            }
+            Tree(d)
+        }
+
+        fn driver(&self, frame: u64) -> FreqDriver {
+            FreqDriver::take_control(
+                Root::new(self.0.join("root")),
+                &self.0.join("run"),
+                &[1, 2],
+                frame,
+                true,
+            )
+            .expect("take control")
+        }
+
+        fn setspeed(&self) -> String {
+            std::fs::read_to_string(
+                self.0
+                    .join("root/sys/devices/system/cpu/cpufreq/policy1/scaling_setspeed"),
+            )
+            .expect("read")
+            .trim()
+            .to_string()
+        }
+    }
+
+    impl Drop for Tree {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn log(d: &FreqDriver) -> Vec<(u64, u32, &'static str)> {
+        d.log
+            .iter()
+            .flatten()
+            .map(|w| (w.slot, w.khz, w.kind))
+            .collect()
+    }
+
+    #[test]
+    fn a_shared_policy_is_raised_a_slot_ahead_and_lowered_once_its_slot_started() {
+        let t = Tree::new("ahead");
+        let mut d = t.driver(4);
+        // slot 1: CPU 1 at 0.5, CPU 2 at 0.7 -> 0.7 * 2.3 GHz = 1.61 GHz -> 1.7 GHz listed
+        d.set_entry(0, 1, 500_000);
+        d.set_entry(1, 1, 700_000);
+        // slot 2: both at 0.9 -> 2.07 GHz -> 2.1 GHz (a raise)
+        d.set_entry(0, 2, 900_000);
+        d.set_entry(1, 2, 900_000);
+        let clock = SlotClock::new(monotonic_ns() + 10_000_000_000, 100_000_000);
+        d.turn(None, &clock);
+        assert_eq!(t.setspeed(), "2300000", "slot 0 at full speed");
+        d.turn(Some(0), &clock);
+        assert_eq!(t.setspeed(), "2300000", "slot 1's lower waits for slot 1");
+        d.turn(Some(1), &clock);
+        assert_eq!(
+            t.setspeed(),
+            "2100000",
+            "lowered in slot 1, then raised for slot 2"
+        );
+        assert_eq!(
+            log(&d),
+            [
+                (0, 2_300_000, "raise"),
+                (1, 1_700_000, "lower"),
+                (2, 2_100_000, "raise")
+            ]
+        );
+        let c = d.counts();
+        assert_eq!((c.raises, c.lowers, c.late_raises, c.errors), (2, 1, 0, 0));
+        d.restore();
+        assert_eq!(t.setspeed(), "<unsupported>");
+    }
+
+    #[test]
+    fn a_missed_turn_writes_its_raise_late_and_counts_it() {
+        let t = Tree::new("late");
+        let mut d = t.driver(4);
+        d.set_entry(0, 0, 500_000);
+        d.set_entry(1, 0, 500_000);
+        d.set_entry(0, 1, 500_000);
+        d.set_entry(1, 1, 500_000);
+        // slot 0 started long ago: every slot's start is in the past
+        let clock = SlotClock::new(monotonic_ns() - 10_000_000_000, 100_000_000);
+        d.turn(Some(0), &clock); // no turn before slot 0: its raise (1.2 GHz) comes late
+        d.turn(Some(3), &clock); // turns 1 and 2 missed: slot 3 (full speed) raised late
+        assert_eq!(
+            log(&d),
+            [(0, 1_200_000, "raise"), (3, 2_300_000, "raise")],
+            "slot 1's value was already in force: nothing to write for it"
+        );
+        let c = d.counts();
+        assert_eq!((c.raises, c.late_raises), (2, 2));
+    }
+}
