@@ -550,6 +550,22 @@ pub struct EnergySummary {
     pub label: EnergyKind,
     /// The RAPL zones (`RAPL package-0+package-1`) or the model (`model xeon-gold-5218`).
     pub source: String,
+    /// An estimate's parts per policy segment (planner mode; a policy swap starts a segment):
+    /// they add up to `joules`. Empty for a measured figure (RAPL reads the package over the
+    /// run) and outside planner mode.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<EnergySegment>,
+}
+
+/// The estimate of the slots run under one policy (`from_slot` up to the next segment).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct EnergySegment {
+    pub policy: String,
+    pub from_slot: u64,
+    /// The idle rule the segment was priced with (`shallowest`, `deepest`, `deepest_per_slot`:
+    /// docs/energy.md).
+    pub idle: String,
+    pub joules: f64,
 }
 
 impl From<&EnergyReading> for EnergySummary {
@@ -564,6 +580,7 @@ impl From<&EnergyReading> for EnergySummary {
             joules: r.joules,
             label,
             source,
+            segments: Vec::new(),
         }
     }
 }
@@ -574,7 +591,21 @@ impl std::fmt::Display for EnergySummary {
             EnergyKind::Measured => "measured",
             EnergyKind::Estimated => "estimated",
         };
-        write!(f, "{:.3} J ({label}: {})", self.joules, self.source)
+        write!(f, "{:.3} J ({label}: {})", self.joules, self.source)?;
+        if !self.segments.is_empty() {
+            let parts: Vec<String> = self
+                .segments
+                .iter()
+                .map(|g| {
+                    format!(
+                        "{} from slot {} {:.3} J (idle {})",
+                        g.policy, g.from_slot, g.joules, g.idle
+                    )
+                })
+                .collect();
+            write!(f, " [{}]", parts.join(", "))?;
+        }
+        Ok(())
     }
 }
 

@@ -2,7 +2,6 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
-use scx_tt::energy::estimate::IdleGovernor;
 use scx_tt::energy::model;
 use scx_tt::plan::{self, LoadError};
 use scx_tt::planner::kernel_path::FirmOutcome;
@@ -237,10 +236,7 @@ fn power_for(args: &SimulateArgs) -> anyhow::Result<(ModelPower, String)> {
         .first()
         .cloned()
         .with_context(|| format!("power model {} has no cluster", m.name))?;
-    let idle = match args.policy {
-        Policy::Dpm | Policy::DpmDvfs => IdleGovernor::Deepest,
-        Policy::Bss | Policy::Dvfs => IdleGovernor::Shallowest,
-    };
+    let idle = args.policy.idle_governor();
     Ok((ModelPower { cluster, idle }, m.name))
 }
 

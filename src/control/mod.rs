@@ -185,6 +185,8 @@ pub struct Control {
     history: Vec<SwitchRecord>,
     /// Planner mode (`--planner`): the policy, the lead, the admission counts, the task states.
     planner: Option<PlannerStatus>,
+    /// Policy swaps not yet taken by [`Control::take_policy_swaps`]: (policy, first slot).
+    swaps: Vec<(Policy, u64)>,
 }
 
 impl Control {
@@ -197,6 +199,7 @@ impl Control {
             pending: None,
             loading: None,
             history: Vec::new(),
+            swaps: Vec::new(),
             planner: None,
         }
     }
@@ -217,6 +220,12 @@ impl Control {
     /// The switches written so far, in order.
     pub fn history(&self) -> &[SwitchRecord] {
         &self.history
+    }
+
+    /// The policy swaps accepted since the last call, in order: (policy, the first slot it
+    /// decides). For whoever prices slots by policy (the live energy estimate).
+    pub fn take_policy_swaps(&mut self) -> Vec<(Policy, u64)> {
+        std::mem::take(&mut self.swaps)
     }
 
     /// Answers one request line, doing what it asks through `engine`. A refused request
@@ -428,6 +437,7 @@ impl Control {
         if let Some(p) = self.planner.as_mut() {
             p.policy = policy.name().into();
         }
+        self.swaps.push((policy, from_slot));
         engine.note(&format!(
             "set_policy {before} -> {policy} from slot {from_slot}"
         ));

@@ -46,6 +46,17 @@ pub enum IdleGovernor {
     DeepestPerSlot,
 }
 
+impl IdleGovernor {
+    /// The name in summaries and docs.
+    pub fn name(self) -> &'static str {
+        match self {
+            IdleGovernor::Shallowest => "shallowest",
+            IdleGovernor::Deepest => "deepest",
+            IdleGovernor::DeepestPerSlot => "deepest_per_slot",
+        }
+    }
+}
+
 /// CPUs of the model that do not appear in the trace (housekeeping CPUs, unmanaged cores).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unlisted {

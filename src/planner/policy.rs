@@ -52,6 +52,7 @@
 
 use super::cpu::{CpuState, JobKind, Running, UNIT};
 use super::offline::Slot;
+use crate::energy::estimate::IdleGovernor;
 
 /// Slot-level policy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -75,6 +76,17 @@ impl Policy {
             Policy::Dpm => "dpm",
             Policy::Dvfs => "dvfs",
             Policy::DpmDvfs => "dpm+dvfs",
+        }
+    }
+
+    /// How the policy's idle slots are priced (`simulate`, the live estimate, docs/energy.md):
+    /// the DPM policies gather idle slots into periods the core sleeps through in the deepest
+    /// state that pays off; bss and dvfs keep idle cores in the shallowest state (the paper's
+    /// set-up for its BSS and DVFS baselines).
+    pub fn idle_governor(self) -> IdleGovernor {
+        match self {
+            Policy::Dpm | Policy::DpmDvfs => IdleGovernor::Deepest,
+            Policy::Bss | Policy::Dvfs => IdleGovernor::Shallowest,
         }
     }
 }

@@ -2,30 +2,79 @@
 //! power model's estimate from the slot records, labelled either way. Neither a missing RAPL
 //! (the test VM) nor a broken one stops the run: the first falls back to the estimate, the
 //! second is reported once and leaves the energy figure out.
+//!
+//! The estimate prices idle slots by the running policy's idle rule, the one `scx_tt simulate`
+//! uses (`Policy::idle_governor`: bss and dvfs shallowest, dpm deepest over gathered periods);
+//! a static table (no `--planner`) by what the kernel does with it: nothing in scx_tt limits
+//! idle states or defers the slot tick, so a stock cpuidle governor picks the deepest state
+//! that pays off within each idle slot (`deepest_per_slot`). A policy swap starts a new segment
+//! from its first slot; the summary gives each segment's part (they add up to the total).
+//! RAPL's figure is the package's over the run and is not split.
 
-use scx_tt::accounting::EnergySummary;
+use scx_tt::accounting::{EnergyKind, EnergySegment, EnergySummary};
 use scx_tt::energy::estimate::{EstimateOptions, IdleGovernor, Unlisted};
-use scx_tt::energy::meter::{EnergyMeter, ModelMeter, RaplMeter};
+use scx_tt::energy::meter::{ModelMeter, RaplMeter};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
+use scx_tt::planner::Policy;
 use scx_tt::trace::SlotRecord;
+
+/// Slots priced under one idle rule, from `from_slot` on.
+struct Segment {
+    /// The policy (planner mode) or `None` for a static table.
+    policy: Option<Policy>,
+    from_slot: u64,
+    meter: ModelMeter,
+}
+
+enum Source {
+    Measured(RaplMeter),
+    Estimated {
+        model: PowerModel,
+        slot_us: u64,
+        /// In `from_slot` order.
+        segments: Vec<Segment>,
+    },
+}
 
 pub struct LiveEnergy {
     /// `None` once energy became unavailable (reported on stderr).
-    meter: Option<EnergyMeter>,
+    source: Option<Source>,
+}
+
+/// The idle rule of `policy`, or of a static table (`None`; see the module doc).
+pub fn idle_rule(policy: Option<Policy>) -> IdleGovernor {
+    policy.map_or(IdleGovernor::DeepestPerSlot, Policy::idle_governor)
+}
+
+fn meter(model: &PowerModel, slot_us: u64, policy: Option<Policy>) -> ModelMeter {
+    let opts = EstimateOptions {
+        slot_us,
+        idle: idle_rule(policy),
+        // Housekeeping and unmanaged CPUs run what they like; only what the plan decides
+        // is estimated (plus uncore).
+        unlisted: Unlisted::Excluded,
+    };
+    ModelMeter::new(model.clone(), opts)
 }
 
 impl LiveEnergy {
-    /// RAPL under `root` if present and readable; else the estimate of `model`, when it
-    /// describes every managed CPU; else no energy figure.
-    pub fn open(root: &Root, model: &PowerModel, managed: &[u32], slot_us: u64) -> Self {
+    /// RAPL under `root` if present and readable; else the estimate of `model` priced under
+    /// `policy`'s idle rule, when it describes every managed CPU; else no energy figure.
+    pub fn open(
+        root: &Root,
+        model: &PowerModel,
+        managed: &[u32],
+        slot_us: u64,
+        policy: Option<Policy>,
+    ) -> Self {
         let rapl = RaplMeter::open(root).unwrap_or_else(|e| {
             eprintln!("scx_tt: warning: reading RAPL: {e}; energy will be the model's estimate");
             None
         });
         if let Some(r) = rapl {
             return LiveEnergy {
-                meter: Some(EnergyMeter::Measured(r)),
+                source: Some(Source::Measured(r)),
             };
         }
         if let Some(cpu) = managed.iter().find(|&&c| model.cluster_of(c).is_none()) {
@@ -36,53 +85,115 @@ impl LiveEnergy {
                 model.name,
                 model.cpu_count()
             );
-            return LiveEnergy { meter: None };
+            return LiveEnergy { source: None };
         }
-        let opts = EstimateOptions {
-            slot_us,
-            // The BPF scheduler does not limit idle states: a perfect cpuidle governor picks
-            // the deepest that pays off for each idle period.
-            idle: IdleGovernor::Deepest,
-            // Housekeeping and unmanaged CPUs run what they like; only what the plan decides
-            // is estimated (plus uncore).
-            unlisted: Unlisted::Excluded,
-        };
         LiveEnergy {
-            meter: Some(EnergyMeter::Estimated(ModelMeter::new(model.clone(), opts))),
+            source: Some(Source::Estimated {
+                model: model.clone(),
+                slot_us,
+                segments: vec![Segment {
+                    policy,
+                    from_slot: 0,
+                    meter: meter(model, slot_us, policy),
+                }],
+            }),
         }
     }
 
     /// One line for `-v`: where the energy figure comes from.
     pub fn describe(&self) -> String {
-        match &self.meter {
-            Some(EnergyMeter::Measured(r)) => {
+        match &self.source {
+            Some(Source::Measured(r)) => {
                 format!("energy measured from RAPL ({} zones)", r.zones().len())
             }
-            Some(EnergyMeter::Estimated(_)) => {
-                "energy estimated from the power model (no RAPL)".to_string()
-            }
+            Some(Source::Estimated { segments, .. }) => format!(
+                "energy estimated from the power model (no RAPL), idle slots priced {}",
+                segments.last().map_or("", |g| idle_rule(g.policy).name())
+            ),
             None => "no energy figure".to_string(),
         }
     }
 
-    /// Feed a slot record (used by the estimate).
+    /// The policy changes to `policy` from slot `from_slot` on (a swap over `--control`): the
+    /// estimate prices the slots from there under its idle rule, as a segment of its own.
+    pub fn policy_from(&mut self, policy: Policy, from_slot: u64) {
+        if let Some(Source::Estimated {
+            model,
+            slot_us,
+            segments,
+        }) = self.source.as_mut()
+        {
+            // two swaps before a slot was decided: the later one replaces the earlier (no
+            // record of a slot at or after `from_slot`, the planner's next undecided one, has
+            // come yet)
+            segments.retain(|g| g.from_slot < from_slot);
+            segments.push(Segment {
+                policy: Some(policy),
+                from_slot,
+                meter: meter(model, *slot_us, Some(policy)),
+            });
+        }
+    }
+
+    /// Feed a slot record (used by the estimate): to the segment its slot belongs to.
     pub fn record(&mut self, r: &SlotRecord) {
-        let Some(m) = self.meter.as_mut() else {
+        let Some(Source::Estimated { segments, .. }) = self.source.as_mut() else {
             return;
         };
-        if let Err(e) = m.record(r) {
+        let Some(g) = segments.iter_mut().rev().find(|g| g.from_slot <= r.slot) else {
+            return;
+        };
+        if let Err(e) = g.meter.record(r) {
             eprintln!("scx_tt: warning: energy estimate stopped: {e}");
-            self.meter = None;
+            self.source = None;
         }
     }
 
     /// The energy since the start; `None` when unavailable or when this reading failed.
     pub fn read(&mut self) -> Option<EnergySummary> {
-        match self.meter.as_mut()?.read() {
-            Ok(r) => Some(EnergySummary::from(&r)),
-            Err(e) => {
-                eprintln!("scx_tt: warning: reading energy: {e}");
-                None
+        match self.source.as_mut()? {
+            Source::Measured(r) => match r.poll() {
+                Ok(uj) => Some(EnergySummary {
+                    joules: uj as f64 * 1e-6,
+                    label: EnergyKind::Measured,
+                    source: format!(
+                        "RAPL {}",
+                        r.zones()
+                            .iter()
+                            .map(|z| z.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join("+")
+                    ),
+                    segments: Vec::new(),
+                }),
+                Err(e) => {
+                    eprintln!("scx_tt: warning: reading energy: {e}");
+                    None
+                }
+            },
+            Source::Estimated {
+                model, segments, ..
+            } => {
+                let parts: Vec<EnergySegment> = segments
+                    .iter()
+                    .map(|g| EnergySegment {
+                        policy: g.policy.map_or("static table".into(), |p| p.name().into()),
+                        from_slot: g.from_slot,
+                        idle: idle_rule(g.policy).name().into(),
+                        joules: g.meter.joules(),
+                    })
+                    .collect();
+                Some(EnergySummary {
+                    joules: parts.iter().map(|g| g.joules).sum(),
+                    label: EnergyKind::Estimated,
+                    source: format!("model {}", model.name),
+                    // outside planner mode there is one segment and nothing to split
+                    segments: if segments.iter().any(|g| g.policy.is_some()) {
+                        parts
+                    } else {
+                        Vec::new()
+                    },
+                })
             }
         }
     }
@@ -150,7 +261,7 @@ mod tests {
         fake.put(&format!("{zone}/name"), "package-0\n");
         fake.put(&format!("{zone}/max_energy_range_uj"), "1000000\n");
         fake.put(&format!("{zone}/energy_uj"), "900000\n");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None);
         // 900000 → wraps at 1000000 → 400000: 100000 + 400000 µJ = 0.5 J.
         fake.put(&format!("{zone}/energy_uj"), "400000\n");
         let r = e.read().expect("reading");
@@ -162,7 +273,7 @@ mod tests {
     #[test]
     fn no_rapl_is_the_labelled_estimate_of_the_records() {
         let fake = FakeRoot::new("none");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None);
         e.record(&busy(0));
         e.record(&busy(1));
         let r = e.read().expect("estimate");
@@ -176,8 +287,104 @@ mod tests {
     #[test]
     fn a_model_without_a_managed_cpu_leaves_the_energy_out_instead_of_failing() {
         let fake = FakeRoot::new("nocpu");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[99], 10_000);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[99], 10_000, None);
         e.record(&busy(0));
         assert_eq!(e.read(), None);
+    }
+
+    fn idle(slot: u64) -> SlotRecord {
+        SlotRecord {
+            kind: SlotKind::Idle,
+            task: None,
+            freq: 1.0,
+            ran_ns: Some(0),
+            ..busy(slot)
+        }
+    }
+
+    /// Slots 0 and 11 busy, 1..=10 idle.
+    fn feed(e: &mut LiveEnergy, slots: std::ops::Range<u64>) {
+        for t in slots {
+            e.record(&if t == 0 || t == 11 { busy(t) } else { idle(t) });
+        }
+    }
+
+    /// What a ModelMeter alone gives for `slots` under `idle` (the reference).
+    fn reference(idle_rule: IdleGovernor, slots: std::ops::Range<u64>) -> f64 {
+        let mut m = ModelMeter::new(
+            xeon(),
+            EstimateOptions {
+                slot_us: 10_000,
+                idle: idle_rule,
+                unlisted: Unlisted::Excluded,
+            },
+        );
+        for t in slots {
+            m.record(&if t == 0 || t == 11 { busy(t) } else { idle(t) })
+                .expect("record");
+        }
+        m.joules()
+    }
+
+    #[test]
+    fn idle_slots_are_priced_by_the_running_policys_rule() {
+        let fake = FakeRoot::new("rule");
+        let mut by = |policy| {
+            let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, policy);
+            feed(&mut e, 0..12);
+            e.read().expect("estimate")
+        };
+        let bss = by(Some(Policy::Bss));
+        let dvfs = by(Some(Policy::Dvfs));
+        let table = by(None);
+        assert!((bss.joules - reference(IdleGovernor::Shallowest, 0..12)).abs() < 1e-12);
+        assert_eq!(bss.joules, dvfs.joules, "same rule, same records");
+        assert!((table.joules - reference(IdleGovernor::DeepestPerSlot, 0..12)).abs() < 1e-12);
+        assert!(
+            table.joules < bss.joules,
+            "a sleeping core costs less than a polling one"
+        );
+        assert!(
+            table.segments.is_empty(),
+            "a static table has nothing to split"
+        );
+        assert_eq!(bss.segments.len(), 1);
+        assert_eq!(bss.segments[0].idle, "shallowest");
+    }
+
+    #[test]
+    fn a_policy_swap_starts_a_segment_and_the_segments_add_up() {
+        let fake = FakeRoot::new("swap");
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, Some(Policy::Dvfs));
+        e.policy_from(Policy::Bss, 9); // replaced by the next one: same undecided slot
+        e.policy_from(Policy::Dpm, 6);
+        feed(&mut e, 0..12);
+        let r = e.read().expect("estimate");
+        let parts: Vec<(&str, u64, &str)> = r
+            .segments
+            .iter()
+            .map(|g| (g.policy.as_str(), g.from_slot, g.idle.as_str()))
+            .collect();
+        assert_eq!(parts, [("dvfs", 0, "shallowest"), ("dpm", 6, "deepest")]);
+        let first = reference(IdleGovernor::Shallowest, 0..6);
+        let second = {
+            let mut m = ModelMeter::new(
+                xeon(),
+                EstimateOptions {
+                    slot_us: 10_000,
+                    idle: IdleGovernor::Deepest,
+                    unlisted: Unlisted::Excluded,
+                },
+            );
+            for t in 6..12 {
+                m.record(&if t == 11 { busy(t) } else { idle(t) })
+                    .expect("record");
+            }
+            m.joules()
+        };
+        assert!((r.segments[0].joules - first).abs() < 1e-12, "{r:?}");
+        assert!((r.segments[1].joules - second).abs() < 1e-12, "{r:?}");
+        assert!((r.joules - first - second).abs() < 1e-12);
+        assert!(r.to_string().contains("dpm from slot 6"), "{r}");
     }
 }

@@ -299,6 +299,9 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         if serve {
             sock.serve(|line| control.serve(line, &mut engine).map(|r| r.to_line()));
         }
+        for (policy, from_slot) in control.take_policy_swaps() {
+            self.live.stats.energy.policy_from(policy, from_slot);
+        }
     }
 
     /// Why the run ends now, if it does (the signal is checked by the caller).

@@ -49,7 +49,7 @@ impl Stats {
         )
         .with_power_model(model.clone());
         let root = Root::new(args.sysfs_root.clone());
-        let energy = LiveEnergy::open(&root, model, &cfg.managed, plan.slot_us);
+        let energy = LiveEnergy::open(&root, model, &cfg.managed, plan.slot_us, args.planner);
         if args.verbose {
             eprintln!("scx_tt: {} ({})", energy.describe(), model.name);
         }
