@@ -112,7 +112,46 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
     );
     out.check_clean_exit(c, "dvfs");
     out.check_results(c, &[("socket_left", "no")]);
+    check_energy_segments(c, out, from);
     from
+}
+
+/// The summary's estimate is split at the swap (docs/energy.md §3): dvfs from slot 0, bss from
+/// the swap's `from_slot`, both priced shallowest, adding up to the total.
+fn check_energy_segments(c: &mut Checks, out: &VmOutput, from: Option<u64>) {
+    let e = match out.json::<serde_json::Value>("dvfs.json") {
+        Ok(s) => s["energy"].clone(),
+        Err(err) => return c.check(false, format!("dvfs.json: {err}")),
+    };
+    let parts: Vec<(String, Option<u64>, String)> = e["segments"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|g| {
+                    (
+                        g["policy"].as_str().unwrap_or("?").to_string(),
+                        g["from_slot"].as_u64(),
+                        g["idle"].as_str().unwrap_or("?").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let sum: f64 = e["segments"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|g| g["joules"].as_f64()).sum())
+        .unwrap_or(f64::NAN);
+    let total = e["joules"].as_f64().unwrap_or(f64::NAN);
+    let shallow = "shallowest".to_string();
+    c.check(
+        parts
+            == [
+                ("dvfs".to_string(), Some(0), shallow.clone()),
+                ("bss".to_string(), from, shallow),
+            ]
+            && (sum - total).abs() <= 1e-9 * total.max(1.0),
+        format!("energy segments {parts:?} (want dvfs from 0, bss from {from:?}), sum {sum:.6} J of {total:.6} J"),
+    );
 }
 
 /// Records of CPU 1 in `range` compared with `want`: (matching, late ticks excluded, wrong).
