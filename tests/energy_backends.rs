@@ -558,6 +558,30 @@ fn wait_for(log: &Path, line: &str) -> bool {
     false
 }
 
+/// Runs `energy_guard_child` in control of `t` (journaled under `run_dir` when given, else in
+/// memory), logging to `log`; returns once it said "ready".
+fn spawn_ready_child(t: &TempTree, log: &Path, run_dir: Option<&Path>) -> std::process::Child {
+    let mut cmd = Command::new(std::env::current_exe().expect("test binary"));
+    cmd.args([
+        "energy_guard_child",
+        "--exact",
+        "--ignored",
+        "--test-threads=1",
+    ])
+    .env("SCX_TT_GUARD_ROOT", &t.dir)
+    .env("SCX_TT_GUARD_LOG", log)
+    .stdout(Stdio::null());
+    if let Some(d) = run_dir {
+        cmd.env("SCX_TT_GUARD_RUN_DIR", d);
+    }
+    let mut child = cmd.spawn().expect("spawn child");
+    if !wait_for(log, "ready") {
+        let _ = child.kill();
+        panic!("child never became ready");
+    }
+    child
+}
+
 #[test]
 fn sigterm_restores_the_tree() {
     let t = xeon_tree("sigterm");
@@ -565,22 +589,7 @@ fn sigterm_restores_the_tree() {
     let before_exact = t.exact();
     let log_dir = TempTree::new("sigterm_log");
     let log = log_dir.dir.join("guard.log");
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "energy_guard_child",
-            "--exact",
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env("SCX_TT_GUARD_ROOT", &t.dir)
-        .env("SCX_TT_GUARD_LOG", &log)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn child");
-    if !wait_for(&log, "ready") {
-        let _ = child.kill();
-        panic!("child never became ready");
-    }
+    let mut child = spawn_ready_child(&t, &log, None);
     assert_eq!(
         t.get(&format!("{CPU}/cpufreq/policy0/scaling_governor")),
         "userspace"
@@ -630,23 +639,7 @@ fn sigkill_leaves_a_journal_that_scx_tt_restore_puts_back_byte_for_byte() {
     let aux = TempTree::new("sigkill_aux");
     let log = aux.dir.join("guard.log");
     let run_dir = aux.dir.join("run");
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "energy_guard_child",
-            "--exact",
-            "--ignored",
-            "--test-threads=1",
-        ])
-        .env("SCX_TT_GUARD_ROOT", &t.dir)
-        .env("SCX_TT_GUARD_LOG", &log)
-        .env("SCX_TT_GUARD_RUN_DIR", &run_dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("spawn child");
-    if !wait_for(&log, "ready") {
-        let _ = child.kill();
-        panic!("child never became ready");
-    }
+    let mut child = spawn_ready_child(&t, &log, Some(&run_dir));
     child.kill().expect("SIGKILL");
     child.wait().expect("wait");
     assert_eq!(

@@ -37,6 +37,22 @@ pub fn load_plan(scenario: &str, file: &str) -> Plan {
     plan::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
+/// The library's planner for `plan` under dvfs, as scx_tt builds it without `--power-model`
+/// (`Freqs::xeon_default()`), every job running its whole slots when stepped with no
+/// observations: what `--planner dvfs --planner-open-loop` decides.
+pub fn dvfs_planner(plan: &Plan) -> scx_tt::planner::Planner {
+    use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy};
+    Planner::new(
+        &plan.planner_inputs(),
+        plan.frame_slots,
+        PlannerConfig {
+            policy: Policy::Dvfs,
+            freqs: Freqs::xeon_default(),
+            slot_ns: plan.slot_us * 1000,
+        },
+    )
+}
+
 /// A test plan with its static table (`SchedConfig::from_plan`, the default guard band, CPUs 0
 /// and 1 online): owner task index per managed CPU and frame slot.
 pub struct Table {

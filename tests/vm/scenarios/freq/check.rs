@@ -21,8 +21,8 @@
 //!   `scx_tt restore` (a second restore: nothing to do); no journal is left.
 
 use crate::harness::{Checks, Vm, VmOutput};
-use crate::planner_checks::load_plan;
-use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, UNIT};
+use crate::planner_checks::{dvfs_planner, load_plan};
+use scx_tt::planner::UNIT;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -118,17 +118,7 @@ fn check_restores(out: &VmOutput, c: &mut Checks) {
 /// plan, every job running its whole slots (`--planner-open-loop`), the default frequencies
 /// (`Freqs::xeon_default`, as scx_tt without `--power-model`).
 fn planned(to: u64) -> Vec<Vec<u32>> {
-    let plan = load_plan("freq", "freq.json");
-    let frame = plan.frame_slots;
-    let mut p = Planner::new(
-        &plan.planner_inputs(),
-        frame,
-        PlannerConfig {
-            policy: Policy::Dvfs,
-            freqs: Freqs::xeon_default(),
-            slot_ns: plan.slot_us * 1000,
-        },
-    );
+    let mut p = dvfs_planner(&load_plan("freq", "freq.json"));
     (0..to)
         .map(|t| {
             p.step(t, &[])

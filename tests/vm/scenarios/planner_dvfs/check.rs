@@ -22,7 +22,7 @@
 use crate::harness::{tt_owner, Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, Table, CPU};
 use scx_tt::energy::perf::cpuperf_target;
-use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run, UNIT};
+use scx_tt::planner::{Policy, Run, UNIT};
 use scx_tt::trace::SlotRecord;
 
 /// The plan: planner.json with 60 % instead of 40 % of the slots busy, so that dvfs picks
@@ -54,15 +54,7 @@ impl Expect {
     /// The planner's decisions for slots `0..to`: dvfs before `swap`, bss from `swap` on.
     fn decisions(&self, swap: u64, to: u64) -> Vec<Want> {
         let plan = &self.0.plan;
-        let mut p = Planner::new(
-            &plan.planner_inputs(),
-            self.0.frame,
-            PlannerConfig {
-                policy: Policy::Dvfs,
-                freqs: Freqs::xeon_default(),
-                slot_ns: plan.slot_us * 1000,
-            },
-        );
+        let mut p = pc::dvfs_planner(plan);
         (0..to)
             .map(|t| {
                 if t == swap {
