@@ -329,7 +329,7 @@ mod tests {
     #[test]
     fn idle_slots_are_priced_by_the_running_policys_rule() {
         let fake = FakeRoot::new("rule");
-        let mut by = |policy| {
+        let by = |policy| {
             let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, policy);
             feed(&mut e, 0..12);
             e.read().expect("estimate")
