@@ -97,6 +97,8 @@ struct Cell {
     misses: u64,
     accepted: usize,
     offered: usize,
+    core_j: f64,
+    work_s: f64,
 }
 
 impl Cell {
@@ -109,6 +111,8 @@ impl Cell {
         self.misses += r.guaranteed_misses;
         self.accepted += r.accepted;
         self.offered += r.offered;
+        self.core_j += r.core_j;
+        self.work_s += r.work_s;
     }
     fn merge(&mut self, o: &Cell) {
         self.n += o.n;
@@ -119,6 +123,15 @@ impl Cell {
         self.misses += o.misses;
         self.accepted += o.accepted;
         self.offered += o.offered;
+        self.core_j += o.core_j;
+        self.work_s += o.work_s;
+    }
+    /// Managed-core energy per second of full-speed work, J/s.
+    fn j_per_work_s(&self) -> f64 {
+        self.core_j / self.work_s.max(f64::MIN_POSITIVE)
+    }
+    fn accepted_pct(&self) -> f64 {
+        100.0 * self.accepted as f64 / self.offered.max(1) as f64
     }
     fn mean(&self, v: f64) -> f64 {
         v / f64::from(self.n.max(1))
@@ -283,7 +296,52 @@ fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64
             let misses: u64 = cells.iter().map(|c| c.misses).sum();
             let _ = writeln!(s, " {misses:>8}");
         }
-        let _ = writeln!(s, "\n   detail: u_sched/u_new -> package W per variant, new jobs accepted, managed-core busy %, dvfs mean MHz");
+        let _ = writeln!(s, "\n   the same against bss with C-states (idle slots in the deepest state that pays off within the slot, instead of polling: the other reading of the paper's baseline, docs/energy.md)");
+        let cst = variant("bss+cstates");
+        let _ = write!(s, "{:>7}", "u_sched");
+        for v in VARIANTS
+            .iter()
+            .filter(|v| v.name != "bss" && v.name != "bss+cstates")
+        {
+            let _ = write!(s, " {:>20}", format!("{} vs bss+cstates", v.name));
+        }
+        let _ = writeln!(s);
+        for &us in &U_SCHED {
+            let cells: Vec<Cell> = (0..VARIANTS.len())
+                .map(|vi| sum_where(res, |k| k.0 == ei && k.1 == vi && k.2 == pct(us)))
+                .collect();
+            let base = cells[cst].mean(cells[cst].package_w);
+            let _ = write!(s, "{:>6}%", pct(us));
+            for (c, v) in cells.iter().zip(&VARIANTS) {
+                if v.name != "bss" && v.name != "bss+cstates" {
+                    let _ = write!(s, " {:>19.1}%", reduction(c.mean(c.package_w), base));
+                }
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "\n   admissions and work: new jobs accepted (% of offered) | managed-core energy per second of full-speed work done (J/s; the work includes the accepted jobs, so a policy that accepts less also works less)");
+        let _ = write!(s, "{:>7}", "u_sched");
+        for v in &VARIANTS {
+            let _ = write!(s, " {:>11}", format!("{} acc", v.name));
+        }
+        for v in &VARIANTS {
+            let _ = write!(s, " {:>11}", format!("{} J/s", v.name));
+        }
+        let _ = writeln!(s);
+        for &us in &U_SCHED {
+            let cells: Vec<Cell> = (0..VARIANTS.len())
+                .map(|vi| sum_where(res, |k| k.0 == ei && k.1 == vi && k.2 == pct(us)))
+                .collect();
+            let _ = write!(s, "{:>6}%", pct(us));
+            for c in &cells {
+                let _ = write!(s, " {:>10.1}%", c.accepted_pct());
+            }
+            for c in &cells {
+                let _ = write!(s, " {:>11.2}", c.j_per_work_s());
+            }
+            let _ = writeln!(s);
+        }
+        let _ = writeln!(s, "\n   detail: u_sched/u_new -> package W per variant, new jobs accepted per variant, managed-core busy % (bss), dvfs mean MHz");
         for &us in &U_SCHED {
             for &un in &U_NEW {
                 let cells: Vec<Cell> = (0..VARIANTS.len())
@@ -299,11 +357,13 @@ fn render(opts: &Opts, model: &PowerModel, res: &Results, errors: u32, secs: f64
                 }
                 let b = &cells[bss];
                 let d = &cells[variant("dvfs")];
+                let _ = write!(s, "  accepted of {}:", b.offered);
+                for (c, v) in cells.iter().zip(&VARIANTS) {
+                    let _ = write!(s, " {}={}", v.name, c.accepted);
+                }
                 let _ = writeln!(
                     s,
-                    "  accepted {}/{}  busy {:.0}%  dvfs {:.0} MHz",
-                    b.accepted,
-                    b.offered,
+                    "  busy {:.0}%  dvfs {:.0} MHz",
                     100.0 * b.mean(b.busy),
                     d.mean(d.mhz)
                 );

@@ -30,6 +30,7 @@ use crate::energy::model::PowerModel;
 use crate::plan::gen::{generate, GenError, GenParams, SplitMix64};
 use crate::plan::Plan;
 use crate::planner::{Freqs, Policy};
+use crate::trace::SlotKind;
 use thiserror::Error;
 
 /// Frames a generated schedule may have (slots).
@@ -165,6 +166,11 @@ pub struct RunResult {
     pub busy: f64,
     /// Time-weighted mean frequency of the managed core, MHz.
     pub mean_mhz: f64,
+    /// Energy of the managed core over the run, J.
+    pub core_j: f64,
+    /// Work the managed core did, in seconds at full speed: Σ over its job slots (tt and
+    /// accepted aperiodic) of the time the job ran × the slot's normalised frequency.
+    pub work_s: f64,
 }
 
 /// Run one case under one variant.
@@ -216,6 +222,13 @@ pub fn run(
     let accepted = out.report.admissions.iter().filter(|a| a.accepted).count();
     let busy = e.cpus.iter().map(|c| c.busy_s).sum::<f64>() / e.duration_s.max(f64::MIN_POSITIVE);
     let mean_mhz = e.cpus.first().map_or(0.0, |c| c.residency.mean_mhz());
+    let slot_ns = plan.slot_us * 1000;
+    let work_s = out
+        .records
+        .iter()
+        .filter(|r| matches!(r.kind, SlotKind::Tt | SlotKind::Aperiodic))
+        .map(|r| r.freq * r.ran_ns.unwrap_or(slot_ns).min(slot_ns) as f64 * 1e-9)
+        .sum();
     Ok(RunResult {
         core_w,
         package_w,
@@ -224,5 +237,7 @@ pub fn run(
         offered,
         busy,
         mean_mhz,
+        core_j: core_w * e.duration_s,
+        work_s,
     })
 }
