@@ -1,10 +1,15 @@
 //! `simulate`'s energy equals a recomputation from its own trace, under every policy and both
 //! power models (issue 14 item 7). The recomputation here reads nothing but the slot records
 //! and the per-slot prices of `SlotPower`, and applies the rule `simulate` documents
-//! (src/sim/mod.rs): a non-idle slot is busy for `min(ran_ns + stolen_ns, slot)` when recorded
-//! (else whole) at its recorded frequency and idle for the rest at that frequency; consecutive
-//! idle slots form a run, priced as one DPM idle period at its slots' frequency when any slot
-//! of it carries `idle_until`, else slot by slot, each at its own recorded frequency.
+//! (src/sim/mod.rs, docs/energy.md §4): a non-idle slot is busy for `min(ran_ns + stolen_ns,
+//! slot)` when recorded (else whole) at its recorded frequency and idle for the rest at that
+//! frequency; consecutive idle slots form a run, priced as one DPM idle period at its slots'
+//! frequency when any slot of it carries `idle_until`, else slot by slot, each at its own
+//! recorded frequency; the idle rest of the slot just before a DPM run, at the run's
+//! frequency, is part of that period (the estimator's rule: one idle stretch, one exit).
+//! A P-state change between consecutive slots costs `SlotPower::switch_j` (the model's
+//! `freq_switch_us` at the higher P-state's active power; the placeholder: nothing). A second
+//! test checks the rule against the estimator itself (`energy::estimate`).
 
 use scx_tt::energy::estimate::IdleGovernor;
 use scx_tt::energy::model;
@@ -25,16 +30,28 @@ fn recompute(records: &[SlotRecord], power: &dyn SlotPower, slot_ns: u64) -> f64
     let mut total = 0.0;
     for recs in by_cpu.values_mut() {
         recs.sort_by_key(|r| r.slot);
+        // the idle rest of the last non-idle slot, not priced yet: (seconds, frequency)
+        let mut rest: Option<(f64, f64)> = None;
+        // a P-state change between consecutive slots costs the model's switch energy
+        for w in recs.windows(2) {
+            total += power.switch_j(w[0].freq, w[1].freq);
+        }
         let mut k = 0;
         while k < recs.len() {
             let r = recs[k];
             if r.kind != SlotKind::Idle {
+                if let Some((s, f)) = rest.take() {
+                    total += power.idle_j(f, s);
+                }
                 let busy = match (r.ran_ns, r.stolen_ns) {
                     (Some(a), Some(b)) => (a + b).min(slot_ns),
                     _ => slot_ns,
                 } as f64
                     / 1e9;
-                total += power.busy_j(r.freq, busy) + power.idle_j(r.freq, slot_s - busy);
+                total += power.busy_j(r.freq, busy);
+                if slot_s - busy > 0.0 {
+                    rest = Some((slot_s - busy, r.freq));
+                }
                 k += 1;
                 continue;
             }
@@ -45,13 +62,25 @@ fn recompute(records: &[SlotRecord], power: &dyn SlotPower, slot_ns: u64) -> f64
             let run = &recs[start..k];
             if run.iter().any(|r| r.idle_until.is_some()) {
                 let f = run.last().expect("non-empty").freq;
-                total += power.sleep_j(run.len() as u64, f, slot_s);
+                let mut secs = run.len() as f64 * slot_s;
+                match rest.take() {
+                    Some((s, rf)) if rf == run[0].freq && run[0].idle_until.is_some() => secs += s,
+                    Some((s, rf)) => total += power.idle_j(rf, s),
+                    None => {}
+                }
+                total += power.sleep_j(secs, f, slot_s);
             } else {
+                if let Some((s, rf)) = rest.take() {
+                    total += power.idle_j(rf, s);
+                }
                 total += run
                     .iter()
                     .map(|r| power.idle_j(r.freq, slot_s))
                     .sum::<f64>();
             }
+        }
+        if let Some((s, f)) = rest.take() {
+            total += power.idle_j(f, s);
         }
     }
     total
@@ -163,4 +192,60 @@ fn dvfs_idle_slots_are_charged_at_their_recorded_frequency() {
         "polling at the minimum frequency costs less"
     );
     assert!((out.report.energy_j - (busy_j + idle_j)).abs() < 1e-12);
+}
+
+/// One rule for simulate and the estimator: with the model, `simulate`'s energy for the managed
+/// cores equals `energy::estimate` of its own records under the policy's idle rule (the
+/// estimator merges the idle rest of a slot with the idle slots after it at the same frequency).
+#[test]
+fn simulate_and_the_estimator_price_the_same_records_alike() {
+    use scx_tt::energy::estimate::{estimate, EstimateOptions, Unlisted};
+    let root = env!("CARGO_MANIFEST_DIR");
+    let plan = plan::from_file(format!("{root}/schedules/demo.json")).expect("demo plan");
+    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals/demo.json"))
+        .expect("demo arrivals");
+    let arrivals = sim::parse_arrivals(&text).expect("arrivals");
+    let path = format!("{root}/models/xeon-gold-5218.json");
+    let m = model::from_path(std::path::Path::new(&path)).expect("model");
+    for policy in Policy::ALL {
+        let idle = policy.idle_governor();
+        let power = ModelPower {
+            cluster: m.clusters[0].clone(),
+            idle,
+        };
+        for exec in [
+            ExecModel::Factor(1.0),
+            ExecModel::Range {
+                lo: 0.3,
+                hi: 1.0,
+                seed: 5,
+            },
+        ] {
+            let cfg = SimConfig {
+                policy,
+                freqs: Freqs::xeon_default(),
+                frames: 6,
+                exec,
+                keep_records: true,
+            };
+            let out =
+                sim::simulate(&plan, &arrivals, &cfg, &power, &mut |_| {}).expect("simulation");
+            let e = estimate(
+                &m,
+                &out.records,
+                EstimateOptions {
+                    slot_us: plan.slot_us,
+                    idle,
+                    unlisted: Unlisted::Excluded,
+                },
+            )
+            .expect("estimate");
+            let (got, want) = (out.report.energy_j, e.cpus_j());
+            println!("{policy} {exec:?}: simulate {got:.6} J, estimator {want:.6} J");
+            assert!(
+                (got - want).abs() <= 1e-6 * want,
+                "{policy} {exec:?}: simulate {got} J, the estimator {want} J"
+            );
+        }
+    }
 }

@@ -295,6 +295,10 @@ pub fn simulate(
         ..Default::default()
     };
     let mut idle_run = vec![IdleRun::default(); n];
+    // per CPU: the idle rest of the last slot (a job finished early), not yet priced
+    let mut rest: Vec<Option<(f64, f64)>> = vec![None; n];
+    // per CPU: the frequency of the last slot (switch energy)
+    let mut prev_f: Vec<Option<f64>> = vec![None; n];
     let mut records = Vec::new();
     let mut obs = vec![
         Observation {
@@ -385,8 +389,21 @@ pub fn simulate(
                 }
                 Run::Be | Run::Idle => (None, None),
             };
+            // a P-state change between this slot and the one before (docs/energy.md §4)
+            if let Some(p) = prev_f[i].replace(f) {
+                st.energy_j += power.switch_j(p, f);
+            }
             if kind == SlotKind::Idle {
                 let r = &mut idle_run[i];
+                // the rest of the slot before, after a job finished early, is one idle period
+                // with a DPM period that follows at the same frequency (docs/energy.md §4)
+                match rest[i].take() {
+                    Some((rs, rf)) if r.len == 0 && d.idle_until.is_some() && rf == f => {
+                        r.lead_s = rs;
+                    }
+                    Some((rs, rf)) => st.energy_j += power.idle_j(rf, rs),
+                    None => {}
+                }
                 r.len += 1;
                 r.dpm |= d.idle_until.is_some();
                 // each polled slot at the frequency it is recorded at (dvfs: the minimum)
@@ -394,11 +411,17 @@ pub fn simulate(
                 r.freq = f;
             } else {
                 close_idle_run(&mut idle_run[i], st, power, slot_s);
+                if let Some((rs, rf)) = rest[i].take() {
+                    st.energy_j += power.idle_j(rf, rs);
+                }
                 let busy_s = match (ran_ns, stolen_ns) {
                     (Some(r), Some(o)) => (r + o).min(slot_ns) as f64 / 1e9,
                     _ => slot_s,
                 };
-                st.energy_j += power.busy_j(f, busy_s) + power.idle_j(f, slot_s - busy_s);
+                st.energy_j += power.busy_j(f, busy_s);
+                if slot_s - busy_s > 0.0 {
+                    rest[i] = Some((slot_s - busy_s, f));
+                }
             }
             let rec = SlotRecord {
                 slot,
@@ -425,6 +448,9 @@ pub fn simulate(
     }
     for (i, st) in report.cpus.iter_mut().enumerate() {
         close_idle_run(&mut idle_run[i], st, power, slot_s);
+        if let Some((rs, rf)) = rest[i].take() {
+            st.energy_j += power.idle_j(rf, rs);
+        }
         let busy = st.tt_slots + st.aperiodic_slots + st.be_slots;
         st.utilization = busy as f64 / total.max(1) as f64;
         report.energy_j += st.energy_j;
@@ -498,6 +524,9 @@ struct IdleRun {
     dpm: bool,
     polled_j: f64,
     freq: f64,
+    /// The idle rest of the slot before the run (a job finished early in it at the run's
+    /// frequency), s: part of the DPM period.
+    lead_s: f64,
 }
 
 fn close_idle_run(run: &mut IdleRun, st: &mut CpuStats, power: &dyn SlotPower, slot_s: f64) {
@@ -506,7 +535,7 @@ fn close_idle_run(run: &mut IdleRun, st: &mut CpuStats, power: &dyn SlotPower, s
     }
     *st.idle_periods.entry(1u64 << run.len.ilog2()).or_default() += 1;
     st.energy_j += if run.dpm {
-        power.sleep_j(run.len, run.freq, slot_s)
+        power.sleep_j(run.lead_s + run.len as f64 * slot_s, run.freq, slot_s)
     } else {
         run.polled_j
     };

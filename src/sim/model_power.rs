@@ -50,9 +50,20 @@ impl SlotPower for ModelPower {
         self.idle_period_j(slot_s * 1e6, f, allowed)
     }
 
-    fn sleep_j(&self, slots: u64, f: f64, slot_s: f64) -> f64 {
+    fn sleep_j(&self, secs: f64, f: f64, _slot_s: f64) -> f64 {
         let n = self.cluster.idle_states.len();
-        self.idle_period_j(slots as f64 * slot_s * 1e6, f, n)
+        self.idle_period_j(secs * 1e6, f, n)
+    }
+
+    /// The model's `freq_switch_us` at the active power of the higher P-state, when the P-state
+    /// changes (as `energy::estimate` charges it).
+    fn switch_j(&self, from: f64, to: f64) -> f64 {
+        let c = &self.cluster;
+        let (a, b) = (c.pstate_for(from).mhz, c.pstate_for(to).mhz);
+        if a == b {
+            return 0.0;
+        }
+        c.freq_switch_us * 1e-6 * c.active_w(f64::from(a.max(b)) / f64::from(c.max_mhz()))
     }
 }
 
@@ -85,7 +96,7 @@ mod tests {
         // 3 slots of 1 ms = 3000 µs ≥ 600 µs: C6 0.05 W · 0.003 s plus the transition
         // (6.25 − 1.0) W · 2 µs + (1.0 − 0.7) W · 20 µs + (0.7 − 0.05) W · 600 µs = 406.5 µJ.
         let want = 0.05 * 0.003 + 406.5e-6;
-        assert!((p.sleep_j(3, 1.0, 0.001) - want).abs() < 1e-12);
+        assert!((p.sleep_j(0.003, 1.0, 0.001) - want).abs() < 1e-12);
         // Polling one idle slot at full speed costs the active power.
         assert!((p.idle_j(1.0, 0.001) - 0.00625).abs() < 1e-12);
     }

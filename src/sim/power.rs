@@ -18,9 +18,16 @@ pub trait SlotPower {
     fn busy_j(&self, f: f64, slot_s: f64) -> f64;
     /// Joules of one idle slot outside a DPM idle period (the CPU polls the next slot).
     fn idle_j(&self, f: f64, slot_s: f64) -> f64;
-    /// Joules of a DPM idle period of `slots` slots at normalised frequency `f` (the
-    /// frequency its slots are recorded at), wake-up included.
-    fn sleep_j(&self, slots: u64, f: f64, slot_s: f64) -> f64;
+    /// Joules of a DPM idle period of `secs` seconds (its idle slots, plus the rest of the slot
+    /// before them when a job finished early in it at the same frequency) at normalised
+    /// frequency `f` (the frequency its slots are recorded at), wake-up included; `slot_s` is
+    /// the slot length.
+    fn sleep_j(&self, secs: f64, f: f64, slot_s: f64) -> f64;
+    /// Joules of switching from normalised frequency `from` to `to` between two slots (0 when
+    /// they are the same operating point). The placeholder has no switch cost.
+    fn switch_j(&self, _from: f64, _to: f64) -> f64 {
+        0.0
+    }
 }
 
 /// The documented placeholder (see the module doc).
@@ -54,11 +61,11 @@ impl SlotPower for PlaceholderPower {
     fn idle_j(&self, _f: f64, slot_s: f64) -> f64 {
         self.idle_w * slot_s
     }
-    fn sleep_j(&self, slots: u64, _f: f64, slot_s: f64) -> f64 {
-        if slots >= self.break_even_slots {
-            self.sleep_w * slots as f64 * slot_s + self.wake_j
+    fn sleep_j(&self, secs: f64, _f: f64, slot_s: f64) -> f64 {
+        if secs >= self.break_even_slots as f64 * slot_s {
+            self.sleep_w * secs + self.wake_j
         } else {
-            self.idle_w * slots as f64 * slot_s
+            self.idle_w * secs
         }
     }
 }
@@ -74,8 +81,8 @@ mod tests {
         assert!((p.busy_j(0.5, 1e-3) - 3e-3).abs() < 1e-12);
         assert!((p.busy_j(1.0, 1e-3) - 10e-3).abs() < 1e-12);
         // 10 slots: 0.2·10·1e-3 + 1e-3 = 3 mJ asleep vs 15 mJ polling.
-        assert!(p.sleep_j(10, 1.0, 1e-3) < 10.0 * p.idle_j(1.0, 1e-3));
+        assert!(p.sleep_j(10.0 * 1e-3, 1.0, 1e-3) < 10.0 * p.idle_j(1.0, 1e-3));
         // Below break-even a sleep is charged as polling.
-        assert_eq!(p.sleep_j(1, 1.0, 1e-3), p.idle_j(1.0, 1e-3));
+        assert_eq!(p.sleep_j(1e-3, 1.0, 1e-3), p.idle_j(1.0, 1e-3));
     }
 }
