@@ -30,6 +30,7 @@ mod enforce;
 mod engine;
 mod every;
 mod freq;
+mod idle_ctl;
 #[cfg(feature = "bpf")]
 mod obs_test;
 mod plan_loader;
@@ -103,6 +104,12 @@ pub struct RunArgs {
     /// CPU's policy offers the userspace governor, else cpuperf.
     #[arg(long, value_enum, value_name = "BACKEND", default_value = "auto")]
     pub freq_backend: freq::FreqBackendArg,
+    /// Planner mode: policy (default) keeps idle managed cores the way the policy is defined
+    /// (bss and dvfs: polling, the paper's set-up, through each managed CPU's
+    /// pm_qos_resume_latency_us, journaled and restored), kernel leaves idle states to cpuidle
+    /// (docs/energy.md, "Idle control"). The live energy estimate follows the choice.
+    #[arg(long, value_enum, value_name = "MODE", default_value = "policy")]
+    pub idle_control: idle_ctl::IdleControlArg,
     /// Planner mode, cpufreq backend: write every scaling_setspeed write (time, slot, policy,
     /// kHz, raise or lower) to FILE at exit, one JSON object per line (docs/run-output.md).
     #[arg(long, value_name = "FILE.jsonl", requires = "planner")]

@@ -121,6 +121,17 @@ impl PmQosIdle {
         })
     }
 
+    /// As [`Self::new`], through `journal` (a persistent one for a live run).
+    pub fn with_journal(journal: Journal, cpus: &[u32]) -> Result<Self, SysfsError> {
+        for &cpu in cpus {
+            journal.root().read(qos_path(cpu))?;
+        }
+        Ok(Self {
+            journal,
+            last: Vec::new(),
+        })
+    }
+
     /// Restore now (also done on drop); returns the number of failures (each logged).
     pub fn restore(&mut self) -> usize {
         self.last.clear();

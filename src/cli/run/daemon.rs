@@ -29,6 +29,7 @@ use super::carry::Counters;
 use super::control_socket::ControlSocket;
 use super::enforce::{End, Enforcer, Live, Stopped};
 use super::freq::{self, Backend, Freq, FreqDriver};
+use super::idle_ctl::IdleControl;
 use super::report;
 use super::restart::{self, Restarts, MAX_RESTARTS, RESTART_WINDOW_NS};
 use super::tasks::Tasks;
@@ -121,6 +122,8 @@ pub struct Daemon<'a> {
     /// Planner mode's frequency backend (cpufreq: the policies taken over, restored when the
     /// daemon is dropped, on every exit path).
     pub(super) freq: Freq,
+    /// Planner mode's idle control (pm_qos limits, restored when dropped).
+    pub(super) idle: IdleControl,
 }
 
 impl<'a> Daemon<'a> {
@@ -152,6 +155,15 @@ impl<'a> Daemon<'a> {
             .unwrap_or_else(|| guard::bound(plan.slot_us).min);
         let mut cfg = configure(args, plan, provisional, &online)?;
         let freq = take_frequencies(args, plan, &mut cfg)?;
+        let idle = match args.planner {
+            Some(_) => IdleControl::take(
+                args.idle_control,
+                Root::new(&args.sysfs_root),
+                &args.run_dir,
+                &plan.managed,
+            )?,
+            None => IdleControl::kernel(),
+        };
         let mut tasks = Tasks::resolve(plan, &procfs)?;
         // 2b. start-up: the calibration runs on the managed CPUs while the spawned tasks settle
         let calibration = match args.guard_us {
@@ -192,6 +204,7 @@ impl<'a> Daemon<'a> {
             counters: Counters::default(),
             restarts: Restarts::default(),
             freq,
+            idle,
         })
     }
 
@@ -306,8 +319,16 @@ impl<'a> Daemon<'a> {
                 .unwrap_or_else(|e| e.into_inner())
                 .write_log(path)?;
         }
-        // the machine's frequencies back as they were before the summary file says "done"
+        // the machine's frequencies and idle limits back as they were before the summary file
+        // says "done"
         self.restore_frequencies();
+        if self.idle.restore() > 0 {
+            eprintln!(
+                "scx_tt: warning: pm_qos limits could not all be restored; they stay in the \
+                 journal under {} for `scx_tt restore`",
+                self.args.run_dir.display()
+            );
+        }
         if let Some(p) = &self.args.summary_json {
             let (t0_ns, restarts) = (live.clock.t0_ns, self.restarts.count());
             report::write_summary_json(p, t0_ns, &summary, &self.guard, restarts, freq.as_ref())?;

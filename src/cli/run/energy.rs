@@ -4,10 +4,11 @@
 //! second is reported once and leaves the energy figure out.
 //!
 //! The estimate prices idle slots by the running policy's idle rule, the one `scx_tt simulate`
-//! uses (`Policy::idle_governor`: bss and dvfs shallowest, dpm deepest over gathered periods);
-//! a static table (no `--planner`) by what the kernel does with it: nothing in scx_tt limits
-//! idle states or defers the slot tick, so a stock cpuidle governor picks the deepest state
-//! that pays off within each idle slot (`deepest_per_slot`). A policy swap starts a new segment
+//! uses (`Policy::idle_governor`: bss and dvfs shallowest, dpm deepest over gathered periods),
+//! which `--idle-control policy` (idle_ctl.rs) makes the managed cores follow; a static table
+//! (no `--planner`), `--idle-control kernel` or a machine without pm_qos files by what the kernel
+//! does: nothing then limits idle states or defers the slot tick, so a stock cpuidle governor
+//! picks the deepest state that pays off within each idle slot (`deepest_per_slot`). A policy swap starts a new segment
 //! from its first slot; the summary gives each segment's part (they add up to the total).
 //! RAPL's figure is the package's over the run and is not split.
 
@@ -24,6 +25,7 @@ struct Segment {
     /// The policy (planner mode) or `None` for a static table.
     policy: Option<Policy>,
     from_slot: u64,
+    rule: IdleGovernor,
     meter: ModelMeter,
 }
 
@@ -32,6 +34,8 @@ enum Source {
     Estimated {
         model: PowerModel,
         slot_us: u64,
+        /// Idle states are the kernel's (not the policy's): every segment deepest per slot.
+        kernel_idle: bool,
         /// In `from_slot` order.
         segments: Vec<Segment>,
     },
@@ -42,15 +46,19 @@ pub struct LiveEnergy {
     source: Option<Source>,
 }
 
-/// The idle rule of `policy`, or of a static table (`None`; see the module doc).
-pub fn idle_rule(policy: Option<Policy>) -> IdleGovernor {
-    policy.map_or(IdleGovernor::DeepestPerSlot, Policy::idle_governor)
+/// The idle rule of `policy`, or of a static table (`None`) or idle states left to the kernel
+/// (`kernel_idle`; see the module doc).
+pub fn idle_rule(policy: Option<Policy>, kernel_idle: bool) -> IdleGovernor {
+    match policy {
+        Some(p) if !kernel_idle => p.idle_governor(),
+        _ => IdleGovernor::DeepestPerSlot,
+    }
 }
 
-fn meter(model: &PowerModel, slot_us: u64, policy: Option<Policy>) -> ModelMeter {
+fn meter(model: &PowerModel, slot_us: u64, rule: IdleGovernor) -> ModelMeter {
     let opts = EstimateOptions {
         slot_us,
-        idle: idle_rule(policy),
+        idle: rule,
         // Housekeeping and unmanaged CPUs run what they like; only what the plan decides
         // is estimated (plus uncore).
         unlisted: Unlisted::Excluded,
@@ -60,13 +68,15 @@ fn meter(model: &PowerModel, slot_us: u64, policy: Option<Policy>) -> ModelMeter
 
 impl LiveEnergy {
     /// RAPL under `root` if present and readable; else the estimate of `model` priced under
-    /// `policy`'s idle rule, when it describes every managed CPU; else no energy figure.
+    /// `policy`'s idle rule (the kernel's when `kernel_idle`), when it describes every managed
+    /// CPU; else no energy figure.
     pub fn open(
         root: &Root,
         model: &PowerModel,
         managed: &[u32],
         slot_us: u64,
         policy: Option<Policy>,
+        kernel_idle: bool,
     ) -> Self {
         let rapl = RaplMeter::open(root).unwrap_or_else(|e| {
             eprintln!("scx_tt: warning: reading RAPL: {e}; energy will be the model's estimate");
@@ -91,10 +101,12 @@ impl LiveEnergy {
             source: Some(Source::Estimated {
                 model: model.clone(),
                 slot_us,
+                kernel_idle,
                 segments: vec![Segment {
                     policy,
                     from_slot: 0,
-                    meter: meter(model, slot_us, policy),
+                    rule: idle_rule(policy, kernel_idle),
+                    meter: meter(model, slot_us, idle_rule(policy, kernel_idle)),
                 }],
             }),
         }
@@ -108,7 +120,7 @@ impl LiveEnergy {
             }
             Some(Source::Estimated { segments, .. }) => format!(
                 "energy estimated from the power model (no RAPL), idle slots priced {}",
-                segments.last().map_or("", |g| idle_rule(g.policy).name())
+                segments.last().map_or("", |g| g.rule.name())
             ),
             None => "no energy figure".to_string(),
         }
@@ -120,9 +132,11 @@ impl LiveEnergy {
         if let Some(Source::Estimated {
             model,
             slot_us,
+            kernel_idle,
             segments,
         }) = self.source.as_mut()
         {
+            let rule = idle_rule(Some(policy), *kernel_idle);
             // two swaps before a slot was decided: the later one replaces the earlier (no
             // record of a slot at or after `from_slot`, the planner's next undecided one, has
             // come yet)
@@ -130,7 +144,8 @@ impl LiveEnergy {
             segments.push(Segment {
                 policy: Some(policy),
                 from_slot,
-                meter: meter(model, *slot_us, Some(policy)),
+                rule,
+                meter: meter(model, *slot_us, rule),
             });
         }
     }
@@ -179,7 +194,7 @@ impl LiveEnergy {
                     .map(|g| EnergySegment {
                         policy: g.policy.map_or("static table".into(), |p| p.name().into()),
                         from_slot: g.from_slot,
-                        idle: idle_rule(g.policy).name().into(),
+                        idle: g.rule.name().into(),
                         joules: g.meter.joules(),
                     })
                     .collect();
@@ -261,7 +276,7 @@ mod tests {
         fake.put(&format!("{zone}/name"), "package-0\n");
         fake.put(&format!("{zone}/max_energy_range_uj"), "1000000\n");
         fake.put(&format!("{zone}/energy_uj"), "900000\n");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None, false);
         // 900000 → wraps at 1000000 → 400000: 100000 + 400000 µJ = 0.5 J.
         fake.put(&format!("{zone}/energy_uj"), "400000\n");
         let r = e.read().expect("reading");
@@ -273,7 +288,7 @@ mod tests {
     #[test]
     fn no_rapl_is_the_labelled_estimate_of_the_records() {
         let fake = FakeRoot::new("none");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, None, false);
         e.record(&busy(0));
         e.record(&busy(1));
         let r = e.read().expect("estimate");
@@ -287,7 +302,7 @@ mod tests {
     #[test]
     fn a_model_without_a_managed_cpu_leaves_the_energy_out_instead_of_failing() {
         let fake = FakeRoot::new("nocpu");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[99], 10_000, None);
+        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[99], 10_000, None, false);
         e.record(&busy(0));
         assert_eq!(e.read(), None);
     }
@@ -330,7 +345,7 @@ mod tests {
     fn idle_slots_are_priced_by_the_running_policys_rule() {
         let fake = FakeRoot::new("rule");
         let by = |policy| {
-            let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, policy);
+            let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, policy, false);
             feed(&mut e, 0..12);
             e.read().expect("estimate")
         };
@@ -355,7 +370,14 @@ mod tests {
     #[test]
     fn a_policy_swap_starts_a_segment_and_the_segments_add_up() {
         let fake = FakeRoot::new("swap");
-        let mut e = LiveEnergy::open(&fake.root(), &xeon(), &[1], 10_000, Some(Policy::Dvfs));
+        let mut e = LiveEnergy::open(
+            &fake.root(),
+            &xeon(),
+            &[1],
+            10_000,
+            Some(Policy::Dvfs),
+            false,
+        );
         e.policy_from(Policy::Bss, 9); // replaced by the next one: same undecided slot
         e.policy_from(Policy::Dpm, 6);
         feed(&mut e, 0..12);

@@ -116,7 +116,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         d.tasks.resume()?;
         // 7. stats
-        let stats = Stats::open(d.args, d.plan, d.model, &d.cfg, &clock)?;
+        let stats = Stats::open(d.args, d.plan, d.model, &d.cfg, &clock, !d.idle.polling())?;
         let ring = stats.reader(&sched)?;
         let deadline_ns = d
             .args

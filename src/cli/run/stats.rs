@@ -40,6 +40,7 @@ impl Stats {
         model: &PowerModel,
         cfg: &SchedConfig,
         clock: &SlotClock,
+        kernel_idle: bool,
     ) -> Result<Self> {
         let acc = Accounting::new(
             cfg.slot_ns,
@@ -49,7 +50,14 @@ impl Stats {
         )
         .with_power_model(model.clone());
         let root = Root::new(args.sysfs_root.clone());
-        let energy = LiveEnergy::open(&root, model, &cfg.managed, plan.slot_us, args.planner);
+        let energy = LiveEnergy::open(
+            &root,
+            model,
+            &cfg.managed,
+            plan.slot_us,
+            args.planner,
+            kernel_idle,
+        );
         if args.verbose {
             eprintln!("scx_tt: {} ({})", energy.describe(), model.name);
         }

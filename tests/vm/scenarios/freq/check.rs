@@ -15,6 +15,10 @@
 //!   the log's;
 //! - `pstate` (`--freq-backend auto`, SIGTERM): auto picks cpufreq, intel_pstate goes to passive,
 //!   only the managed CPUs' policies go to userspace;
+//! - idle control (`--idle-control policy`, the default): during the acpi run the managed CPUs'
+//!   `pm_qos_resume_latency_us` read `n/a` (polling, dvfs's rule), the housekeeping CPU's is
+//!   untouched, and the pm_qos journal sits beside cpufreq's; the pstate tree has no pm_qos files
+//!   and runs with the kernel's idle states;
 //! - the tree is byte for byte what it was (diff -r against a copy) after SIGINT, SIGTERM, an
 //!   error during start-up (`ghost`: a task that cannot be found, after the take-over), a
 //!   SIGKILL followed by a new start (which says it restored), and a SIGKILL followed by
@@ -65,7 +69,14 @@ fn check_restores(out: &VmOutput, c: &mut Checks) {
             ("acpi_state", "disabled"),
             ("acpi_gov1_during", "userspace"),
             ("acpi_gov0_during", "ondemand"),
-            ("acpi_journal_during", "cpufreq.journal.json"),
+            (
+                "acpi_journal_during",
+                "cpufreq.journal.json pmqos.journal.json",
+            ),
+            // --idle-control policy: dvfs keeps the managed cores polling
+            ("acpi_qos0_during", "0"),
+            ("acpi_qos1_during", "n/a"),
+            ("acpi_qos2_during", "n/a"),
             ("acpi_restored", "yes"),
             ("acpi_journal_after", ""),
             // SIGTERM, auto, intel_pstate
@@ -82,9 +93,12 @@ fn check_restores(out: &VmOutput, c: &mut Checks) {
             // SIGKILL, then a new start
             ("killed1_rc", "137"),
             ("killed1_gov1_after", "userspace"),
-            ("killed1_journal_after", "cpufreq.journal.json"),
+            (
+                "killed1_journal_after",
+                "cpufreq.journal.json pmqos.journal.json",
+            ),
             ("next_rc", "0"),
-            ("next_said_restored", "1"),
+            ("next_said_restored", "2"),
             ("next_restored", "yes"),
             // SIGKILL, then scx_tt restore
             ("killed2_rc", "137"),
@@ -187,11 +201,14 @@ fn check_acpi_writes(out: &VmOutput, c: &mut Checks) {
         late.len(),
         lowers.len()
     );
+    // at most LATE_RAISE_PCT % of the raises, and one (a run has only ~13: one host stall of
+    // a slot is 8 % of them)
+    let allowed = ((raises.len() as f64 * LATE_RAISE_PCT / 100.0).ceil() as usize).max(1);
     c.check_timing(
-        late_pct <= LATE_RAISE_PCT,
+        late.len() <= allowed,
         format!(
-            "{} of {} raises landed after their slot started ({late_pct:.2} %, at most \
-             {LATE_RAISE_PCT} %)",
+            "{} of {} raises landed after their slot started ({late_pct:.2} %; at most \
+             {allowed}: {LATE_RAISE_PCT} % and at least one)",
             late.len(),
             raises.len()
         ),

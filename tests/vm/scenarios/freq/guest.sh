@@ -12,7 +12,9 @@
 #   ghost    a plan whose task cannot be found: an error during start-up, after the take-over;
 #   killed1  SIGKILL, then `next` (a new start) restores what it left;
 #   killed2  SIGKILL, then `scx_tt restore` restores what it left (and a second restore: nothing).
-# After each, the tree is compared with a copy made before (diff -r: byte for byte).
+# After each, the tree is compared with a copy made before (diff -r: byte for byte). The acpi
+# tree also has pm_qos files: --idle-control policy (the default) keeps the managed CPUs polling
+# (n/a) under dvfs; the pstate tree has none (idle control falls back to the kernel's).
 . /tt/lib.sh
 PLAN=$HERE/freq.json
 RUN_DIR=/run/tt-freq
@@ -84,6 +86,9 @@ sleep "$(arg tt.duration_s 4)"
 result acpi_gov0_during "$(gov $ACPI 0)"
 result acpi_gov1_during "$(gov $ACPI 1)"
 result acpi_journal_during "$(journal)"
+result acpi_qos0_during "$(cat $ACPI/$CPU_DIR/cpu0/power/pm_qos_resume_latency_us)"
+result acpi_qos1_during "$(cat $ACPI/$CPU_DIR/cpu1/power/pm_qos_resume_latency_us)"
+result acpi_qos2_during "$(cat $ACPI/$CPU_DIR/cpu2/power/pm_qos_resume_latency_us)"
 kill -INT $SCX_TT_PID
 finish_scx_tt acpi
 restored acpi $ACPI
