@@ -86,6 +86,40 @@ fn recompute(records: &[SlotRecord], power: &dyn SlotPower, slot_ns: u64) -> f64
     total
 }
 
+/// The demo plan and its arrivals (schedules/).
+fn demo() -> (plan::Plan, Vec<sim::Arrival>) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let plan = plan::from_file(format!("{root}/schedules/demo.json")).expect("demo plan");
+    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals/demo.json"))
+        .expect("demo arrivals");
+    (plan, sim::parse_arrivals(&text).expect("arrivals"))
+}
+
+/// Execution = WCET, and 30–100 % of it drawn with `seed`.
+fn execs(seed: u64) -> [ExecModel; 2] {
+    [
+        ExecModel::Factor(1.0),
+        ExecModel::Range {
+            lo: 0.3,
+            hi: 1.0,
+            seed,
+        },
+    ]
+}
+
+/// Six frames of the demo under `policy` and `exec`, records kept.
+fn run_demo(policy: Policy, exec: ExecModel, power: &dyn SlotPower) -> sim::SimOutput {
+    let (plan, arrivals) = demo();
+    let cfg = SimConfig {
+        policy,
+        freqs: Freqs::xeon_default(),
+        frames: 6,
+        exec,
+        keep_records: true,
+    };
+    sim::simulate(&plan, &arrivals, &cfg, power, &mut |_| {}).expect("simulation runs")
+}
+
 fn xeon(idle: IdleGovernor) -> ModelPower {
     let root = env!("CARGO_MANIFEST_DIR");
     let path = format!("{root}/models/xeon-gold-5218.json");
@@ -98,40 +132,16 @@ fn xeon(idle: IdleGovernor) -> ModelPower {
 
 #[test]
 fn simulate_energy_equals_its_trace_recomputed_under_every_policy() {
-    let root = env!("CARGO_MANIFEST_DIR");
-    let plan = plan::from_file(format!("{root}/schedules/demo.json")).expect("demo plan");
-    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals/demo.json"))
-        .expect("demo arrivals");
-    let arrivals = sim::parse_arrivals(&text).expect("arrivals");
-    let slot_ns = plan.slot_us * 1000;
+    let slot_ns = demo().0.slot_us * 1000;
     for policy in Policy::ALL {
-        let idle = match policy {
-            Policy::Dpm | Policy::DpmDvfs => IdleGovernor::Deepest,
-            Policy::Bss | Policy::Dvfs => IdleGovernor::Shallowest,
-        };
-        let model = xeon(idle);
+        let model = xeon(policy.idle_governor());
         let powers: [(&str, &dyn SlotPower); 2] = [
             ("placeholder", &PlaceholderPower::default()),
             ("xeon", &model),
         ];
         for (name, power) in powers {
-            for exec in [
-                ExecModel::Factor(1.0),
-                ExecModel::Range {
-                    lo: 0.3,
-                    hi: 1.0,
-                    seed: 11,
-                },
-            ] {
-                let cfg = SimConfig {
-                    policy,
-                    freqs: Freqs::xeon_default(),
-                    frames: 6,
-                    exec,
-                    keep_records: true,
-                };
-                let out = sim::simulate(&plan, &arrivals, &cfg, power, &mut |_| {})
-                    .expect("simulation runs");
+            for exec in execs(11) {
+                let out = run_demo(policy, exec, power);
                 let want = recompute(&out.records, power, slot_ns);
                 let got = out.report.energy_j;
                 println!("{policy} {name} {exec:?}: simulate {got:.6} J, recomputed {want:.6} J");
@@ -201,40 +211,19 @@ fn dvfs_idle_slots_are_charged_at_their_recorded_frequency() {
 fn simulate_and_the_estimator_price_the_same_records_alike() {
     use scx_tt::energy::estimate::{estimate, EstimateOptions, Unlisted};
     let root = env!("CARGO_MANIFEST_DIR");
-    let plan = plan::from_file(format!("{root}/schedules/demo.json")).expect("demo plan");
-    let text = std::fs::read_to_string(format!("{root}/schedules/arrivals/demo.json"))
-        .expect("demo arrivals");
-    let arrivals = sim::parse_arrivals(&text).expect("arrivals");
     let path = format!("{root}/models/xeon-gold-5218.json");
     let m = model::from_path(std::path::Path::new(&path)).expect("model");
+    let slot_us = demo().0.slot_us;
     for policy in Policy::ALL {
         let idle = policy.idle_governor();
-        let power = ModelPower {
-            cluster: m.clusters[0].clone(),
-            idle,
-        };
-        for exec in [
-            ExecModel::Factor(1.0),
-            ExecModel::Range {
-                lo: 0.3,
-                hi: 1.0,
-                seed: 5,
-            },
-        ] {
-            let cfg = SimConfig {
-                policy,
-                freqs: Freqs::xeon_default(),
-                frames: 6,
-                exec,
-                keep_records: true,
-            };
-            let out =
-                sim::simulate(&plan, &arrivals, &cfg, &power, &mut |_| {}).expect("simulation");
+        let power = xeon(idle);
+        for exec in execs(5) {
+            let out = run_demo(policy, exec, &power);
             let e = estimate(
                 &m,
                 &out.records,
                 EstimateOptions {
-                    slot_us: plan.slot_us,
+                    slot_us,
                     idle,
                     unlisted: Unlisted::Excluded,
                 },
