@@ -210,6 +210,8 @@ fn run(c: &Case, policy: Policy) -> Result<Tally, String> {
             match e {
                 // Properties Safe-freq and Safe-idle (policy.rs): no guaranteed job misses.
                 JobEvent::Miss { .. } => return Err(format!("{e:?} at slot {slot}")),
+                // every observation here is a whole slot or a completion: nothing can be lost
+                JobEvent::Lost { .. } => return Err(format!("{e:?} at slot {slot}")),
                 JobEvent::Completed { task, .. }
                 | JobEvent::Overrun { task, .. }
                 | JobEvent::SoftCompleted { task }

@@ -228,7 +228,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         let _ = writeln!(
             out,
             "planner_observations observed {} worst_case {} (owner_mismatch {}) unobserved {} \
-             completed {} overruns {} misses {} voided {} (rewritten {})",
+             completed {} overruns {} misses {} lost {} ({} units) voided {} (rewritten {})",
             c.observed,
             c.worst_case,
             c.owner_mismatch,
@@ -236,6 +236,8 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             c.completed,
             c.overruns,
             c.misses,
+            c.lost,
+            c.lost_units,
             c.voided,
             c.rewritten
         );

@@ -53,7 +53,11 @@
 //! slots is *parked*: out of the ready queue, so no slot is decided for work it does not have.
 //! A late reconciliation then
 //! - gives back what the job did not run (`uncredit`, which unparks it), unless the job's
-//!   interval is over: that work is lost and reported as a miss;
+//!   interval is over: that work is lost (reported `Lost`; `Miss` stays the planner's own
+//!   failure: work left at a deadline by its accounting). Whole slots it needs for that
+//!   come only from free capacity (what the acceptance test would give a new job of the same
+//!   deadline): the work no free slot can hold is reported `Lost` and absorbed by the job, so a
+//!   platform loss never displaces another guarantee;
 //! - on completion frees what the job holds and *voids* the slots decided for it later: they
 //!   stay spent (time passed or will pass whatever runs in them), the job no longer runs there;
 //! - cuts a job off as an overrun only at its last pending slot (`rem = 0`, not done).
@@ -157,6 +161,16 @@ pub enum JobEvent {
         kind: JobKind,
         deadline: Slot,
         rem_units: u64,
+    },
+    /// Lost `units` of work to the platform (an owner that was not ready, or whose slot the
+    /// platform took in part) that free capacity could not give back: every free slot before
+    /// its deadline is promised to other guaranteed jobs, or the loss was observed after its
+    /// deadline. The job absorbs the loss (it may be cut off before its work is done).
+    Lost {
+        task: usize,
+        kind: JobKind,
+        deadline: Slot,
+        units: u64,
     },
     SoftCompleted {
         task: usize,
@@ -742,23 +756,31 @@ impl CpuState {
                 if ran < credited {
                     if deadline <= self.now {
                         // Observed after the deadline: the work it did not do can no longer
-                        // be given a slot. The slots decided for it later are spent as well.
-                        let rem_units = self.job(idx).rem + (credited - ran);
+                        // be given a slot (lost to the platform, after the fact). The slots
+                        // decided for it later are spent as well.
                         for p in self.pending.iter_mut() {
                             if matches!(p.run, Running::Job { idx: i, .. } if i == idx) {
                                 p.run = Running::Other;
                             }
                         }
                         self.finish(idx);
-                        events.push(JobEvent::Miss {
+                        events.push(JobEvent::Lost {
                             task,
                             kind,
                             deadline,
-                            rem_units,
+                            units: credited - ran,
                         });
                         return;
                     }
-                    self.uncredit(idx, credited - ran);
+                    let units = self.uncredit(idx, credited - ran);
+                    if units > 0 {
+                        events.push(JobEvent::Lost {
+                            task,
+                            kind,
+                            deadline,
+                            units,
+                        });
+                    }
                 }
                 if !later && self.job(idx).rem == 0 {
                     self.finish(idx);
@@ -784,26 +806,52 @@ impl CpuState {
     }
 
     /// The job executed `units` less than credited (its slot was partly lost). A parked job
-    /// that gets work back returns to the ready queue.
-    fn uncredit(&mut self, seq: usize, units: u64) {
+    /// that gets work back returns to the ready queue. What its reserved units do not cover
+    /// needs whole slots of its interval: only free ones are taken (those the acceptance test
+    /// would give a new job of the same deadline, a DPM idle period ending early if need be),
+    /// so a loss never displaces another guarantee. Returns the units that could not be given
+    /// back: the job absorbs them (it may be cut off before its work is done).
+    fn uncredit(&mut self, seq: usize, units: u64) -> u64 {
         let j = self.job_mut(seq);
-        j.rem += units;
         let unpark = j.parked;
-        j.parked = false;
         let deadline = j.deadline;
-        if unpark {
-            self.ready.push(Reverse((deadline, seq)));
-        }
+        let (give, slots) = if j.res >= units {
+            (units, 0)
+        } else {
+            let short = units - j.res;
+            let want = short.div_ceil(UNIT);
+            let now = self.now + 1;
+            let promised = self.idle_until.saturating_sub(now) as i64;
+            let enough = want as i64 + promised;
+            let mut free = self.acceptance_until(now, want, deadline, enough).available;
+            if promised > 0 && free - promised < want as i64 {
+                // The DPM idle period in progress ends: its slots become free again.
+                self.idle_until = now;
+            } else {
+                free -= promised;
+            }
+            let slots = want.min(free.max(0) as u64);
+            if slots == want {
+                (units, want)
+            } else {
+                (self.job(seq).res + slots * UNIT, slots)
+            }
+        };
         let j = self.job_mut(seq);
-        if j.res >= units {
-            j.res -= units;
-            return;
+        j.rem += give;
+        // `res + slots·UNIT − give` is the part of the last slot taken that the job does not need
+        j.res = j.res + slots * UNIT - give;
+        if give > 0 {
+            j.parked = false;
+            if unpark {
+                self.ready.push(Reverse((deadline, seq)));
+            }
         }
-        let short = units - j.res;
-        let slots = short.div_ceil(UNIT);
-        j.res = slots * UNIT - short;
-        let i = self.iv_of(deadline);
-        self.add_sc(i, -(slots as i64));
+        if slots > 0 {
+            let i = self.iv_of(deadline);
+            self.add_sc(i, -(slots as i64));
+        }
+        units - give
     }
 
     /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after

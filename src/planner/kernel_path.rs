@@ -120,6 +120,13 @@ pub struct LoopCounts {
     pub overruns: u64,
     /// Jobs that still had work at their deadline.
     pub misses: u64,
+    /// Jobs that lost work to the platform (a slot their owner used only in part) that no free
+    /// slot before their deadline could give back (`JobEvent::Lost`), and that work in units
+    /// (10⁻⁶ slot at full speed). Spare capacity other guarantees hold is never taken for it.
+    #[serde(default)]
+    pub lost: u64,
+    #[serde(default)]
+    pub lost_units: u64,
     /// Decided slots voided by a completion, and of those rewritten before they started.
     pub voided: u64,
     pub rewritten: u64,
@@ -511,6 +518,10 @@ impl KernelPlanner {
                 JobEvent::Completed { .. } => self.counts.completed += 1,
                 JobEvent::Overrun { .. } => self.counts.overruns += 1,
                 JobEvent::Miss { .. } => self.counts.misses += 1,
+                JobEvent::Lost { units, .. } => {
+                    self.counts.lost += 1;
+                    self.counts.lost_units += units;
+                }
                 _ => {}
             }
         }

@@ -318,7 +318,8 @@ pub fn simulate(
                 JobEvent::Overrun { .. } => report.overruns += 1,
                 JobEvent::Miss { .. } => report.guaranteed_misses += 1,
                 JobEvent::SoftCompleted { .. } => report.soft_completed += 1,
-                JobEvent::SoftCutOff { .. } => {}
+                // simulate's observations are whole slots or completions: nothing is lost
+                JobEvent::SoftCutOff { .. } | JobEvent::Lost { .. } => {}
             }
         }
         for &(cpu, ev) in planner.events() {
@@ -326,7 +327,10 @@ pub fn simulate(
             | JobEvent::Overrun { task, .. }
             | JobEvent::Miss { task, .. }
             | JobEvent::SoftCompleted { task }
-            | JobEvent::SoftCutOff { task }) = ev;
+            | JobEvent::SoftCutOff { task }) = ev
+            else {
+                continue; // a job that lost work goes on
+            };
             actual.remove(&(cpu, task));
         }
         for (i, d) in decisions.iter().enumerate() {
