@@ -7,6 +7,12 @@
 # slots due in 10 are asked for tt-f, 0.1-0.4 s apart (the host replays the log, also on a
 # worst-case twin: which admissions only the closed loop accepted). Leaves the trace, the
 # summary, the planner log, the witness, every reply and the results.
+#
+# Then the run `reclaim` on planner_reclaim.json, where reclaim is certain: tt-a owns 80 of
+# every 100 slots and its jobs run 10 % of that, then yield. Once per period, at phase 30 of
+# tt-a's period (read from `ctl status`), a firm job of 25 slots due in 40 is asked for tt-f:
+# under the worst case only 20 slots are free before such a deadline (tt-a may still need 80 - 30
+# of the 70 slots left in its period), with tt-a's job observed done there are 70.
 . /tt/lib.sh
 DEFAULT_DURATION_S=8
 PLAN=$HERE/planner_loop.json
@@ -36,4 +42,28 @@ run_loop() {
 }
 
 run_loop closed
+
+# reclaim: the warm-up, then the measured run; a request at phase 30 of each 100-slot period
+ln -sfn /nonexistent /tmp/run.trace
+run_scx_tt reclaim_warmup --table $HERE/planner_reclaim.json --planner bss --duration-s 1
+ln -sfn "$OUT/reclaim.trace.jsonl" /tmp/run.trace
+witness_start && WITNESS_ON=1
+start_scx_tt reclaim --table $HERE/planner_reclaim.json --planner bss \
+  --duration-s 10 --control "$SOCK" \
+  --trace "$OUT/reclaim.trace.jsonl" --summary-json "$OUT/reclaim.json" \
+  --planner-log "$OUT/reclaim.plog"
+wait_state enabled 30000 > /dev/null
+sleep 1
+k=0
+while [ $k -lt 5 ]; do
+  slot=$(scx_tt ctl --socket "$SOCK" status 2> /dev/null | sed -n 's/.*"slot":\([0-9]*\).*/\1/p')
+  [ -n "$slot" ] || break
+  # to phase 30 of the next period that still has it ahead (ms: 10 per slot)
+  wait_ms=$(( ((130 - slot % 100) % 100) * 10 ))
+  [ $wait_ms -lt 100 ] && wait_ms=$((wait_ms + 1000))
+  sleep "$((wait_ms / 1000)).$(printf %03d $((wait_ms % 1000)))"
+  ctl "reclaim_f$k" admit-firm --task tt-f --wcet-slots 25 --deadline-slots 40
+  k=$((k + 1))
+done
+finish_scx_tt reclaim
 exit 0
