@@ -19,6 +19,12 @@ pub const MAX_PLAN_THREADS: usize = MAX_THREADS - 1;
 pub const PERF_ONE: u32 = 1024;
 /// "No task": a free slot in the table, or no be task in a record (`TT_NO_TASK`).
 pub const NO_TASK: u32 = u32::MAX;
+/// "DPM idle: run nothing" (`TT_DPM_IDLE`, src/bpf/tt_sched.bpf.c K): a table entry with no
+/// owner that, unlike [`NO_TASK`], keeps be work off the slot; written by the planner under
+/// dpm and dpm+dvfs, never with flags.
+pub const DPM_IDLE: u32 = 0xffff_fffd;
+/// Slots one deferred slot tick skips at most (`TT_DPM_MAX_SLOTS`).
+pub const DPM_MAX_SLOTS: u64 = 1024;
 /// `task_ctx` value of scx_tt's loader thread while it arms the timers (`TT_LOADER_TASK`).
 pub const LOADER_TASK: u32 = 0xffff_fffe;
 /// `table_switch_slot` when no table switch is pending (`TT_NO_SWITCH`).
@@ -60,14 +66,15 @@ pub fn entry(task: Option<u32>, job_start: bool) -> u32 {
     }
 }
 
-/// The owner of a table entry, its flags stripped (`None`: a free slot).
+/// The owner of a table entry, its flags stripped (`None`: a free slot, [`NO_TASK`] or
+/// [`DPM_IDLE`]).
 pub fn entry_task(entry: u32) -> Option<u32> {
-    (entry != NO_TASK).then_some(entry & ENTRY_TASK_MASK)
+    (entry != NO_TASK && entry != DPM_IDLE).then_some(entry & ENTRY_TASK_MASK)
 }
 
-/// Whether a table entry starts a job of its task ([`NO_TASK`] never does).
+/// Whether a table entry starts a job of its task ([`NO_TASK`] and [`DPM_IDLE`] never do).
 pub fn entry_job_start(entry: u32) -> bool {
-    entry != NO_TASK && entry & ENTRY_JOB_START != 0
+    entry_task(entry).is_some() && entry & ENTRY_JOB_START != 0
 }
 
 /// Why `arm_timer` refused to arm a CPU's slot timer (`rc` ≠ 0), for the loader's error.
@@ -110,6 +117,8 @@ mod checks {
     const _: () = assert!(c::tt_limits_TT_MAX_THREADS as usize == MAX_THREADS);
     const _: () = assert!(c::tt_limits_TT_PERF_ONE == PERF_ONE);
     const _: () = assert!(c::TT_NO_TASK == NO_TASK);
+    const _: () = assert!(c::TT_DPM_IDLE == DPM_IDLE);
+    const _: () = assert!(c::tt_limits_TT_DPM_MAX_SLOTS as u64 == DPM_MAX_SLOTS);
     const _: () = assert!(c::TT_LOADER_TASK == LOADER_TASK);
     const _: () = assert!(c::tt_limits_TT_OBS_RING as u64 == OBS_RING);
     const _: () = assert!(c::TT_OBS_DONE == OBS_DONE);
@@ -133,7 +142,7 @@ mod checks {
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
     const _: () = assert!(size_of::<tt_task_stats>() == 32);
-    const _: () = assert!(size_of::<tt_cpu_stats>() == 96);
+    const _: () = assert!(size_of::<tt_cpu_stats>() == 120);
 }
 
 #[cfg(test)]
@@ -195,6 +204,8 @@ mod tests {
         assert_eq!(value("TT_MAX_THREADS"), MAX_THREADS.to_string());
         assert_eq!(value("TT_PERF_ONE"), PERF_ONE.to_string());
         assert_eq!(value("TT_NO_TASK"), format!("{NO_TASK:#x}u"));
+        assert_eq!(value("TT_DPM_IDLE"), format!("{DPM_IDLE:#x}u"));
+        assert_eq!(value("TT_DPM_MAX_SLOTS"), DPM_MAX_SLOTS.to_string());
         assert_eq!(value("TT_LOADER_TASK"), format!("{LOADER_TASK:#x}u"));
         assert_eq!(value("TT_NO_SWITCH"), format!("{NO_SWITCH:#x}ULL"));
         assert_eq!(value("TT_ARM_WRONG_CPU"), ARM_WRONG_CPU.to_string());
@@ -225,6 +236,8 @@ mod tests {
         assert_eq!(entry(Some(7), true), 7 | ENTRY_JOB_START);
         assert_eq!(entry_task(entry(Some(511), true)), Some(511));
         assert_eq!(entry_task(NO_TASK), None);
+        assert_eq!(entry_task(DPM_IDLE), None);
+        assert!(!entry_job_start(DPM_IDLE));
         assert!(entry_job_start(entry(Some(0), true)));
         assert!(!entry_job_start(entry(Some(0), false)));
         // NO_TASK has the flag bit set but is no job start

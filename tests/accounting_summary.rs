@@ -388,6 +388,9 @@ fn every_bpf_cpu_counter_is_in_the_json_and_the_text_summary() {
         stop_cost_ns: 110,
         timer_errors: 111,
         releases: 112,
+        dpm_defers: 113,
+        dpm_slots: 114,
+        dpm_shortened: 115,
     };
     f.cpu_counters.insert(1, c);
     let summary = acc.summary(&f);

@@ -3,13 +3,13 @@
 //! (module `periodic`) periodic admissions and removals. Fixtures are at the top; both parts
 //! build planners through `planner()`.
 
-use scx_tt::abi::{NO_TASK, PERF_ONE};
+use scx_tt::abi::{DPM_IDLE, NO_TASK, PERF_ONE};
 use scx_tt::energy::perf::cpuperf_target;
 use scx_tt::plan::{self, gen, Plan};
 use scx_tt::planner::cpu::{Capacity, UNIT};
 use scx_tt::planner::kernel_path::{
-    initial_perf, perf_of_ppm, Advance, FirmJob, FirmOutcome, KernelPathConfig, KernelPlanner,
-    PeriodicOutcome, PeriodicTask, PlannerModeError,
+    initial_perf, perf_of_ppm, Advance, DpmWrite, FirmJob, FirmOutcome, KernelPathConfig,
+    KernelPlanner, PeriodicOutcome, PeriodicTask, PlannerModeError,
 };
 use scx_tt::planner::runtime::Rejection;
 use scx_tt::planner::{Freqs, Planner, PlannerConfig, Policy, Run};
@@ -348,13 +348,10 @@ fn bad_modes_are_refused_naming_the_flag_the_value_and_the_rule() {
             .expect("refused")
             .to_string()
     };
-    for policy in [Policy::Dpm, Policy::DpmDvfs] {
-        assert_eq!(
-            err(policy, 2, static_table(&plan)),
-            format!(
-                "--planner {policy}: the kernel path supports bss and dvfs only (dpm would need \
-                 deferred slot ticks and an \"idle, run nothing\" table entry; not implemented)"
-            )
+    for policy in Policy::ALL {
+        assert!(
+            planner(&plan, policy, 2, static_table(&plan)).is_ok(),
+            "{policy}"
         );
     }
     assert_eq!(
@@ -618,12 +615,6 @@ fn a_policy_swap_takes_effect_at_the_next_undecided_slot_and_keeps_the_written_o
     };
     step_to(&mut p, &mut maps, &mut cur, 37);
     // the last advance saw slot 36 in progress: slots up to 38 are written
-    // refused: nothing changes
-    assert_eq!(
-        p.set_policy(Policy::Dpm).unwrap_err(),
-        PlannerModeError::SetPolicy("dpm".into())
-    );
-    assert_eq!(p.policy(), Policy::Dvfs);
     let before: Vec<(u32, u32)> = (37..=38).map(|s| maps.at(0, s)).collect();
     let from = p.set_policy(Policy::Bss).expect("bss");
     assert_eq!(from, 39, "the next undecided slot");
@@ -901,4 +892,98 @@ mod periodic {
         }
         assert_eq!(cases, 217);
     }
+}
+
+/// DPM in the kernel path (src/bpf/tt_sched.bpf.c K): an idle period's entries are written as
+/// `DPM_IDLE` when its first slot is decided, up to its end, and the end is published after
+/// them; an admission inside the period lowers the published end to the first slot it needs,
+/// with a kick, and its slots are written as the job's. Checked against a plain `Planner` under
+/// dpm stepped beside it (the decisions, idle periods included) and against the writes'
+/// own order: every period's entries come before its end is published.
+#[test]
+fn dpm_publishes_idle_periods_after_their_entries_and_an_admission_cuts_them_short() {
+    let plan = load(ONE_CPU);
+    let mut p =
+        planner(&plan, Policy::Dpm, 2, static_table(&plan)).expect("dpm is a kernel policy");
+    let frame = plan.frame_slots;
+    let mut table = static_table(&plan);
+    let mut published: Option<(u64, bool)> = None;
+    let mut periods = Vec::new();
+    for cur in 0..40u64 {
+        let adv = p.advance(Some(cur)).expect("in order");
+        for w in &adv.writes {
+            if let Some(t) = w.task {
+                table[w.frame_slot as usize] = t;
+            }
+        }
+        for d in &adv.dpm {
+            assert_eq!(d.cpu, 0);
+            // every entry from the slot this advance decided (cur + lead) to the published
+            // end is DPM_IDLE
+            for s in cur + 2..d.until {
+                assert_eq!(
+                    table[(s % frame) as usize],
+                    DPM_IDLE,
+                    "slot {s} below the published end {} at cur {cur}",
+                    d.until
+                );
+            }
+            published = Some((d.until, d.kick));
+            periods.push((cur, d.until, d.kick));
+        }
+    }
+    // a 10 slots, then b 20 slots, then idle until a's second job must start (slot 90)
+    let (until, kick) = published.expect("an idle period was published");
+    assert_eq!((until, kick), (90, false), "{periods:?}");
+    for s in 30..90 {
+        assert_eq!(table[s as usize], DPM_IDLE, "slot {s}");
+    }
+    // an admission inside the period: due 20 slots after slot 40, 5 slots
+    let job = FirmJob {
+        task: 0,
+        cpu: 0,
+        wcet: 5,
+        deadline_slots: 20,
+    };
+    let first = match p.admit_firm(&job, 40) {
+        FirmOutcome::Accepted { first_slot, .. } => first_slot,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        first, 42,
+        "the planner's next undecided slot (39 + lead 2 + 1)"
+    );
+    let adv = p.advance(Some(40)).expect("in order");
+    assert_eq!(
+        adv.dpm,
+        vec![DpmWrite {
+            cpu: 0,
+            from: 42,
+            until: 42,
+            kick: true
+        }],
+        "the period ends where the job starts, and the CPU is kicked"
+    );
+    assert!(
+        adv.writes
+            .iter()
+            .any(|w| w.frame_slot == 42 && w.task.map(owner) == Some(0)),
+        "{:?}",
+        adv.writes
+    );
+    // after the job's 5 slots the CPU is idle again to slot 90: a new period, no kick
+    let mut after = Vec::new();
+    for cur in 41..50u64 {
+        after.extend(p.advance(Some(cur)).expect("in order").dpm);
+    }
+    assert_eq!(
+        after,
+        vec![DpmWrite {
+            cpu: 0,
+            from: 47,
+            until: 90,
+            kick: false
+        }],
+        "{after:?}"
+    );
 }

@@ -30,6 +30,8 @@ mod freq;
 mod planner;
 #[path = "vm/scenarios/planner_admit/check.rs"]
 mod planner_admit;
+#[path = "vm/scenarios/planner_dpm/check.rs"]
+mod planner_dpm;
 #[path = "vm/scenarios/planner_dvfs/check.rs"]
 mod planner_dvfs;
 #[path = "vm/scenarios/planner_loop/check.rs"]

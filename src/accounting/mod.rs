@@ -167,6 +167,12 @@ pub struct CpuCounters {
     /// tasks its local queue held went back to ops.enqueue, so dispatch decides again when
     /// the CPU returns (src/bpf/tt_sched.bpf.c, C).
     pub releases: u64,
+    /// DPM idle periods whose slot ticks were deferred to one wake (planner mode under dpm,
+    /// src/bpf/tt_sched.bpf.c K), the slots those deferrals skipped (their records closed at
+    /// the wake), and deferrals cut short by an admission (the planner kicked the CPU).
+    pub dpm_defers: u64,
+    pub dpm_slots: u64,
+    pub dpm_shortened: u64,
 }
 }
 
@@ -849,7 +855,7 @@ mod tests {
         assert_eq!(sum.ticks, 101 * a.ticks);
         assert_eq!(
             CpuCounters::default().named().len(),
-            12,
+            15,
             "every field of tt_cpu_stats"
         );
     }

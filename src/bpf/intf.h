@@ -38,6 +38,8 @@ enum tt_limits {
 	 * the planner's largest lead (8 slots) + 2, so an entry lives long enough to be read.
 	 */
 	TT_OBS_RING = 16,
+	/* Slots one deferred slot tick may skip at most (a DPM idle period, K). */
+	TT_DPM_MAX_SLOTS = 1024,
 };
 
 /* "no task": a free slot in the table, or no be task in a record. */
@@ -50,6 +52,12 @@ enum tt_limits {
  */
 #define TT_ENTRY_TASK_MASK 0xffffu
 #define TT_ENTRY_JOB_START 0x10000u
+/*
+ * "DPM idle: run nothing" (planner mode under dpm or dpm+dvfs, tt_sched.bpf.c K): no owner, and
+ * unlike TT_NO_TASK no be work either (unless rodata dpm_be), so the core can sleep; the slot
+ * tick is deferred through a run of such entries. Never carries flags.
+ */
+#define TT_DPM_IDLE 0xfffffffdu
 /* task_ctx value of scx_tt's own loader thread while it arms the timers on managed CPUs. */
 #define TT_LOADER_TASK 0xfffffffeu
 /* table_switch_slot when no table switch is pending. */
@@ -189,6 +197,9 @@ struct tt_cpu_stats {
 	u64 stop_cost_ns; /* time spent inside the in-time guard-band callbacks */
 	u64 timer_errors; /* bpf_timer_start refused to (re-)arm this CPU's slot timer (scx_bpf_error) */
 	u64 releases; /* a higher sched class took this CPU; its local DSQ went back to ops.enqueue */
+	u64 dpm_defers; /* slot ticks deferred over a DPM idle period (K) */
+	u64 dpm_slots; /* slots whose tick a deferral skipped (their records closed at the wake) */
+	u64 dpm_shortened; /* deferrals cut short from ops.dispatch (a lowered dpm_until) */
 };
 
 _Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
@@ -196,6 +207,6 @@ _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
 _Static_assert(sizeof(struct tt_task_stats) == 32, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 96, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 120, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

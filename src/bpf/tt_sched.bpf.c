@@ -228,6 +228,39 @@
  *   that CPU's lock) the time from this CPU's last event to the re-enqueue; it counts a
  *   thread of the owner stuck on another CPU (G) as runnable. Nothing else: tick lateness,
  *   the guard band and switch gaps are measured, not estimated.
+ *
+ * K. DPM idle periods (planner mode under dpm or dpm+dvfs, rodata dpm_enabled)
+ *
+ *   A table entry TT_DPM_IDLE means "idle, run nothing": no owner (entry_task() gives
+ *   TT_NO_TASK) and, unlike TT_NO_TASK, no be work (dispatch starts none, a be wakeup does not
+ *   kick the CPU), so the core can sleep through the planner's idle period (EASS-DPM). With
+ *   rodata dpm_be (--dpm-be) be work may use those slots instead, and nothing below is done:
+ *   the ticks stay per slot, because be time needs per-slot records.
+ *   Protocol (planner thread = the only writer of the table and of dpm_until):
+ *     - the planner writes the entries of an idle period [t, X) as TT_DPM_IDLE, then
+ *       dpm_until[midx] = the period's end (capped so that no entry serves two frames; a
+ *       longer period is published in pieces); BPF trusts a TT_DPM_IDLE entry for deferral
+ *       only below dpm_until (an entry at or past it may be last frame's);
+ *     - the tick of slot k whose entry is TT_DPM_IDLE finds end = the first slot after k whose
+ *       entry is not TT_DPM_IDLE, or dpm_until, at most TT_DPM_MAX_SLOTS ahead; if end > k + 1
+ *       it arms phase DPM_WAKE at slot_start(end) - guard_ns (the wake-up margin: the CPU
+ *       leaves its idle state before the boundary) instead of the next boundary (dpm_defers);
+ *     - the DPM_WAKE event closes the skipped slots k .. slot_of(now) - 1 one by one (charge
+ *       to each boundary, record and observation as at a tick, lateness 0; dpm_slots) and arms
+ *       the boundary of end, which is an ordinary tick. So a period costs two timer events,
+ *       not one per slot. A wake later than the boundary is handled as end's boundary tick;
+ *     - shortening (an admission needs the CPU before X): the planner writes the new entries,
+ *       lowers dpm_until[midx] to the first slot it needs, and then test-runs the
+ *       SEC("syscall") program dpm_kick, which kicks the CPU. ops.dispatch on that CPU sees
+ *       phase DPM_WAKE with dpm_until below the armed end and re-arms the wake for
+ *       max(dpm_until, the slot after cur_slot) (dpm_shortened). Only that CPU's tick and its
+ *       ops.dispatch touch its timer state, and both run there with no other sched_ext op
+ *       interleaved (the tick in softirq context, dispatch with IRQs off), so they see each
+ *       other's writes in order. A kick that lands before the deferring tick is harmless: the
+ *       tick reads the lowered dpm_until itself. The planner lowers dpm_until at least one slot
+ *       ahead of the slot it needs (its lead), so the wake comes in time unless the kick takes
+ *       longer than a slot.
+ *   Kthread or foreign time in a skipped slot beyond the two open records goes to lost_ns (E).
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -250,6 +283,8 @@ const volatile u8 task_class[TT_MAX_TASKS];
 const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
 const volatile u8 task_completion[TT_MAX_TASKS]; /* enum tt_completion of a tt task (I) */
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
+const volatile bool dpm_enabled; /* TT_DPM_IDLE entries defer the slot tick (K) */
+const volatile bool dpm_be; /* be work may run in TT_DPM_IDLE slots; no deferral then (K) */
 
 /* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
 const volatile bool test_fault_timer; /* false: off (always, unless a test sets it) */
@@ -305,6 +340,14 @@ struct {
 	__type(value, struct tt_slot_obs);
 } slot_obs SEC(".maps");
 
+/* Per managed CPU index: the end of the DPM idle period the planner published (K). */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, TT_MAX_CPUS);
+	__type(key, u32);
+	__type(value, u64);
+} dpm_until SEC(".maps");
+
 /* Per tt thread: whether it is counted in its task's nr_runnable (I). */
 struct tt_thread_rt {
 	u32 task;
@@ -329,6 +372,7 @@ struct tt_timer {
 enum tt_phase {
 	TT_PHASE_BOUNDARY = 0, /* expires_ns = slot_start(slot) */
 	TT_PHASE_STOP, /* expires_ns = slot_start(slot) - guard_ns: the owner's run ends then */
+	TT_PHASE_DPM_WAKE, /* expires_ns = slot_start(slot) - guard_ns: a DPM idle period ends (K) */
 };
 
 struct {
@@ -424,16 +468,28 @@ static u32 entry_of(s32 cpu, u64 slot)
 	return entry ? *entry : TT_NO_TASK;
 }
 
+/* Whether @entry has no owner: TT_NO_TASK or TT_DPM_IDLE (K). */
+static __always_inline bool entry_free(u32 entry)
+{
+	return entry == TT_NO_TASK || entry == TT_DPM_IDLE;
+}
+
 /* The task of a table entry: TT_NO_TASK, or the index with the flag bits stripped. */
 static __always_inline u32 entry_task(u32 entry)
 {
-	return entry == TT_NO_TASK ? TT_NO_TASK : entry & TT_ENTRY_TASK_MASK;
+	return entry_free(entry) ? TT_NO_TASK : entry & TT_ENTRY_TASK_MASK;
 }
 
-/* Whether @entry starts a job of its task (TT_NO_TASK never does). */
+/* Whether @entry starts a job of its task (TT_NO_TASK, TT_DPM_IDLE never do). */
 static __always_inline bool entry_job_start(u32 entry)
 {
-	return entry != TT_NO_TASK && (entry & TT_ENTRY_JOB_START);
+	return !entry_free(entry) && (entry & TT_ENTRY_JOB_START);
+}
+
+/* Whether slot @slot on @cpu is DPM idle with be work kept off it (K). */
+static __always_inline bool dpm_idle(s32 cpu, u64 slot)
+{
+	return dpm_enabled && !dpm_be && entry_of(cpu, slot) == TT_DPM_IDLE;
 }
 
 /* The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK. */
@@ -870,6 +926,102 @@ static void end_completions(s32 cpu)
 	}
 }
 
+/* ---- DPM idle periods (K) ---- */
+
+/* The end the planner published for @cpu's DPM idle period (0: none). */
+static u64 dpm_published(s32 cpu)
+{
+	u32 key = cpu_midx[cpu & (TT_MAX_CPUS - 1)];
+	u64 *until = bpf_map_lookup_elem(&dpm_until, &key);
+
+	return until ? *(volatile u64 *)until : 0;
+}
+
+/*
+ * The end of the DPM idle period slot @slot (entry TT_DPM_IDLE) starts on @cpu: the first
+ * later slot whose entry is not TT_DPM_IDLE, at most dpm_until and TT_DPM_MAX_SLOTS ahead.
+ * dpm_until is read first: the planner writes it after the entries below it.
+ */
+static u64 dpm_end(s32 cpu, u64 slot)
+{
+	u64 lim = dpm_published(cpu), end = slot + 1;
+	int i;
+
+	bpf_for(i, 0, TT_DPM_MAX_SLOTS) {
+		if (end >= lim || entry_of(cpu, end) != TT_DPM_IDLE)
+			break;
+		end++;
+	}
+	return end;
+}
+
+/* Arm @t's DPM wake for the period ending at slot @end (K). */
+static void arm_dpm_wake(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 end, u64 now)
+{
+	u64 wake = slot_start(end) - guard_ns;
+
+	t->slot = end;
+	t->phase = TT_PHASE_DPM_WAKE;
+	t->expires_ns = wake > now ? wake : now;
+	rearm(t, timer, cpu);
+}
+
+/*
+ * The DPM wake of the period ending at t->slot (K): close the slots the deferral skipped, up to
+ * the one running now, as their ticks would have (lateness 0), then arm the boundary of the
+ * period's end. Returns false when the wake is so late that the boundary has passed: the
+ * caller then runs that boundary's tick (t->slot, its expiry) at once.
+ */
+static bool dpm_wake(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 now)
+{
+	struct tt_cpu_acct *a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	u64 end = t->slot, s = a->cur_slot;
+	int i;
+
+	bpf_for(i, 0, TT_DPM_MAX_SLOTS) {
+		if (s + 2 > end || slot_start(s + 1) > now)
+			break;
+		charge(cpu, slot_start(s + 1));
+		close_slot(cpu, s, 0);
+		s++;
+		__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].dpm_slots, 1);
+	}
+	a->cur_slot = s;
+	if (now >= slot_start(end)) {
+		t->phase = TT_PHASE_BOUNDARY;
+		t->expires_ns = slot_start(end);
+		return false;
+	}
+	t->phase = TT_PHASE_BOUNDARY;
+	t->expires_ns = slot_start(end);
+	rearm(t, timer, cpu);
+	return true;
+}
+
+/*
+ * From ops.dispatch on @cpu: a lowered dpm_until cuts the deferred tick short (K). The planner
+ * kicks the CPU after lowering it (dpm_kick).
+ */
+static void dpm_recheck(s32 cpu, u64 now)
+{
+	u32 key = cpu;
+	struct tt_timer *t = bpf_map_lookup_elem(&timers, &key);
+	u64 until, end;
+
+	if (!t || t->phase != TT_PHASE_DPM_WAKE)
+		return;
+	until = dpm_published(cpu);
+	if (until >= t->slot)
+		return;
+	end = cpu_acct[cpu & (TT_MAX_CPUS - 1)].cur_slot + 1;
+	if (until > end)
+		end = until;
+	if (end >= t->slot)
+		return;
+	arm_dpm_wake(t, &t->timer, cpu, end, now);
+	__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].dpm_shortened, 1);
+}
+
 static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	u64 now = bpf_ktime_get_ns();
@@ -897,6 +1049,10 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 		/* the guard-band event came after the boundary: this is the boundary tick */
 		t->phase = TT_PHASE_BOUNDARY;
 		t->expires_ns = slot_start(t->slot);
+	} else if (t->phase == TT_PHASE_DPM_WAKE) {
+		/* the end of a DPM idle period (K); a wake after the boundary is its tick */
+		if (dpm_wake(t, timer, cpu, now))
+			return 0;
 	}
 	slot = t->slot;
 	a = &cpu_acct[cpu];
@@ -938,7 +1094,19 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	if (perf_enabled)
 		set_slot_perf(a, cpu, slot);
 
-	arm_next(t, timer, cpu, slot + 1, owner);
+	if (dpm_enabled && !dpm_be && entry == TT_DPM_IDLE) {
+		/* a DPM idle period: one wake at its end instead of a tick per slot (K) */
+		u64 end = dpm_end(cpu, slot);
+
+		if (end > slot + 1) {
+			arm_dpm_wake(t, timer, cpu, end, now);
+			__sync_fetch_and_add(&cpu_stats[cpu].dpm_defers, 1);
+		} else {
+			arm_next(t, timer, cpu, slot + 1, owner);
+		}
+	} else {
+		arm_next(t, timer, cpu, slot + 1, owner);
+	}
 
 	__sync_fetch_and_add(&cpu_stats[cpu].ticks, 1);
 	__sync_fetch_and_add(&cpu_stats[cpu].tick_cost_ns, bpf_ktime_get_ns() - now);
@@ -1009,6 +1177,19 @@ int disarm_timer(struct tt_arm_arg *arg)
 	if (!t)
 		return -ENOENT;
 	return bpf_timer_cancel(&t->timer);
+}
+
+/*
+ * Kick managed CPU arg->cpu (K: after the planner lowered its dpm_until, so that its
+ * ops.dispatch re-arms a deferred tick). Test-run from the planner thread on any CPU.
+ */
+SEC("syscall")
+int dpm_kick(struct tt_arm_arg *arg)
+{
+	if (!is_managed(arg->cpu))
+		return TT_ARM_NOT_MANAGED;
+	scx_bpf_kick_cpu(arg->cpu, 0);
+	return 0;
 }
 
 /* ---- routing (D) ---- */
@@ -1101,7 +1282,9 @@ static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
 	if (task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE) {
 		scx_bpf_dsq_insert(p, cpu >= 0 ? TT_DSQ_BE_CPU_BASE + cpu : TT_DSQ_BE_ANY,
 				   slot_ns, enq_flags);
-		if (cpu >= 0)
+		/* a CPU sleeping through a DPM idle period is not woken for be work (K) */
+		if (cpu >= 0 && !(started(bpf_ktime_get_ns()) &&
+				  dpm_idle(cpu, slot_of(bpf_ktime_get_ns()))))
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
@@ -1191,6 +1374,8 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 	now = bpf_ktime_get_ns();
 	if (!started(now))
 		return;
+	if (dpm_enabled)
+		dpm_recheck(cpu, now);
 	slot = slot_of(now);
 	owner = owner_of(cpu, slot);
 	/* an owner whose job is done is not started until its next job starts (I) */
@@ -1202,6 +1387,9 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 			return;
 	}
 	if (slot_start(slot + 1) - now <= guard_ns)
+		return;
+	/* DPM idle: run nothing, the core sleeps (K) */
+	if (dpm_idle(cpu, slot))
 		return;
 	if (scx_bpf_dsq_move_to_local(TT_DSQ_BE_CPU_BASE + cpu, 0) ||
 	    scx_bpf_dsq_move_to_local(TT_DSQ_BE_ANY, 0))

@@ -114,6 +114,11 @@ pub struct RunArgs {
     /// kHz, raise or lower) to FILE at exit, one JSON object per line (docs/run-output.md).
     #[arg(long, value_name = "FILE.jsonl", requires = "planner")]
     pub freq_log: Option<PathBuf>,
+    /// Planner mode with `--idle-control policy`: write every pm_qos limit set for a DPM idle
+    /// period (time, CPU, the period's slots, the value) to FILE at exit, one JSON object per
+    /// line (docs/run-output.md).
+    #[arg(long, value_name = "FILE.jsonl", requires = "planner")]
+    pub idle_log: Option<PathBuf>,
     /// Where the restore journal lives: every value scx_tt changes on the machine (cpufreq
     /// governors, limits, speeds) is journaled here before the change, restored at exit, and
     /// after a crash by the next start or `scx_tt restore`.
@@ -133,6 +138,11 @@ pub struct RunArgs {
     /// admitted and the policy swapped over --control (docs/planner.md, "Kernel path").
     #[arg(long, value_name = "POLICY")]
     pub planner: Option<Policy>,
+    /// Planner mode under dpm or dpm+dvfs: let be work run in the DPM idle slots (the CPU then
+    /// ticks every slot and does not sleep through the period). Default: DPM idle slots run
+    /// nothing, so the core sleeps (docs/planner.md, "Kernel path", DPM).
+    #[arg(long, requires = "planner")]
+    pub dpm_be: bool,
     /// Planner mode: how many slots ahead of the slot clock the planner decides (1..=8, at most
     /// the frame minus 2; 2 or more keeps the guard band exact).
     #[arg(long, value_name = "L", default_value_t = 2, requires = "planner")]

@@ -260,7 +260,7 @@ fn absolute_path<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
 /// `policy`: a policy name.
 fn policy_of_name<'de, D: Deserializer<'de>>(d: D) -> Result<Policy, D::Error> {
     d.deserialize_str(StrRule {
-        expected: "a policy name: \"bss\" or \"dvfs\" in the kernel path",
+        expected: "a policy name: \"bss\", \"dvfs\", \"dpm\" or \"dpm+dvfs\"",
         parse: |s: &str| s.parse().ok(),
     })
 }

@@ -54,7 +54,7 @@
 //! template and finishes its live jobs: the slots from `now()` on are decided without it (the
 //! ones already decided and written keep it), and its capacity is free for admissions at once.
 
-use crate::abi::{NO_TASK, PERF_ONE};
+use crate::abi::{DPM_IDLE, NO_TASK, PERF_ONE};
 use crate::energy::perf::cpuperf_target;
 use crate::planner::cpu::{Capacity, UNIT};
 use crate::planner::offline::Slot;
@@ -189,15 +189,9 @@ pub const LEAD_SLOTS: std::ops::RangeInclusive<u64> = 1..=8;
 
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PlannerModeError {
-    #[error(
-        "--planner {0}: the kernel path supports bss and dvfs only (dpm would need deferred \
-         slot ticks and an \"idle, run nothing\" table entry; not implemented)"
-    )]
+    #[error("--planner {0}: the kernel path runs bss, dvfs, dpm or dpm+dvfs")]
     Policy(String),
-    #[error(
-        "policy = {0:?}: the kernel path runs bss or dvfs only (dpm would need deferred slot \
-         ticks and an \"idle, run nothing\" table entry; not implemented)"
-    )]
+    #[error("policy = {0:?}: the kernel path runs bss, dvfs, dpm or dpm+dvfs")]
     SetPolicy(String),
     #[error("--planner-lead-slots {0}: must be in 1..=8")]
     LeadRange(u64),
@@ -296,6 +290,20 @@ pub fn initial_perf(entries: usize) -> Vec<u32> {
     vec![PERF_ONE; entries]
 }
 
+/// A new end of a managed CPU's DPM idle period for BPF (`dpm_until`, src/bpf/tt_sched.bpf.c
+/// K), written after the entries of the same [`Advance`]; `kick`: it was lowered (an idle
+/// period cut short), so the CPU must be kicked after the write (`dpm_kick`) for its deferred
+/// tick to be re-armed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DpmWrite {
+    pub cpu: usize,
+    /// The slot whose decision published it: the CPU is idle from here to `until` (a kick:
+    /// `from == until`, the period is over).
+    pub from: u64,
+    pub until: u64,
+    pub kick: bool,
+}
+
 /// What one [`KernelPlanner::advance`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Advance {
@@ -305,6 +313,8 @@ pub struct Advance {
     pub late: u64,
     /// Entries to write, in slot order.
     pub writes: Vec<EntryWrite>,
+    /// Then the DPM idle period ends to publish (dpm and dpm+dvfs only), in order.
+    pub dpm: Vec<DpmWrite>,
 }
 
 pub struct KernelPlanner {
@@ -320,6 +330,8 @@ pub struct KernelPlanner {
     perf: Vec<u32>,
     /// The frequency of each entry in ppm (same layout; `perf` rounded it up).
     ppm: Vec<u32>,
+    /// Per CPU: the end of the DPM idle period published to BPF (`dpm_until`; 0: none yet).
+    dpm_until: Vec<u64>,
     late_total: u64,
     slot_ns: u64,
     /// Closed loop: per CPU, the decided slots whose observation is pending, with the entry
@@ -369,6 +381,7 @@ impl KernelPlanner {
             task_of: (0..nr_tasks as u32).collect(),
             perf: initial_perf(table.len()),
             ppm: vec![UNIT as u32; table.len()],
+            dpm_until: vec![0; cpus.len()],
             shadow: table,
             late_total: 0,
             slot_ns: cfg.slot_ns,
@@ -669,6 +682,8 @@ impl KernelPlanner {
                         }
                     }
                     Run::Soft { task } => self.task_of.get(task).copied().unwrap_or(NO_TASK),
+                    // a DPM idle period: run nothing, not even be work (the core sleeps)
+                    Run::Idle if d.idle_until.is_some() => DPM_IDLE,
                     Run::Be | Run::Idle => NO_TASK,
                 };
                 if let Some(dq) = self.decided.as_mut().and_then(|d| d.get_mut(cpu)) {
@@ -687,6 +702,27 @@ impl KernelPlanner {
                 };
                 if w.task.is_some() || w.perf.is_some() || w.ppm.is_some() {
                     out.writes.push(w);
+                }
+                if let Some(until) = d.idle_until {
+                    let cap = cur.unwrap_or(0) + self.frame.saturating_sub(2);
+                    publish_dpm(
+                        (&mut self.shadow, &mut self.dpm_until, self.frame),
+                        (cpu, t, until, cap),
+                        &mut out,
+                    );
+                }
+            }
+            // a published idle period that no longer covers t (cut short: an admission needed
+            // the CPU) ends at t; BPF learns it from the lowered end and the kick
+            for (cpu, d) in decisions.iter().enumerate().take(self.nr_cpus) {
+                if d.idle_until.is_none() && self.dpm_until[cpu] > t {
+                    self.dpm_until[cpu] = t;
+                    out.dpm.push(DpmWrite {
+                        cpu,
+                        from: t,
+                        until: t,
+                        kick: true,
+                    });
                 }
             }
             if is_late {
@@ -757,6 +793,41 @@ impl KernelPlanner {
     }
 }
 
+/// Slot `t` on `cpu` is DPM idle until `until`: writes the period's entries ahead of their
+/// decisions (they are `DPM_IDLE` unless an admission cuts the period short, and then they are
+/// rewritten when decided) up to `cap` (`cur + frame - 2`: an entry serves one frame only, as
+/// in [`KernelPlanner::advance_through`]), then publishes the period's end
+/// (src/bpf/tt_sched.bpf.c K). `(shadow, dpm_until, frame)` are the planner's.
+fn publish_dpm(
+    (shadow, dpm_until, frame): (&mut [u32], &mut [u64], u64),
+    (cpu, t, until, cap): (usize, u64, u64, u64),
+    out: &mut Advance,
+) {
+    let end = until.min(cap + 1).max(t + 1);
+    for s in t + 1..end {
+        let fs = s % frame;
+        let i = cpu * frame as usize + fs as usize;
+        if let Some(task) = update(&mut shadow[i], DPM_IDLE) {
+            out.writes.push(EntryWrite {
+                cpu,
+                frame_slot: fs,
+                task: Some(task),
+                perf: None,
+                ppm: None,
+            });
+        }
+    }
+    if end != dpm_until[cpu] {
+        out.dpm.push(DpmWrite {
+            cpu,
+            from: t,
+            until: end,
+            kick: end < dpm_until[cpu],
+        });
+        dpm_until[cpu] = end;
+    }
+}
+
 /// Sets `held` to `new`; `Some(new)` when that changed it (an entry to write).
 fn update(held: &mut u32, new: u32) -> Option<u32> {
     (*held != new).then(|| {
@@ -765,8 +836,9 @@ fn update(held: &mut u32, new: u32) -> Option<u32> {
     })
 }
 
-/// The policies of the kernel path.
-pub const KERNEL_POLICIES: [Policy; 2] = [Policy::Bss, Policy::Dvfs];
+/// The policies of the kernel path (all of them; dpm and dpm+dvfs write `DPM_IDLE` entries and
+/// publish their idle periods, src/bpf/tt_sched.bpf.c K).
+pub const KERNEL_POLICIES: [Policy; 4] = Policy::ALL;
 
 /// Whether a frame of `frame_slots` slots can run in planner mode under `policy`, `lead`
 /// slots ahead.

@@ -71,11 +71,10 @@ pub fn planner_for(
     nr_tasks: usize,
     table: Vec<u32>,
 ) -> Result<KernelPlanner, String> {
-    let policy = match header.policy.as_str() {
-        "bss" => Policy::Bss,
-        "dvfs" => Policy::Dvfs,
-        p => return Err(format!("policy = {p:?}: the kernel path runs bss or dvfs")),
-    };
+    let policy: Policy = header
+        .policy
+        .parse()
+        .map_err(|e| format!("policy = {:?}: {e}", header.policy))?;
     let freqs = Freqs::from_ppm(&header.freqs_ppm)
         .map_err(|e| format!("freqs_ppm = {:?}: {e}", header.freqs_ppm))?;
     let cfg = KernelPathConfig {
@@ -161,12 +160,10 @@ pub fn replay(mut p: KernelPlanner, events: &[LogEvent]) -> Result<Replayed, Ste
                 p.remove(*task);
             }
             LogEvent::SetPolicy { policy } => {
-                let pol = match policy.as_str() {
-                    "dvfs" => Policy::Dvfs,
-                    _ => Policy::Bss,
-                };
                 // a refused swap was refused in the run too
-                let _ = p.set_policy(pol);
+                if let Ok(pol) = policy.parse::<Policy>() {
+                    let _ = p.set_policy(pol);
+                }
             }
         }
     }

@@ -39,7 +39,7 @@
 //! reserve (a first admission on a machine much slower than the default rate) makes the thread
 //! wait as before; slots that started meanwhile are counted late (`planner_late_slots`).
 
-use super::kernel_path::{Advance, EntryWrite, KernelPlanner, SlotObs};
+use super::kernel_path::{Advance, DpmWrite, EntryWrite, KernelPlanner, SlotObs};
 use super::runtime::StepError;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, TryLockError};
@@ -66,6 +66,8 @@ pub const POLL_US: u64 = 20;
 pub struct Turn {
     /// Entries to write, in slot order (first those decided ahead by an operation).
     pub writes: Vec<EntryWrite>,
+    /// Then the DPM idle period ends to publish, in order (dpm policies).
+    pub dpm: Vec<DpmWrite>,
     /// Slots this turn stepped.
     pub stepped: u64,
     /// Of which already started (late; not written).
@@ -90,8 +92,9 @@ pub struct PlannerHandle {
     planner: Mutex<KernelPlanner>,
     /// `planner.now()` as last published: every slot before it is decided.
     decided: AtomicU64,
-    /// Writes of slots an operation decided ahead, for the planner thread, in slot order.
-    queued: Mutex<Vec<EntryWrite>>,
+    /// Writes of slots an operation decided ahead, for the planner thread, in slot order, and
+    /// the DPM idle period ends those decisions published.
+    queued: Mutex<(Vec<EntryWrite>, Vec<DpmWrite>)>,
     /// Observations (CPU index, slot, what BPF published) read by the planner thread and not
     /// yet applied: applied by whoever holds the planner next, before it decides or admits.
     observations: Mutex<Vec<(usize, u64, SlotObs)>>,
@@ -111,7 +114,7 @@ impl PlannerHandle {
             lead: planner.lead(),
             frame: planner.frame(),
             planner: Mutex::new(planner),
-            queued: Mutex::new(Vec::new()),
+            queued: Mutex::new((Vec::new(), Vec::new())),
             observations: Mutex::new(Vec::new()),
             ns_per_item: AtomicU64::new(NS_PER_ITEM),
             ahead: true,
@@ -136,7 +139,7 @@ impl PlannerHandle {
         self.planner.lock().map_err(|_| HandleError::Poisoned)
     }
 
-    fn take_queued(&self) -> Vec<EntryWrite> {
+    fn take_queued(&self) -> (Vec<EntryWrite>, Vec<DpmWrite>) {
         std::mem::take(&mut *self.queued.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
@@ -169,12 +172,13 @@ impl PlannerHandle {
         let t0 = Instant::now();
         let mut p = loop {
             if self.ahead && self.decided() > last {
-                let mut writes = self.take_queued();
+                let (mut writes, dpm) = self.take_queued();
                 if let Ok(mut p) = self.planner.try_lock() {
                     writes.extend(self.apply_observations(&mut p, cur));
                 }
                 return Ok(Turn {
                     writes,
+                    dpm,
                     waited_ns: t0.elapsed().as_nanos() as u64,
                     ..Turn::default()
                 });
@@ -192,13 +196,15 @@ impl PlannerHandle {
         };
         let waited_ns = t0.elapsed().as_nanos() as u64;
         // Nothing is queued while we hold the lock: take what is, then decide after it.
-        let mut writes = self.take_queued();
+        let (mut writes, mut dpm) = self.take_queued();
         writes.extend(self.apply_observations(&mut p, cur));
         let adv = p.advance(cur)?;
         self.decided.store(p.now(), Ordering::Release);
         writes.extend(adv.writes);
+        dpm.extend(adv.dpm);
         Ok(Turn {
             writes,
+            dpm,
             stepped: adv.stepped,
             late: adv.late,
             locked: true,
@@ -248,6 +254,7 @@ impl PlannerHandle {
             self.queued
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
+                .0
                 .append(&mut rewrites);
         }
         let k = self.reserve_slots(&p);
@@ -277,22 +284,24 @@ impl PlannerHandle {
     ) -> Result<(), HandleError> {
         let target = |cur: Option<u64>| cur.map_or(self.lead - 1, |c| c + self.lead) + k;
         let mut batch = Vec::new();
+        let mut batch_dpm = Vec::new();
         let mut stepped = 0u64;
         loop {
             let cur = clock();
             if p.now() > target(cur) {
                 break;
             }
-            let Advance { writes, .. } = p.advance_through(cur, p.now())?;
+            let Advance { writes, dpm, .. } = p.advance_through(cur, p.now())?;
             batch.extend(writes);
+            batch_dpm.extend(dpm);
             stepped += 1;
             // hand over in small batches, so the thread never waits for a long one; a slot is
             // published as decided only once its writes are queued
             if stepped.is_multiple_of(16) || p.now() > target(cur) {
-                self.queued
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .append(&mut batch);
+                let mut q = self.queued.lock().unwrap_or_else(|e| e.into_inner());
+                q.0.append(&mut batch);
+                q.1.append(&mut batch_dpm);
+                drop(q);
                 self.decided.store(p.now(), Ordering::Release);
             }
         }

@@ -49,6 +49,10 @@ pub struct SchedConfig {
     pub job_start: Vec<bool>,
     /// Same layout as `table`: cpuperf target per slot (1..=PERF_ONE), 0 to leave it alone.
     pub perf: Option<Vec<u32>>,
+    /// Planner mode: `DPM_IDLE` entries defer the slot tick over DPM idle periods
+    /// (src/bpf/tt_sched.bpf.c K); `dpm_be`: be work may run in them instead (no deferral).
+    pub dpm: bool,
+    pub dpm_be: bool,
 }
 
 /// The environment variable that turns on the BPF test seam ([`TimerFault`]).
@@ -214,6 +218,8 @@ impl SchedConfig {
             table,
             job_start,
             perf: None,
+            dpm: false,
+            dpm_be: false,
         })
     }
 

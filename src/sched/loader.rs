@@ -18,7 +18,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_repo
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::mem::{size_of, MaybeUninit};
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 use thiserror::Error;
 
@@ -265,6 +265,71 @@ pub struct TableWriter {
     len: usize,
 }
 
+/// Publishes the end of each managed CPU's DPM idle period to BPF (`Scheduler::dpm_writer`):
+/// `dpm_until[managed index]`, then, when it was lowered, a test run of `dpm_kick` for the CPU
+/// (src/bpf/tt_sched.bpf.c K). `Send`, so the planner thread owns it.
+pub struct DpmWriter {
+    until: OwnedFd,
+    kick: OwnedFd,
+    managed: Vec<u32>,
+}
+
+impl DpmWriter {
+    /// Writes `until` for managed CPU index `midx`, then kicks that CPU when `kick`.
+    pub fn publish(&self, midx: usize, until: u64, kick: bool) -> std::io::Result<()> {
+        let Some(&cpu) = self.managed.get(midx) else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!(
+                    "managed CPU index {midx} is not one of {} managed CPUs",
+                    self.managed.len()
+                ),
+            ));
+        };
+        let key = midx as u32;
+        // SAFETY: key (u32) and value (u64) live across the call; the map's key and value
+        // sizes are 4 and 8 bytes (src/bpf/tt_sched.bpf.c `dpm_until`).
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_map_update_elem(
+                self.until.as_raw_fd(),
+                (&key as *const u32).cast(),
+                (&until as *const u64).cast(),
+                libbpf_rs::libbpf_sys::BPF_ANY as u64,
+            )
+        };
+        if ret < 0 {
+            return Err(std::io::Error::from_raw_os_error(-ret));
+        }
+        if !kick {
+            return Ok(());
+        }
+        let mut arg = abi::tt_arm_arg {
+            cpu: cpu as i32,
+            pad: 0,
+        };
+        let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
+            sz: size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
+            ctx_in: (&mut arg as *mut abi::tt_arm_arg).cast(),
+            ctx_size_in: size_of::<abi::tt_arm_arg>() as u32,
+            ..Default::default()
+        };
+        // SAFETY: the program reads the 8-byte context, which lives across the call.
+        let ret = unsafe {
+            libbpf_rs::libbpf_sys::bpf_prog_test_run_opts(self.kick.as_raw_fd(), &mut opts)
+        };
+        if ret < 0 {
+            return Err(std::io::Error::from_raw_os_error(-ret));
+        }
+        match opts.retval as i32 {
+            0 => Ok(()),
+            rc => Err(std::io::Error::other(format!(
+                "dpm_kick of CPU {cpu}: {}",
+                abi::arm_result_text(rc)
+            ))),
+        }
+    }
+}
+
 impl TableWriter {
     /// Sets entry `index` (`managed index × frame_slots + frame slot`, the layout of
     /// `SchedConfig::table`) of the table in force (or of the perf map) to `task` (the target).
@@ -343,6 +408,8 @@ impl<'a> Scheduler<'a> {
                 ro.housekeeping_cpus[i] = cpu;
             }
             ro.perf_enabled = cfg.perf.is_some();
+            ro.dpm_enabled = cfg.dpm;
+            ro.dpm_be = cfg.dpm_be;
             if let Some(f) = TimerFault::from_env(&cfg.managed).map_err(LoadError::Open)? {
                 eprintln!(
                     "scx_tt: test seam: arming the slot timer of CPU {} for slot {} will fail \
@@ -606,6 +673,22 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// The writer of the DPM idle period ends (`dpm_until`) and the kick that makes a
+    /// lowered one take effect (src/bpf/tt_sched.bpf.c K), for the planner thread.
+    pub fn dpm_writer(&mut self) -> Result<DpmWriter, LoadError> {
+        let dup = |fd: BorrowedFd<'_>, map: &'static str| {
+            fd.try_clone_to_owned().map_err(|e| LoadError::Map {
+                map,
+                msg: format!("duplicating the fd: {e}"),
+            })
+        };
+        Ok(DpmWriter {
+            until: dup(self.skel.maps.dpm_until.as_fd(), "dpm_until")?,
+            kick: dup(self.skel.progs.dpm_kick.as_fd(), "dpm_kick")?,
+            managed: self.managed.clone(),
+        })
+    }
+
     /// Whether the BPF scheduler has exited on its own (error, sysrq, watchdog).
     pub fn exited(&self) -> bool {
         uei_exited!(&self.skel, uei)
@@ -665,6 +748,9 @@ impl<'a> Scheduler<'a> {
                     stop_cost_ns,
                     timer_errors,
                     releases,
+                    dpm_defers,
+                    dpm_slots,
+                    dpm_shortened,
                 } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
                     ticks,
@@ -679,6 +765,9 @@ impl<'a> Scheduler<'a> {
                     stop_cost_ns,
                     timer_errors,
                     releases,
+                    dpm_defers,
+                    dpm_slots,
+                    dpm_shortened,
                 };
                 (c, counters)
             })

@@ -49,7 +49,7 @@ use scx_tt::sched::loader::ExitInfo;
 use scx_tt::sched::system::{check_root, SysFs};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// The run: start, restart while the kernel asks (bounded), finish. Returns the exit code.
 pub fn enforce(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<i32> {
@@ -123,7 +123,7 @@ pub struct Daemon<'a> {
     /// daemon is dropped, on every exit path).
     pub(super) freq: Freq,
     /// Planner mode's idle control (pm_qos limits, restored when dropped).
-    pub(super) idle: IdleControl,
+    pub(super) idle: Arc<Mutex<IdleControl>>,
 }
 
 impl<'a> Daemon<'a> {
@@ -161,9 +161,12 @@ impl<'a> Daemon<'a> {
                 Root::new(&args.sysfs_root),
                 &args.run_dir,
                 &plan.managed,
+                model,
+                plan.slot_us,
             )?,
             None => IdleControl::kernel(),
         };
+        let idle = Arc::new(Mutex::new(idle));
         let mut tasks = Tasks::resolve(plan, &procfs)?;
         // 2b. start-up: the calibration runs on the managed CPUs while the spawned tasks settle
         let calibration = match args.guard_us {
@@ -322,7 +325,19 @@ impl<'a> Daemon<'a> {
         // the machine's frequencies and idle limits back as they were before the summary file
         // says "done"
         self.restore_frequencies();
-        if self.idle.restore() > 0 {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(path) = &self.args.idle_log {
+            idle.write_log(path)?;
+        }
+        if self.args.planner.is_some() && idle.polling() {
+            let (n, errors) = idle.counts();
+            println!(
+                "idle control: {n} DPM idle period limits written (states from {}), {errors} \
+                 failed writes",
+                idle.source()
+            );
+        }
+        if idle.restore() > 0 {
             eprintln!(
                 "scx_tt: warning: pm_qos limits could not all be restored; they stay in the \
                  journal under {} for `scx_tt restore`",
@@ -458,6 +473,9 @@ fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Resu
     if args.planner.is_some() {
         // the planner writes a cpuperf target per slot (all at full speed until then)
         cfg.perf = Some(scx_tt::planner::kernel_path::initial_perf(cfg.table.len()));
+        // DPM idle entries defer the slot tick under dpm and dpm+dvfs, also after a swap to them
+        cfg.dpm = true;
+        cfg.dpm_be = args.dpm_be;
     }
     Ok(cfg)
 }

@@ -16,6 +16,7 @@ use libbpf_rs::{OpenObject, RingBuffer};
 use scx_tt::accounting::{render_stats_line, EnergySummary, ExitReason, RunFacts, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Control;
+use scx_tt::energy::estimate::IdleGovernor;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState, WrittenHalf};
 use scx_tt::sched::obs::ObsReader;
@@ -116,7 +117,14 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         d.tasks.resume()?;
         // 7. stats
-        let stats = Stats::open(d.args, d.plan, d.model, &d.cfg, &clock, !d.idle.polling())?;
+        let stats = Stats::open(
+            d.args,
+            d.plan,
+            d.model,
+            &d.cfg,
+            &clock,
+            !d.idle.lock().unwrap_or_else(|e| e.into_inner()).polling(),
+        )?;
         let ring = stats.reader(&sched)?;
         let deadline_ns = d
             .args
@@ -166,7 +174,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         ));
         let thread = match &k.live.planner {
             Some(p) => Some(PlannerLoop::for_scheduler(
-                p, &mut sched, d.plan, clock, &d.freq,
+                p, &mut sched, d.plan, clock, &d.freq, &d.idle,
             )?),
             None => None,
         };
@@ -301,6 +309,10 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         for (policy, from_slot) in control.take_policy_swaps() {
             self.live.stats.energy.policy_from(policy, from_slot);
+            // bss and dvfs poll; the DPM policies set a limit per idle period
+            if policy.idle_governor() == IdleGovernor::Shallowest {
+                d.idle.lock().unwrap_or_else(|e| e.into_inner()).poll_all();
+            }
         }
     }
 
@@ -468,7 +480,7 @@ fn start_planner(
         return Ok((control, None));
     };
     let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
-    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock, &d.freq)?;
+    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock, &d.freq, &d.idle)?;
     let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
     d.verbose(&format!(
         "planner {policy} deciding {} slots ahead on a housekeeping CPU",

@@ -9,6 +9,7 @@
 //! outlives a restart of the BPF scheduler; each scheduler gets its own thread and writers.
 
 use super::freq::{Backend, Freq, FreqDriver};
+use super::idle_ctl::IdleControl;
 use super::RunArgs;
 use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
@@ -20,7 +21,7 @@ use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
 use scx_tt::sched::config::SchedConfig;
-use scx_tt::sched::loader::{Scheduler, TableWriter};
+use scx_tt::sched::loader::{DpmWriter, Scheduler, TableWriter};
 use scx_tt::sched::obs::{ObsFollower, ObsReader};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -43,6 +44,10 @@ pub struct Writers {
     pub freq: Option<Arc<Mutex<FreqDriver>>>,
     /// The closed loop: BPF's per-slot observations, read each turn.
     pub obs: Option<ObsReader>,
+    /// DPM idle period ends and kicks (src/bpf/tt_sched.bpf.c K), after the entries.
+    pub dpm: Option<DpmWriter>,
+    /// The idle control: a pm_qos limit per DPM idle period (idle_ctl.rs).
+    pub idle: Option<Arc<Mutex<IdleControl>>>,
 }
 
 /// The planner of `--planner POLICY`, deciding from the table `cfg` loads (all at full speed).
@@ -108,6 +113,7 @@ impl PlannerLoop {
         plan: &Plan,
         clock: SlotClock,
         freq: &Freq,
+        idle: &Arc<Mutex<IdleControl>>,
     ) -> Result<Self> {
         let closed = planner.read(|p| p.loop_closed()).unwrap_or(false);
         let writers = Writers {
@@ -122,6 +128,12 @@ impl PlannerLoop {
             } else {
                 None
             },
+            dpm: Some(sched.dpm_writer()?),
+            idle: idle
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .polling()
+                .then(|| idle.clone()),
         };
         Self::start(
             planner.clone(),
@@ -255,6 +267,24 @@ fn run(
                     .table
                     .write(index, task)
                     .with_context(|| format!("writing table entry {index}"))?;
+            }
+        }
+        // then the ends of DPM idle periods, after their entries (a lowered one with a kick)
+        if let Some(dpm) = &writers.dpm {
+            for w in &adv.dpm {
+                dpm.publish(w.cpu, w.until, w.kick).with_context(|| {
+                    format!(
+                        "publishing the DPM idle period end {} of CPU index {}",
+                        w.until, w.cpu
+                    )
+                })?;
+            }
+        }
+        // and each period's idle-state limit (pm_qos), once BPF knows the period
+        if let (Some(idle), false) = (&writers.idle, adv.dpm.is_empty()) {
+            let mut i = idle.lock().unwrap_or_else(|e| e.into_inner());
+            for w in &adv.dpm {
+                i.period(w.cpu, w.from, w.until, cur);
             }
         }
         // then the frequencies (sysfs writes, slower than map writes): lowers for cur, raises

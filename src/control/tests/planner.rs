@@ -116,27 +116,31 @@ fn admit_firm_runs_on_the_task_cpu_due_from_the_current_slot_and_counts_the_answ
 }
 
 #[test]
-fn property_2_set_policy_refuses_the_dpm_policies_and_changes_nothing() {
+fn property_2_set_policy_refuses_an_unknown_policy_and_changes_nothing() {
     let (mut c, mut e) = planner_run(3, at(3));
     let before = state_of(&mut c, &mut e);
-    for p in [Policy::Dpm, Policy::DpmDvfs] {
-        assert_eq!(
-            error(e.send(&mut c, &policy(p))),
-            format!(
-                "policy = \"{p}\": the kernel path runs bss or dvfs only (dpm would need \
-                 deferred slot ticks and an \"idle, run nothing\" table entry; not implemented)"
-            )
-        );
-    }
     assert_eq!(
         error(e.serve(&mut c, r#"{"op":"set_policy","policy":"turbo"}"#)),
-        "policy: invalid value: string \"turbo\", expected a policy name: \"bss\" or \"dvfs\" in \
-         the kernel path"
+        "policy: invalid value: string \"turbo\", expected a policy name: \"bss\", \"dvfs\", \
+         \"dpm\" or \"dpm+dvfs\""
     );
     assert_eq!(state_of(&mut c, &mut e), before);
     assert_eq!(e.planner_status(&mut c).policy, "bss");
     assert_eq!(e.planner.as_ref().map(|p| p.policy()), Some(Policy::Bss));
     assert!(e.notes.is_empty());
+}
+
+#[test]
+fn set_policy_to_dpm_is_served_from_the_next_undecided_slot() {
+    let (mut c, mut e) = planner_run(3, at(3));
+    for p in [Policy::Dpm, Policy::DpmDvfs] {
+        let reply = e.send(&mut c, &policy(p)).to_line();
+        assert!(
+            reply.starts_with(&format!("{{\"ok\":true,\"policy\":\"{p}\",\"from_slot\":")),
+            "{reply}"
+        );
+        assert_eq!(e.planner.as_ref().map(|x| x.policy()), Some(p));
+    }
 }
 
 #[test]

@@ -236,7 +236,7 @@ fn set_policy_parses_a_policy_name_and_names_every_bad_field() {
         assert_eq!(
             parse_err(&format!(r#"{{"op":"set_policy","policy":{bad}}}"#)),
             format!(
-                "policy: {what}, expected a policy name: \"bss\" or \"dvfs\" in the kernel path"
+                "policy: {what}, expected a policy name: \"bss\", \"dvfs\", \"dpm\" or \"dpm+dvfs\""
             )
         );
     }

@@ -235,7 +235,7 @@ fn the_generated_lines_cover_the_refusals() {
         r#"{"op":"admit_firm","task":"c","wcet_slots":1,"deadline_slots":9}"#,
         r#"{"op":"remove","task":"v"}"#,
         r#"{"op":"admit_periodic","task":"a"}"#,
-        r#"{"op":"set_policy","policy":"dpm"}"#,
+        r#"{"op":"set_policy","policy":"turbo"}"#,
         r#"{"op":"switch_table","plan":"/p/b.json"}"#,
         r#"{"op":"status","op":"status"}"#,
         r#"{"op":"remove","task":"a","task":"b"}"#,

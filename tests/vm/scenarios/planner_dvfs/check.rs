@@ -1,8 +1,8 @@
 //! VM test of planner mode under dvfs and of a policy swap (docs/planner.md, "Kernel path"):
 //! `scx_tt --planner dvfs` enforces planner_dvfs.json at `-smp 2` (managed CPU
 //! 1: tt-a 15 of every 50 slots, tt-b 30 of every 100, 10 ms slots, frame 100) with `--control`
-//! and `--trace`. After 2 s `scx_tt ctl` asks the status (policy dvfs), a swap to dpm (refused,
-//! exit 1), a swap to bss (exit 0, reply `from_slot` F) and the status again (policy bss).
+//! and `--trace`. After 2 s `scx_tt ctl` asks the status (policy dvfs), a swap to bss (exit 0,
+//! reply `from_slot` F) and the status again (policy bss).
 //!
 //! The expectations come from the library, not from scx_tt: a `Planner` built from the plan
 //! (`Plan::planner_inputs`, `Freqs::xeon_default()`, as `scx_tt` without `--power-model`) is stepped
@@ -85,14 +85,6 @@ fn check_protocol(c: &mut Checks, out: &VmOutput) -> Option<u64> {
             format!("{name}: status names the policy in force {policy}"),
         );
     }
-    pc::check_refused(
-        c,
-        out,
-        "refuse",
-        "1",
-        "policy = \\\"dpm\\\": the kernel path runs bss or dvfs only",
-        "set-policy dpm is refused naming the value and the rule",
-    );
     let swap = pc::reply(out, "swap");
     let from = swap["from_slot"].as_u64();
     c.check(
