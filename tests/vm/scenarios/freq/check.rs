@@ -58,6 +58,110 @@ fn check(out: &VmOutput, c: &mut Checks) {
     }
     check_restores(out, c);
     check_acpi_writes(out, c);
+    check_dpm_dvfs(out, c);
+}
+
+/// `scx_tt --planner dpm+dvfs --freq-backend cpufreq --sysfs-root FAKE` (issue 14, "Done
+/// when") on freq_dpm.json (light enough that dpm+dvfs leaves idle periods): DPM idle periods deferred on both managed CPUs, every slot recorded, a pm_qos limit
+/// per period in the fake tree (the model's deepest fitting state: the tree has no cpuidle
+/// states), frequencies written to the shared policy with late raises within tolerance, the
+/// replay conforming, the tree restored byte for byte after SIGINT.
+fn check_dpm_dvfs(out: &VmOutput, c: &mut Checks) {
+    const RUN: &str = "dpmdvfs";
+    out.check_results(
+        c,
+        &[
+            ("dpmdvfs_rc", "0"),
+            ("dpmdvfs_state", "disabled"),
+            ("dpmdvfs_gov1_during", "userspace"),
+            ("dpmdvfs_restored", "yes"),
+        ],
+    );
+    let json: serde_json::Value = out.json(&format!("{RUN}.json")).unwrap_or_default();
+    let mut cpus = Vec::new();
+    for cpu in [1u32, 2] {
+        let k = json["cpus"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|x| x["cpu"] == cpu))
+            .map(|x| x["bpf_counters"].clone())
+            .unwrap_or_default();
+        let (defers, slots) = (
+            k["dpm_defers"].as_u64().unwrap_or(0),
+            k["dpm_slots"].as_u64().unwrap_or(0),
+        );
+        cpus.push(format!("cpu {cpu}: {defers} deferrals over {slots} slots"));
+        c.check(
+            defers > 0 && slots > defers,
+            format!("{RUN}: CPU {cpu} slept through DPM idle periods ({defers} deferrals, {slots} slots skipped)"),
+        );
+    }
+    println!("--- {RUN}: {}", cpus.join(", "));
+    let recs: Vec<scx_tt::trace::SlotRecord> = out
+        .records(&format!("{RUN}.trace.jsonl"))
+        .unwrap_or_default();
+    for cpu in [1u32, 2] {
+        let mut slots: Vec<u64> = recs
+            .iter()
+            .filter(|r| r.cpu == cpu)
+            .map(|r| r.slot)
+            .collect();
+        slots.sort_unstable();
+        let gaps = slots.windows(2).filter(|w| w[1] != w[0] + 1).count();
+        c.check(
+            !slots.is_empty() && gaps == 0,
+            format!("{RUN}: CPU {cpu}: {} records, {gaps} gaps", slots.len()),
+        );
+    }
+    let idle = out.file(&format!("{RUN}.idle.jsonl")).unwrap_or_default();
+    let limits: Vec<serde_json::Value> = idle
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let slot_us = 10_000;
+    let wrong: Vec<String> = limits
+        .iter()
+        .filter(|l| {
+            let len = l["until_slot"]
+                .as_u64()
+                .unwrap_or(0)
+                .saturating_sub(l["from_slot"].as_u64().unwrap_or(0));
+            // the bundled model: C6 (133 us exit, 600 us residency) for a period of a slot or
+            // more, C1E (10 us, 20 us) never decides here
+            let want = if len * slot_us >= 600 { "133" } else { "n/a" };
+            l["limit"] != want
+        })
+        .map(|l| l.to_string())
+        .collect();
+    c.check(
+        !limits.is_empty() && wrong.is_empty(),
+        format!(
+            "{RUN}: {} pm_qos limits, each the model's deepest fitting state (wrong: {:?})",
+            limits.len(),
+            &wrong[..wrong.len().min(4)]
+        ),
+    );
+    let freq = out.file(&format!("{RUN}.freq.jsonl")).unwrap_or_default();
+    let writes = freq.lines().count();
+    let late = json["freq"]["cpufreq"]["late_raises"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    let raises = json["freq"]["cpufreq"]["raises"].as_u64().unwrap_or(0);
+    let tol = (raises as f64 * LATE_RAISE_PCT / 100.0).max(1.0) as u64;
+    c.check(
+        writes > 0,
+        format!("{RUN}: {writes} scaling_setspeed writes"),
+    );
+    c.check_timing(
+        late <= tol,
+        format!("{RUN}: {late} of {raises} raises late (<= {tol})"),
+    );
+    crate::planner_checks::conformance(
+        c,
+        out,
+        &crate::harness::repo().join("tests/vm/scenarios/freq/freq_dpm.json"),
+        RUN,
+        200,
+    );
 }
 
 fn check_restores(out: &VmOutput, c: &mut Checks) {

@@ -8,6 +8,10 @@
 #           the passive mode's files, governor schedutil, from the start).
 # Runs (freq.json: managed CPUs 1-2, 10 ms slots, dvfs picks several frequencies on each):
 #   acpi     --freq-backend cpufreq --planner-open-loop --freq-log, stopped by SIGINT;
+#   dpmdvfs  freq_dpm.json (CPU 1 15 %, CPU 2 21 % busy: dpm+dvfs stretches the jobs to 0.43
+#            and leaves ~60-slot idle periods) --planner dpm+dvfs --freq-backend cpufreq on the
+#            acpi tree (DPM idle periods with deferred ticks and a pm_qos limit each, frequencies
+#            per slot), stopped by SIGINT;
 #   pstate   --freq-backend auto (picks cpufreq), stopped by SIGTERM;
 #   ghost    a plan whose task cannot be found: an error during start-up, after the take-over;
 #   killed1  SIGKILL, then `next` (a new start) restores what it left;
@@ -93,6 +97,18 @@ kill -INT $SCX_TT_PID
 finish_scx_tt acpi
 restored acpi $ACPI
 result acpi_journal_after "$(journal)"
+
+# 1b. dpm+dvfs on the acpi tree, SIGINT
+start_scx_tt dpmdvfs --table $HERE/freq_dpm.json --planner dpm+dvfs --freq-backend cpufreq \
+  --sysfs-root $ACPI --run-dir $RUN_DIR --freq-log $OUT/dpmdvfs.freq.jsonl \
+  --idle-log $OUT/dpmdvfs.idle.jsonl --planner-log $OUT/dpmdvfs.plog \
+  --trace $OUT/dpmdvfs.trace.jsonl --summary-json $OUT/dpmdvfs.json
+result dpmdvfs_enable_ms "$(wait_state enabled 30000)"
+sleep "$(arg tt.duration_s 4)"
+result dpmdvfs_gov1_during "$(gov $ACPI 1)"
+kill -INT $SCX_TT_PID
+finish_scx_tt dpmdvfs
+restored dpmdvfs $ACPI
 
 # 2. intel_pstate (active), --freq-backend auto, SIGTERM
 start_scx_tt pstate --table $PLAN --planner dvfs --sysfs-root $PSTATE --run-dir $RUN_DIR \
