@@ -8,8 +8,9 @@
 
 /// CPU ids must be below this (`TT_MAX_CPUS`: sizes the BPF per-CPU arrays).
 pub const MAX_CPUS: u32 = 256;
-/// Plan tasks (tt + be) per run (`TT_MAX_TASKS`: sizes the per-task rodata and statistics).
-pub const MAX_TASKS: usize = 512;
+/// Tasks (tt + be) per run, the plan's and those admitted at run time (`TT_MAX_TASKS`: sizes the
+/// BPF task table and statistics).
+pub const MAX_TASKS: usize = 1024;
 /// Threads that may belong to plan tasks at once (`TT_MAX_THREADS`: the tid → task map).
 pub const MAX_THREADS: usize = 65_536;
 /// Thread ids a plan may bring into the tid → task map: `TT_MAX_THREADS` less the entry of

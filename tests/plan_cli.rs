@@ -214,7 +214,7 @@ fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
     let base = ["--tasks", "3", "--util", "0.5", "--cpus", "2"];
     let cases: &[(&[&str], &str)] = &[
         (&["--tasks", "0"], "--tasks 0"),
-        (&["--tasks", "513"], "--tasks 513"),
+        (&["--tasks", "1025"], "--tasks 1025"),
         (&["--cpus", "0"], "--cpus 0"),
         (&["--cpus", "4294967295"], "--cpus 4294967295"),
         (&["--util", "0"], "--util 0"),

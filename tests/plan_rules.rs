@@ -690,7 +690,7 @@ fn task_count_above_the_bpf_limit() {
     let e = expect!(v, "tasks", None, Rule::TooManyTasks { .. });
     assert_eq!(
         e.to_string(),
-        "tasks: has 513 tasks, above the BPF scheduler's limit of 512 (TT_MAX_TASKS)"
+        "tasks: has 1025 tasks, above the BPF scheduler's limit of 1024 (TT_MAX_TASKS)"
     );
     // the only error: every task is valid on its own
     assert_eq!(errors(&v).len(), 1);

@@ -14,6 +14,8 @@ mod planner_checks;
 #[path = "vm/witness.rs"]
 mod witness;
 
+#[path = "vm/scenarios/admit/check.rs"]
+mod admit;
 #[path = "vm/scenarios/completion/check.rs"]
 mod completion;
 #[path = "vm/scenarios/cpuperf/check.rs"]

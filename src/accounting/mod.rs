@@ -280,6 +280,13 @@ impl Accounting {
         &self.tasks
     }
 
+    /// A task admitted at run time (`scx_tt ctl admit`): the next task index, as in BPF.
+    pub fn add_task(&mut self, t: TaskInfo) -> usize {
+        self.tasks.push(t);
+        self.per_task.push(TaskAcc::default());
+        self.tasks.len() - 1
+    }
+
     /// Records seen so far on `cpu`.
     pub fn records(&self, cpu: u32) -> u64 {
         self.cpus.get(&cpu).map_or(0, |c| c.records)

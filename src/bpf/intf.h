@@ -21,8 +21,8 @@ typedef long long s64;
 enum tt_limits {
 	/* CPU ids must be below this (sizes the per-CPU arrays). */
 	TT_MAX_CPUS = 256,
-	/* Plan tasks (tt + be) per run. */
-	TT_MAX_TASKS = 512,
+	/* Tasks (tt + be) per run: the plan's and those admitted at run time (a power of two). */
+	TT_MAX_TASKS = 1024,
 	/* Threads that may belong to plan tasks at once (tid -> task map). */
 	TT_MAX_THREADS = 65536,
 	/* How far dispatch looks ahead for the end of the owner's contiguous run of slots. */

@@ -129,7 +129,12 @@
  *     continues into S does not stop that owner;
  *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
  *     the next boundary of that slot;
- *   - nothing in rodata (slot length, guard, CPU roles, task classes) changes after load.
+ *   - the task table (nr_tasks, task_class, task_cpu, task_completion; .bss): a task admitted at
+ *     run time (scx_tt ctl admit) gets the next index: its entries are written first, then
+ *     nr_tasks is raised, then its threads enter task_ctx (each thread's next enqueue routes
+ *     it). Entries below nr_tasks never change, so a reader that sees a task index below
+ *     nr_tasks sees its entries. Every task index has its DSQ from ops.init on;
+ *   - nothing in rodata (slot length, guard, CPU roles) changes after load.
  *
  * G. Known limitations
  *   - A tt/be thread whose affinity excludes its plan CPU runs where it is (counted outside).
@@ -163,7 +168,7 @@
  * I. Job completion
  *
  *   A job owns wcet slots of its window; when it ends early, the rest of its slots go to be
- *   work or idle and the planner (J) may reclaim them. task_completion[task] (rodata, from the
+ *   work or idle and the planner (J) may reclaim them. task_completion[task] (.bss, from the
  *   plan's `completion`, docs/plan-format.md) says how a job of a tt task ends:
  *     - TT_COMPLETION_YIELD: ops.yield (sched_yield(), @to == NULL) of a thread of the task, on
  *       its CPU, while it owns the slot in force there (cur_slot: the slot whose tick fired
@@ -194,8 +199,9 @@
  *   starve a job).
  *   Runnable state: ops.runnable/ops.quiescent (the kernel's own transitions, not called for
  *   migrations) count a tt task's runnable threads in task_rt[task].nr_runnable, a thread
- *   counted once (task storage thread_rt: a thread added to task_ctx while runnable is not
- *   counted until its next ops.runnable). runnable_ns is when the count last left 0 (from the
+ *   counted once (task storage thread_rt); a thread added to task_ctx while runnable (a task
+ *   admitted at run time: a busy thread never passes ops.runnable again) is counted at its next
+ *   ops.enqueue. runnable_ns is when the count last left 0 (from the
  *   wakeup's ops.select_cpu when there was one), blocked_ns when it last reached 0. They
  *   change under the task CPU's runqueue lock, possibly on another CPU (a remote wakeup); each
  *   time is written by xchg before the count's add or sub and read after a fetch-add of the
@@ -275,13 +281,11 @@ const volatile u64 guard_ns = 500ULL * 1000;
 const volatile u64 frame_slots = 1;
 const volatile u32 nr_managed;
 const volatile u32 nr_housekeeping;
-const volatile u32 nr_tasks;
+
 const volatile u8 cpu_role[TT_MAX_CPUS];
 const volatile u32 cpu_midx[TT_MAX_CPUS]; /* managed CPU -> index into the table */
 const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
-const volatile u8 task_class[TT_MAX_TASKS];
-const volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
-const volatile u8 task_completion[TT_MAX_TASKS]; /* enum tt_completion of a tt task (I) */
+
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 const volatile bool dpm_enabled; /* TT_DPM_IDLE entries defer the slot tick (K) */
 const volatile bool dpm_be; /* be work may run in TT_DPM_IDLE slots; no deferral then (K) */
@@ -293,6 +297,15 @@ const volatile u64 test_fault_slot;
 
 /* Run-time state, written by userspace (see F). */
 volatile u64 t0_ns; /* start of slot 0; 0 until userspace arms the timers */
+/*
+ * The task table (F): the plan's tasks from load, tasks admitted at run time after them.
+ * Userspace fills entry nr_tasks (class, CPU, completion), then raises nr_tasks, then adds the
+ * task's threads to task_ctx; an entry below nr_tasks never changes.
+ */
+volatile u32 nr_tasks;
+volatile u8 task_class[TT_MAX_TASKS];
+volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
+volatile u8 task_completion[TT_MAX_TASKS]; /* enum tt_completion of a tt task (I) */
 volatile u32 table_active;
 volatile u32 table_next;
 volatile u64 table_switch_slot = TT_NO_SWITCH;
@@ -533,7 +546,8 @@ static struct tt_task_stats *stats_of(u32 task)
 
 static __always_inline bool is_tt(u32 task)
 {
-	return task < nr_tasks && task < TT_MAX_TASKS && task_class[task] == TT_CLASS_TT;
+	return task < nr_tasks && task < TT_MAX_TASKS &&
+	       task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_TT;
 }
 
 /*
@@ -606,7 +620,7 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 	if (task >= TT_MAX_TASKS)
 		return;
 	ts = &task_stats[task];
-	be = task_class[task] == TT_CLASS_BE;
+	be = task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE;
 	owner = owner_of(cpu, slot);
 	if (be || task == owner)
 		__sync_fetch_and_add(&ts->inside_ns, ns);
@@ -767,7 +781,7 @@ static void complete_block(struct tt_cpu_acct *a, s32 cpu, u64 slot)
 		return;
 	owner = acc->rec.owner;
 	if (!is_tt(owner) || owner >= TT_MAX_TASKS ||
-	    task_completion[owner] != TT_COMPLETION_BLOCK)
+	    task_completion[owner & (TT_MAX_TASKS - 1)] != TT_COMPLETION_BLOCK)
 		return;
 	rt = &task_rt[owner];
 	if (rt->done || !acc->rec.owner_ns)
@@ -921,8 +935,8 @@ static void end_completions(s32 cpu)
 	bpf_for(t, 0, nr_tasks) {
 		if (t >= TT_MAX_TASKS)
 			break;
-		if (task_cpu[t] == cpu)
-			task_rt[t].done = false;
+		if (task_cpu[t & (TT_MAX_TASKS - 1)] == cpu)
+			task_rt[t & (TT_MAX_TASKS - 1)].done = false;
 	}
 }
 
@@ -1243,7 +1257,7 @@ s32 BPF_STRUCT_OPS(tt_select_cpu, struct task_struct *p, s32 prev_cpu, u64 wake_
 		if (is_tt(tctx->task) && (wake_flags & SCX_WAKE_TTWU))
 			task_rt[tctx->task & (TT_MAX_TASKS - 1)].waking_ns = bpf_ktime_get_ns();
 		if (tctx->task < TT_MAX_TASKS) {
-			cpu = task_cpu[tctx->task];
+			cpu = task_cpu[tctx->task & (TT_MAX_TASKS - 1)];
 			if (cpu >= 0 && bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 				return cpu;
 		}
@@ -1269,6 +1283,38 @@ static void kick_idle_housekeeping(const struct task_struct *p)
 	}
 }
 
+/*
+ * Count @p, a runnable thread of tt task @task, in the task's nr_runnable once (I): from
+ * ops.runnable, and from ops.enqueue for a thread that joined its task while runnable (added to
+ * task_ctx at run time, `scx_tt ctl admit`: a busy thread never passes ops.runnable again).
+ */
+static void count_runnable(struct task_struct *p, u32 task)
+{
+	struct tt_thread_rt *th;
+	struct tt_task_rt *rt;
+	u64 now;
+
+	task &= TT_MAX_TASKS - 1;
+	th = bpf_task_storage_get(&thread_rt, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!th || th->counted)
+		return;
+	th->task = task;
+	th->counted = 1;
+	rt = &task_rt[task];
+	/*
+	 * runnable_ns before the count (xchg: a full barrier), for readers of both (I, J); a
+	 * wakeup counts from its ops.select_cpu (the thread was on its way then)
+	 */
+	if (rt->nr_runnable <= 0) {
+		now = bpf_ktime_get_ns();
+		if (rt->waking_ns && rt->waking_ns < now)
+			now = rt->waking_ns;
+		__sync_lock_test_and_set(&rt->runnable_ns, now);
+	}
+	__sync_fetch_and_add(&rt->nr_runnable, 1);
+	rt->waking_ns = 0;
+}
+
 static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
 {
 	s32 cpu = task_cpu[task & (TT_MAX_TASKS - 1)];
@@ -1288,6 +1334,7 @@ static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
 			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
+	count_runnable(p, task);
 	scx_bpf_dsq_insert(p, task_dsq(task), slot_ns, enq_flags);
 	now = bpf_ktime_get_ns();
 	if (cpu >= 0 && cpu < TT_MAX_CPUS && started(now) && owner_of(cpu, slot_of(now)) == task &&
@@ -1349,9 +1396,10 @@ static bool keep_prev_be(struct task_struct *prev, s32 cpu, u64 slice_ns)
 	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
 		return false;
 	tctx = lookup_ctx(prev);
-	if (!tctx || tctx->task >= TT_MAX_TASKS || task_class[tctx->task] != TT_CLASS_BE)
+	if (!tctx || tctx->task >= TT_MAX_TASKS ||
+	    task_class[tctx->task & (TT_MAX_TASKS - 1)] != TT_CLASS_BE)
 		return false;
-	tcpu = task_cpu[tctx->task];
+	tcpu = task_cpu[tctx->task & (TT_MAX_TASKS - 1)];
 	if (tcpu >= 0 && tcpu != cpu)
 		return false;
 	prev->scx.slice = slice_ns;
@@ -1456,7 +1504,8 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 	if (!is_managed(cpu) || !started(now))
 		return;
 	slot = slot_of(now);
-	if (tctx && tctx->task < TT_MAX_TASKS && task_class[tctx->task] == TT_CLASS_BE)
+	if (tctx && tctx->task < TT_MAX_TASKS &&
+	    task_class[tctx->task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE)
 		a->be_started_over_owner = be_over_owner(a, cpu, slot);
 	if (tctx && tctx->task == owner_of(cpu, slot))
 		end = run_end(cpu, slot, tctx->task);
@@ -1517,32 +1566,10 @@ bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
 void BPF_STRUCT_OPS(tt_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct tt_task_ctx *tctx = lookup_ctx(p);
-	struct tt_thread_rt *th;
-	struct tt_task_rt *rt;
-	u64 now;
-	u32 task;
 
 	if (!tctx || !is_tt(tctx->task))
 		return;
-	task = tctx->task & (TT_MAX_TASKS - 1);
-	th = bpf_task_storage_get(&thread_rt, p, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!th || th->counted)
-		return;
-	th->task = task;
-	th->counted = 1;
-	rt = &task_rt[task];
-	/*
-	 * runnable_ns before the count (xchg: a full barrier), for readers of both (I, J); a
-	 * wakeup counts from its ops.select_cpu (the thread was on its way then)
-	 */
-	if (rt->nr_runnable <= 0) {
-		now = bpf_ktime_get_ns();
-		if (rt->waking_ns && rt->waking_ns < now)
-			now = rt->waking_ns;
-		__sync_lock_test_and_set(&rt->runnable_ns, now);
-	}
-	__sync_fetch_and_add(&rt->nr_runnable, 1);
-	rt->waking_ns = 0;
+	count_runnable(p, tctx->task & (TT_MAX_TASKS - 1));
 }
 
 /*
@@ -1621,11 +1648,8 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(tt_init)
 		if (ret)
 			return ret;
 	}
-	bpf_for(t, 0, nr_tasks) {
-		if (t >= TT_MAX_TASKS)
-			break;
-		if (task_class[t] != TT_CLASS_TT)
-			continue;
+	/* every index, so that a task admitted at run time has its DSQ (F) */
+	bpf_for(t, 0, TT_MAX_TASKS) {
 		ret = scx_bpf_create_dsq(task_dsq(t), -1);
 		if (ret)
 			return ret;

@@ -6,7 +6,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use scx_tt::control::request::{AdmitFirm, SetPolicy, SwitchTable, TaskArg};
+use scx_tt::control::request::{Admit, AdmitFirm, AdmitSelector, SetPolicy, SwitchTable, TaskArg};
 use scx_tt::control::Request;
 use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};
@@ -68,12 +68,84 @@ pub enum CtlCmd {
         #[arg(long, value_name = "NAME")]
         task: String,
     },
+    /// Planner mode: admit a task the plan does not name, by its threads and its timing (a
+    /// QEMU VM: one task per vCPU thread, all or none). Exit 0 accepted (per task: CPU, first
+    /// slot, timing), 3 rejected with the planner's reason.
+    Admit(AdmitArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("select").required(true)
+    .args(["pid", "tids", "comm", "cgroup", "qemu"])))]
+pub struct AdmitArgs {
+    /// The task's name (unique in the run; `NAME/vcpuN` per vCPU of a VM).
+    #[arg(long, value_name = "NAME")]
+    name: String,
+    /// Every thread of process PID.
+    #[arg(long, value_name = "PID")]
+    pid: Option<u32>,
+    /// These threads (comma separated).
+    #[arg(long, value_name = "TID,...", value_delimiter = ',')]
+    tids: Option<Vec<u32>>,
+    /// The threads named COMM.
+    #[arg(long, value_name = "COMM")]
+    comm: Option<String>,
+    /// The threads of cgroup v2 PATH.
+    #[arg(long, value_name = "PATH")]
+    cgroup: Option<String>,
+    /// A QEMU process by pid or by its `-name`: its vCPU threads (`CPU n/KVM`, `CPU n/TCG`).
+    #[arg(long, value_name = "PID|NAME")]
+    qemu: Option<String>,
+    /// Slots per period (must divide the frame) ...
+    #[arg(long, value_name = "P", requires = "wcet_slots", conflicts_with_all = ["util", "latency_us"])]
+    period_slots: Option<u64>,
+    /// ... and slots of each period the task owns.
+    #[arg(long, value_name = "W", requires = "period_slots")]
+    wcet_slots: Option<u64>,
+    /// Or: the share of a CPU per task (vCPU), in (0, 1) ...
+    #[arg(long, value_name = "U", requires = "latency_us")]
+    util: Option<f64>,
+    /// ... and the longest it may wait for the CPU, us.
+    #[arg(long, value_name = "L", requires = "util")]
+    latency_us: Option<u64>,
+    /// The managed CPU (default: the least loaded, siblings apart).
+    #[arg(long, value_name = "CPU")]
+    cpu: Option<u32>,
+}
+
+impl AdmitArgs {
+    fn request(self) -> Admit {
+        let select = if let Some(p) = self.pid {
+            AdmitSelector::Pid(p)
+        } else if let Some(t) = self.tids {
+            AdmitSelector::Tids(t)
+        } else if let Some(c) = self.comm {
+            AdmitSelector::Comm(c)
+        } else if let Some(c) = self.cgroup {
+            AdmitSelector::Cgroup(c)
+        } else {
+            let q = self.qemu.unwrap_or_default();
+            match q.parse() {
+                Ok(pid) => AdmitSelector::QemuPid(pid),
+                Err(_) => AdmitSelector::QemuName(q),
+            }
+        };
+        Admit {
+            name: self.name,
+            select,
+            period_slots: self.period_slots,
+            wcet_slots: self.wcet_slots,
+            util: self.util,
+            latency_us: self.latency_us,
+            cpu: self.cpu,
+        }
+    }
 }
 
 pub fn run(args: CtlArgs) -> Result<i32> {
     let admission = matches!(
         args.cmd,
-        CtlCmd::AdmitFirm { .. } | CtlCmd::AdmitPeriodic { .. }
+        CtlCmd::AdmitFirm { .. } | CtlCmd::AdmitPeriodic { .. } | CtlCmd::Admit(_)
     );
     let request = match args.cmd {
         CtlCmd::Status => Request::Status,
@@ -93,6 +165,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
         CtlCmd::SetPolicy { policy } => Request::SetPolicy(SetPolicy { policy }),
         CtlCmd::AdmitPeriodic { task } => Request::AdmitPeriodic(TaskArg { task }),
         CtlCmd::Remove { task } => Request::Remove(TaskArg { task }),
+        CtlCmd::Admit(a) => Request::Admit(a.request()),
     };
     let line = request.to_line().context("encoding the request")?;
     let unreachable = |what: &str, e: std::io::Error| {

@@ -176,11 +176,22 @@ fn replay(
     let text = read_text(trace, "trace")?;
     let (_, records) = scx_tt::trace::read_trace(&text)
         .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?;
+    // tasks admitted at run time (`ctl admit`) by the name the log gives them
+    let admitted: std::collections::HashMap<String, u32> = events
+        .iter()
+        .filter_map(|e| match e {
+            scx_tt::planner::kernel_path::LogEvent::AdmitTask { task, name } => {
+                Some((name.clone(), task.task as u32))
+            }
+            _ => None,
+        })
+        .collect();
     let index = |name: &str| {
         plan.tasks
             .iter()
             .position(|t| t.name == name)
             .map(|i| i as u32)
+            .or_else(|| admitted.get(name).copied())
     };
     let kernel = records.iter().filter_map(|rec| {
         let cpu = plan.managed.iter().position(|&c| c == rec.cpu)?;
@@ -202,7 +213,15 @@ fn replay(
         "conformance: {same} of {total} slots identical ({pct:.2} %), {} different",
         diffs.len()
     );
-    let name = |t: Option<u32>| t.map_or("-".to_string(), |t| plan.tasks[t as usize].name.clone());
+    let name = |t: Option<u32>| {
+        t.map_or("-".to_string(), |t| match plan.tasks.get(t as usize) {
+            Some(task) => task.name.clone(),
+            None => admitted
+                .iter()
+                .find(|(_, &i)| i == t)
+                .map_or(format!("task {t}"), |(n, _)| n.clone()),
+        })
+    };
     for d in &diffs {
         let why = if r.late.contains(&d.slot) {
             "the planner decided this slot after it had started (late slot: its entry was not written)"

@@ -40,6 +40,17 @@ pub trait Engine {
         f: impl FnOnce(&mut KernelPlanner, u64) -> R,
     ) -> Result<R, String>;
 
+    /// The threads `sel` selects now (`admit`), resolved as a plan's selectors are; `Err`: why
+    /// none can be had (no such process, an ambiguous QEMU name, ...).
+    fn resolve(&mut self, sel: &crate::plan::Selector) -> Result<Vec<u32>, String>;
+
+    /// The BPF task index the next [`Engine::add_task`] gets.
+    fn next_task_index(&mut self) -> Result<usize, String>;
+
+    /// Adds a tt task on managed CPU `cpu` (completion none) with threads `tids` to the BPF
+    /// task table and returns its index (src/bpf/tt_sched.bpf.c F).
+    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String>;
+
     /// A line for the run's log (stdout): what a request changed.
     fn note(&mut self, line: &str);
 

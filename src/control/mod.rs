@@ -80,13 +80,15 @@ pub use engine::Engine;
 pub use reply::{Answer, PlannerStatus, Reply, Status, TaskChange, TaskState};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
+use crate::abi::MAX_TASKS;
 use crate::clock::SlotClock;
-use crate::plan::{Class, LoadError, Plan, Start, Task};
+use crate::plan::{Class, LoadError, Plan, QemuSelector, Selector, Start, Task};
 use crate::planner::kernel_path::{
     FirmJob, FirmOutcome, PeriodicOutcome, PeriodicTask, PlannerModeError,
 };
 use crate::planner::Policy;
-use request::AdmitFirm;
+use reply::AdmittedTask;
+use request::{Admit, AdmitFirm, AdmitSelector};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -141,6 +143,12 @@ pub enum ControlError {
         "task = {name:?}: is already running (admitted from slot {from_slot}); remove it first"
     )]
     AlreadyAdmitted { name: String, from_slot: u64 },
+    #[error("{field} = {value}: {rule}")]
+    Admit {
+        field: String,
+        value: String,
+        rule: String,
+    },
     #[error("task = {name:?}: is not running (it {why}); nothing to remove")]
     NotRunning { name: String, why: String },
 }
@@ -187,6 +195,27 @@ pub struct Control {
     planner: Option<PlannerStatus>,
     /// Policy swaps not yet taken by [`Control::take_policy_swaps`]: (policy, first slot).
     swaps: Vec<(Policy, u64)>,
+    /// Tasks admitted by `admit` (the plan does not name them), in BPF index order.
+    added: Vec<AddedTask>,
+    /// Of which not yet taken by [`Control::take_added`].
+    untaken: usize,
+}
+
+/// A task `admit` added at run time (one per thread group the request asked for: a vCPU).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AddedTask {
+    /// Its BPF task index (after the plan's tasks).
+    pub index: usize,
+    /// `NAME`, or `NAME/vcpuN` for a vCPU of a multi-vCPU VM.
+    pub name: String,
+    /// Its managed CPU (id).
+    pub cpu: u32,
+    pub tids: Vec<u32>,
+    pub period: u64,
+    pub wcet: u64,
+    pub from_slot: u64,
+    /// Its threads are all gone: it owns no slot from this slot on ([`Control::reap`]).
+    pub gone_from: Option<u64>,
 }
 
 impl Control {
@@ -201,6 +230,8 @@ impl Control {
             history: Vec::new(),
             swaps: Vec::new(),
             planner: None,
+            added: Vec::new(),
+            untaken: 0,
         }
     }
 
@@ -228,6 +259,42 @@ impl Control {
         std::mem::take(&mut self.swaps)
     }
 
+    /// Tasks `admit` added whose threads are all gone (`alive(tid)` false for each) leave the
+    /// planner: they own no slot from its next undecided slot on, and their capacity is free
+    /// for the next admission at once (a VM that was shut down). Noted in the run's log and
+    /// listed by `status` as `gone`. The run calls it every 100 ms.
+    pub fn reap(&mut self, engine: &mut impl Engine, alive: impl Fn(u32) -> bool) {
+        let gone: Vec<usize> = self
+            .added
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| a.gone_from.is_none() && !a.tids.iter().any(|&t| alive(t)))
+            .map(|(i, _)| i)
+            .collect();
+        for i in gone {
+            let index = self.added[i].index;
+            let Ok(from) = engine.with_planner(|p, _| {
+                p.remove_admitted(index);
+                p.now()
+            }) else {
+                return;
+            };
+            let name = self.added[i].name.clone();
+            self.added[i].gone_from = Some(from);
+            self.record(&name, TaskState::Gone, from);
+            engine.note(&format!(
+                "admit {name}: its threads are gone: no slots from slot {from}, its capacity is free"
+            ));
+        }
+    }
+
+    /// Tasks `admit` added since the last call (the run adds them to its accounting).
+    pub fn take_added(&mut self) -> Vec<AddedTask> {
+        let new = self.added[self.untaken..].to_vec();
+        self.untaken = self.added.len();
+        new
+    }
+
     /// Answers one request line, doing what it asks through `engine`. A refused request
     /// changes nothing. `None`: an accepted `switch_table` whose plan now loads off the caller's
     /// thread ([`Engine::start_load`]); its reply comes from [`Control::poll`].
@@ -244,6 +311,7 @@ impl Control {
             Ok(Request::SetPolicy(r)) => self.set_policy(r.policy, engine),
             Ok(Request::AdmitPeriodic(r)) => self.admit_periodic(&r.task, engine),
             Ok(Request::Remove(r)) => self.remove(&r.task, engine),
+            Ok(Request::Admit(r)) => self.admit(&r, engine),
             Err(e) => Err(e.into()),
         };
         Some(answer.map_or_else(Reply::from, Reply::Ok))
@@ -502,6 +570,208 @@ impl Control {
         Ok(Answer::Removed { from_slot })
     }
 
+    /// A task the plan does not name (docs/control.md, `admit`): checks the name and the
+    /// timing, resolves the threads (a QEMU process: one task per vCPU thread), places each
+    /// on a managed CPU (`cpu`, else the least loaded not yet taken by a sibling, else the
+    /// least loaded), admits all or none with the planner's exact test, and registers them in
+    /// BPF before their first slot. A refusal changes nothing.
+    fn admit(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
+        self.planner_mode("admit")?;
+        let bad = |field: &str, value: String, rule: &str| ControlError::Admit {
+            field: field.into(),
+            value,
+            rule: rule.into(),
+        };
+        let name = r.name.as_str();
+        if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+            return Err(bad(
+                "name",
+                format!("{name:?}"),
+                &format!("1 to {MAX_NAME} bytes, no control characters"),
+            ));
+        }
+        if self.find(name).is_some()
+            || self
+                .added
+                .iter()
+                .any(|a| a.name.split('/').next() == Some(name))
+        {
+            return Err(bad(
+                "name",
+                format!("{name:?}"),
+                "already names a task of this run",
+            ));
+        }
+        let cpus = match r.cpu {
+            Some(c) => match self.plan.managed.iter().position(|&m| m == c) {
+                Some(i) => vec![i],
+                None => {
+                    return Err(bad(
+                        "cpu",
+                        c.to_string(),
+                        &format!(
+                            "must be a managed CPU of the plan ({:?})",
+                            self.plan.managed
+                        ),
+                    ))
+                }
+            },
+            None => (0..self.plan.managed.len()).collect(),
+        };
+        let (period, wcet) = timing(r, self.plan.frame_slots, self.plan.slot_us)
+            .map_err(|(f, v, rule)| bad(f, v, &rule))?;
+        let sel = match &r.select {
+            AdmitSelector::Pid(p) => Selector::Pid(*p),
+            AdmitSelector::Tids(t) => Selector::Tids(t.clone()),
+            AdmitSelector::Comm(c) => Selector::Comm(c.clone()),
+            AdmitSelector::Cgroup(c) => Selector::Cgroup(c.clone()),
+            AdmitSelector::QemuPid(p) => Selector::Qemu(QemuSelector::Pid(*p)),
+            AdmitSelector::QemuName(n) => Selector::Qemu(QemuSelector::Name(n.clone())),
+        };
+        let tids = engine
+            .resolve(&sel)
+            .map_err(|e| bad("select", selector_text(&r.select), &e))?;
+        if tids.is_empty() {
+            return Err(bad("select", selector_text(&r.select), "selects no thread"));
+        }
+        // a VM: one task per vCPU thread; anything else: one task of all its threads
+        let groups: Vec<Vec<u32>> = match sel {
+            Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
+            _ => vec![tids],
+        };
+        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
+        if first + groups.len() > MAX_TASKS {
+            return Err(bad(
+                "select",
+                selector_text(&r.select),
+                &format!(
+                    "{} more tasks exceed the BPF task table of {MAX_TASKS}",
+                    groups.len()
+                ),
+            ));
+        }
+        let outcome = engine
+            .with_planner(|p, _| {
+                let mut placed = Vec::new();
+                for (k, _) in groups.iter().enumerate() {
+                    let taken: Vec<usize> = placed.iter().map(|&(c, _)| c).collect();
+                    let mut order: Vec<usize> = cpus.clone();
+                    // siblings apart when possible, then the least loaded
+                    order.sort_by_key(|&c| {
+                        (
+                            taken.contains(&c),
+                            std::cmp::Reverse(p.free_template_slots(c)),
+                            c,
+                        )
+                    });
+                    let mut last = None;
+                    let mut ok = None;
+                    for c in order {
+                        let t = PeriodicTask {
+                            task: first + k,
+                            cpu: c,
+                            period,
+                            wcet,
+                        };
+                        let task_name = match groups.len() {
+                            1 => name.to_string(),
+                            _ => format!("{name}/vcpu{k}"),
+                        };
+                        match p.admit_task(&t, &task_name) {
+                            PeriodicOutcome::Accepted { cpu, from_slot } => {
+                                ok = Some((cpu, from_slot));
+                                break;
+                            }
+                            PeriodicOutcome::Rejected(why) => last = Some((c, why)),
+                        }
+                    }
+                    match ok {
+                        Some(x) => placed.push(x),
+                        None => {
+                            // all or none: the vCPUs admitted so far leave again
+                            for j in 0..placed.len() {
+                                p.rollback_admitted(first + j);
+                            }
+                            return Err(last);
+                        }
+                    }
+                }
+                Ok(placed)
+            })
+            .map_err(ControlError::PlannerUnavailable)?;
+        let placed = match outcome {
+            Ok(p) => p,
+            Err(last) => {
+                let why = match last {
+                    Some((c, why)) => format!(
+                        "{wcet} slots every {period} slots on cpu {}: {why}",
+                        self.cpu_id(c)
+                    ),
+                    None => "no managed CPU".into(),
+                };
+                let answer = Answer::PeriodicRejected {
+                    why: format!("{name}: {why}"),
+                };
+                engine.note(&format!(
+                    "admit {name}: {}",
+                    Reply::Ok(answer.clone()).to_line().trim_end()
+                ));
+                return Ok(answer);
+            }
+        };
+        let n = groups.len();
+        let mut vcpus = Vec::new();
+        for (k, (g, &(cpu, from_slot))) in groups.iter().zip(&placed).enumerate() {
+            let cpu_id = self.cpu_id(cpu);
+            let index = match engine.add_task(cpu_id, g) {
+                Ok(i) if i == first + k => i,
+                other => {
+                    // BPF did not take it: the planner forgets every vCPU of the request
+                    let _ = engine.with_planner(|p, _| {
+                        for j in 0..n {
+                            p.rollback_admitted(first + j);
+                        }
+                    });
+                    let msg = match other {
+                        Ok(i) => format!("BPF gave task index {i}, expected {}", first + k),
+                        Err(e) => e,
+                    };
+                    return Err(ControlError::Kernel(msg));
+                }
+            };
+            let task_name = if n > 1 {
+                format!("{name}/vcpu{k}")
+            } else {
+                name.to_string()
+            };
+            self.record(&task_name, TaskState::Admitted, from_slot);
+            self.added.push(AddedTask {
+                index,
+                name: task_name.clone(),
+                cpu: cpu_id,
+                tids: g.clone(),
+                period,
+                wcet,
+                from_slot,
+                gone_from: None,
+            });
+            vcpus.push(AdmittedTask {
+                task: task_name,
+                cpu: cpu_id,
+                from_slot,
+                period_slots: period,
+                wcet_slots: wcet,
+                tids: g.clone(),
+            });
+        }
+        let answer = Answer::TaskAdmitted { tasks: vcpus };
+        engine.note(&format!(
+            "admit {name}: {}",
+            Reply::Ok(answer.clone()).to_line().trim_end()
+        ));
+        Ok(answer)
+    }
+
     fn planner_mode(&self, op: &'static str) -> Result<(), ControlError> {
         match self.planner {
             Some(_) => Ok(()),
@@ -616,6 +886,77 @@ impl Control {
     /// The CPU id of managed CPU index `cpu`.
     fn cpu_id(&self, cpu: usize) -> u32 {
         self.plan.managed.get(cpu).copied().unwrap_or(u32::MAX)
+    }
+}
+
+/// Names of tasks `admit` adds: at most this many bytes.
+pub const MAX_NAME: usize = 64;
+
+fn selector_text(s: &AdmitSelector) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}
+
+/// The (period, wcet) of an `admit` in slots: given as `period_slots` + `wcet_slots`, or as
+/// `util` + `latency_us` (seed 000's and Tableau's VM model): the longest period P dividing the
+/// frame whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q)
+/// slots (the budget at the start of one period, then at the end of the next). `Err`: (field,
+/// value, rule).
+pub fn timing(
+    r: &Admit,
+    frame: u64,
+    slot_us: u64,
+) -> Result<(u64, u64), (&'static str, String, String)> {
+    match (r.period_slots, r.wcet_slots, r.util, r.latency_us) {
+        (Some(p), Some(w), None, None) => {
+            if !frame.is_multiple_of(p) {
+                return Err((
+                    "period_slots",
+                    p.to_string(),
+                    format!("must divide the frame of {frame} slots"),
+                ));
+            }
+            if w > p {
+                return Err((
+                    "wcet_slots",
+                    w.to_string(),
+                    format!("must be at most period_slots = {p}"),
+                ));
+            }
+            Ok((p, w))
+        }
+        (None, None, Some(u), Some(l)) => {
+            if !(u > 0.0 && u < 1.0) {
+                return Err((
+                    "util",
+                    u.to_string(),
+                    "must be in (0, 1): a share of one CPU per vCPU".into(),
+                ));
+            }
+            let slot = slot_us.max(1);
+            let fits = |p: u64| {
+                let q = (u * p as f64).ceil() as u64;
+                (q <= p).then_some(q).filter(|&q| 2 * (p - q) * slot <= l)
+            };
+            (1..=frame)
+                .rev()
+                .filter(|p| frame.is_multiple_of(*p))
+                .find_map(|p| fits(p).map(|q| (p, q)))
+                .ok_or_else(|| {
+                    (
+                        "latency_us",
+                        l.to_string(),
+                        format!(
+                        "no period dividing the frame of {frame} slots of {slot_us} us keeps the \
+                         longest wait 2 x (period - budget) within it at util {u}"
+                    ),
+                    )
+                })
+        }
+        _ => Err((
+            "period_slots",
+            format!("{:?}", r.period_slots),
+            "give period_slots and wcet_slots, or util and latency_us".into(),
+        )),
     }
 }
 

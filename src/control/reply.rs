@@ -56,6 +56,22 @@ pub enum Answer {
     Removed {
         from_slot: u64,
     },
+    /// `admit` accepted: every task it added (one per vCPU of a VM), each with its CPU, its
+    /// first slot (a frame start) and its timing. A rejection is [`Answer::PeriodicRejected`].
+    TaskAdmitted {
+        tasks: Vec<AdmittedTask>,
+    },
+}
+
+/// One task an `admit` added.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AdmittedTask {
+    pub task: String,
+    pub cpu: u32,
+    pub from_slot: u64,
+    pub period_slots: u64,
+    pub wcet_slots: u64,
+    pub tids: Vec<u32>,
 }
 
 /// The answer to `status`.
@@ -102,13 +118,17 @@ pub enum TaskState {
     Admitted,
     /// Owns no slot (`remove`).
     Removed,
+    /// A task `admit` added whose threads are all gone: owns no slot, its capacity is free.
+    Gone,
 }
 
 impl Answer {
     /// `accepted` of an admission, written before the answer's own fields.
     fn accepted(&self) -> Option<bool> {
         match self {
-            Answer::FirmAccepted { .. } | Answer::PeriodicAccepted { .. } => Some(true),
+            Answer::FirmAccepted { .. }
+            | Answer::PeriodicAccepted { .. }
+            | Answer::TaskAdmitted { .. } => Some(true),
             Answer::FirmRejected { .. } | Answer::PeriodicRejected { .. } => Some(false),
             _ => None,
         }

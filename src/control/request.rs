@@ -20,10 +20,10 @@ use thiserror::Error;
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The operations, in the order of docs/control.md.
-const OPS: &str = "status, switch_table, admit_firm, set_policy, admit_periodic, remove";
+const OPS: &str = "status, switch_table, admit_firm, set_policy, admit_periodic, remove, admit";
 
 /// One request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
 pub enum Request {
     /// `{"op":"status"}`
@@ -38,6 +38,9 @@ pub enum Request {
     AdmitPeriodic(TaskArg),
     /// `{"op":"remove","task":"NAME"}` (planner mode)
     Remove(TaskArg),
+    /// `{"op":"admit","name":"vm1","select":{"qemu_pid":123},"util":0.2,"latency_us":40000}`
+    /// (planner mode): a task the plan does not name.
+    Admit(Admit),
 }
 
 /// `status` takes no argument.
@@ -73,6 +76,56 @@ pub struct AdmitFirm {
 pub struct SetPolicy {
     #[serde(serialize_with = "policy_name", deserialize_with = "policy_of_name")]
     pub policy: Policy,
+}
+
+/// Which threads an `admit` takes, resolved when the request arrives (as a plan's selectors,
+/// docs/plan-format.md): `{"pid":N}` (every thread of the process), `{"tids":[...]}`,
+/// `{"comm":"NAME"}` (threads of that name), `{"cgroup":"/PATH"}` (cgroup v2 `cgroup.threads`),
+/// `{"qemu_pid":N}` / `{"qemu_name":"NAME"}` (a QEMU process's vCPU threads, `CPU n/KVM` or
+/// `CPU n/TCG`: one task per vCPU).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum AdmitSelector {
+    Pid(u32),
+    Tids(Vec<u32>),
+    Comm(String),
+    Cgroup(String),
+    QemuPid(u32),
+    QemuName(String),
+}
+
+/// A task the plan does not name, admitted at run time (`scx_tt ctl admit`, docs/control.md):
+/// `name`, its threads (`select`), its timing — `period_slots` and `wcet_slots`, or `util` (of a
+/// CPU, per vCPU) and `latency_us` (the longest the task may wait for the CPU) — and optionally
+/// the managed CPU (`cpu`, else the least loaded). The state machine checks the combination.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Admit {
+    pub name: String,
+    pub select: AdmitSelector,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "some_slots"
+    )]
+    pub period_slots: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "some_slots"
+    )]
+    pub wcet_slots: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub util: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_us: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+}
+
+/// An optional [`positive_slots`].
+fn some_slots<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    positive_slots(d).map(Some)
 }
 
 /// The task an `admit_periodic` or `remove` is about, by name.
@@ -143,6 +196,7 @@ impl Request {
                 parse_args("admit_periodic", args).map(Request::AdmitPeriodic)
             }
             Some("remove") => parse_args("remove", args).map(Request::Remove),
+            Some("admit") => parse_args("admit", args).map(Request::Admit),
             _ => Err(RequestError::UnknownOp(op.to_string())),
         }
     }

@@ -405,7 +405,7 @@ mod tests {
             ..params()
         };
         assert!(
-            matches!(generate(&p), Err(GenError::Params(m)) if m.contains("limit of 512 tasks"))
+            matches!(generate(&p), Err(GenError::Params(m)) if m.contains("limit of 1024 tasks"))
         );
     }
 }

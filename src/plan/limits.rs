@@ -6,7 +6,7 @@
 //!
 //! | limit | rule | path |
 //! |---|---|---|
-//! | `TT_MAX_TASKS` | tasks (tt + be) ≤ 512 | `tasks` |
+//! | `TT_MAX_TASKS` | tasks (tt + be) ≤ 1024 | `tasks` |
 //! | `TT_MAX_CPUS` | every CPU id < 256 | `cpus.managed[i]`, `cpus.housekeeping[i]` |
 //! | `MAX_TABLE_ENTRIES` | 2 halves × managed CPUs × frame slots ≤ 1,073,741,823 | `frame_slots` |
 //! | `TT_MAX_THREADS` | distinct ids of the `tids` lists ≤ 65,535 | `tasks[i].tids` |
@@ -31,7 +31,7 @@ pub fn table_entries(managed: usize, frame: u64) -> u128 {
     2 * managed as u128 * u128::from(frame)
 }
 
-/// `tasks`: at most `TT_MAX_TASKS` (the per-task rodata and statistics arrays).
+/// `tasks`: at most `TT_MAX_TASKS` (the BPF task table and statistics arrays).
 pub(super) fn check_task_count(tasks: &[RawTask], errs: &mut Errors) {
     if tasks.len() > MAX_TASKS {
         errs.push(

@@ -153,6 +153,13 @@ pub enum LogEvent {
     AdmitPeriodic {
         task: PeriodicTask,
     },
+    /// A task the plan does not name (`ctl admit`): `task.task` is its BPF task index,
+    /// `name` its name (a replay compares the kernel's trace by name).
+    AdmitTask {
+        task: PeriodicTask,
+        #[serde(default)]
+        name: String,
+    },
     Remove {
         task: usize,
     },
@@ -322,8 +329,12 @@ pub struct KernelPlanner {
     lead: u64,
     frame: u64,
     nr_cpus: usize,
-    /// planner task id -> plan task index.
+    /// planner task id -> plan task index (BPF task index).
     task_of: Vec<u32>,
+    /// The plan's tasks: planner ids below this are plan task indices.
+    nr_plan_tasks: usize,
+    /// Planner ids of the tasks [`Self::admit_task`] added.
+    admitted: Vec<usize>,
     /// What the table holds now (layout of `SchedConfig::table`).
     shadow: Vec<u32>,
     /// What the perf map holds now (same layout).
@@ -379,6 +390,8 @@ impl KernelPlanner {
             frame: cfg.frame_slots,
             nr_cpus: cpus.len(),
             task_of: (0..nr_tasks as u32).collect(),
+            nr_plan_tasks: nr_tasks,
+            admitted: Vec::new(),
             perf: initial_perf(table.len()),
             ppm: vec![UNIT as u32; table.len()],
             dpm_until: vec![0; cpus.len()],
@@ -781,6 +794,73 @@ impl KernelPlanner {
             },
             Admission::Rejected(r) => PeriodicOutcome::Rejected(r),
         }
+    }
+
+    /// Admission of a task the plan does not name (`scx_tt ctl admit`, docs/control.md): BPF
+    /// task index `t.task` (after the plan's tasks and earlier admissions), `t.wcet` slots every
+    /// `t.period` on managed CPU index `t.cpu` only, with the same test and the same joining
+    /// frame as [`Self::admit_periodic`]. It gets a planner task id of its own (mapped to the
+    /// BPF index like a firm job's); a rejection changes nothing.
+    pub fn admit_task(&mut self, t: &PeriodicTask, name: &str) -> PeriodicOutcome {
+        self.record(|| LogEvent::AdmitTask {
+            task: t.clone(),
+            name: name.into(),
+        });
+        let id = self.task_of.len();
+        match self
+            .planner
+            .admit_periodic(id, t.wcet, t.period, Placement::Only(t.cpu))
+        {
+            Admission::Accepted { cpu, bound } => {
+                self.task_of.push(t.task as u32);
+                self.admitted.push(id);
+                for l in &mut self.last_job {
+                    if l.len() <= t.task {
+                        l.resize(t.task + 1, usize::MAX);
+                    }
+                }
+                PeriodicOutcome::Accepted {
+                    cpu,
+                    from_slot: bound,
+                }
+            }
+            Admission::Rejected(r) => PeriodicOutcome::Rejected(r),
+        }
+    }
+
+    /// The frame's slots CPU index `cpu`'s template leaves free (placement of `admit`).
+    pub fn free_template_slots(&self, cpu: usize) -> i64 {
+        self.planner.cpus().get(cpu).map_or(i64::MIN, |c| {
+            self.frame as i64 - c.template.iter().map(|j| j.wcet as i64).sum::<i64>()
+        })
+    }
+
+    /// Takes the task admitted with BPF index `index` ([`Self::admit_task`]) out (its threads
+    /// are gone): it owns no slot from [`Self::now`] on; `false` when there is none.
+    pub fn remove_admitted(&mut self, index: usize) -> bool {
+        self.take_out(index, false)
+    }
+
+    /// [`Self::remove_admitted`] of an admission being undone in the same request (all or
+    /// none of a VM's vCPUs): its planner id is given again.
+    pub fn rollback_admitted(&mut self, index: usize) -> bool {
+        self.take_out(index, true)
+    }
+
+    fn take_out(&mut self, index: usize, forget: bool) -> bool {
+        let Some(id) = (self.nr_plan_tasks..self.task_of.len())
+            .rev()
+            .find(|&id| self.task_of[id] as usize == index && self.admitted.contains(&id))
+        else {
+            return false;
+        };
+        self.admitted.retain(|&a| a != id);
+        let removed = self.remove(id).0;
+        // undone in the same request: the id was never used by anything else
+        if forget && id + 1 == self.task_of.len() {
+            self.task_of.pop();
+        }
+        removed
     }
 
     /// Removes plan task `task` (its periodic instances; firm jobs admitted for it keep their

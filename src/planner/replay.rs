@@ -156,6 +156,9 @@ pub fn replay(mut p: KernelPlanner, events: &[LogEvent]) -> Result<Replayed, Ste
             LogEvent::AdmitPeriodic { task } => {
                 p.admit_periodic(task);
             }
+            LogEvent::AdmitTask { task, name } => {
+                p.admit_task(task, name);
+            }
             LogEvent::Remove { task } => {
                 p.remove(*task);
             }

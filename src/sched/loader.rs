@@ -399,7 +399,6 @@ impl<'a> Scheduler<'a> {
             ro.frame_slots = cfg.frame_slots;
             ro.nr_managed = cfg.managed.len() as u32;
             ro.nr_housekeeping = cfg.housekeeping.len() as u32;
-            ro.nr_tasks = cfg.tasks.len() as u32;
             for (m, &cpu) in cfg.managed.iter().enumerate() {
                 ro.cpu_role[cpu as usize] = abi::tt_cpu_role_TT_CPU_MANAGED as u8;
                 ro.cpu_midx[cpu as usize] = m as u32;
@@ -420,15 +419,22 @@ impl<'a> Scheduler<'a> {
                 ro.test_fault_cpu = f.cpu as i32;
                 ro.test_fault_slot = f.slot;
             }
-            for (t, &(class, cpu)) in cfg.tasks.iter().enumerate() {
-                ro.task_class[t] = match class {
-                    Class::Tt => abi::tt_class_TT_CLASS_TT,
-                    Class::Be => abi::tt_class_TT_CLASS_BE,
-                } as u8;
-                ro.task_cpu[t] = cpu.map_or(-1, |c| c as i32);
+        }
+        {
+            // the task table is run-time state (.bss): the plan's tasks from load on, tasks
+            // admitted at run time after them (`Scheduler::add_task`)
+            let bss = skel
+                .maps
+                .bss_data
+                .as_mut()
+                .ok_or(LoadError::Section("bss"))?;
+            bss.nr_tasks = cfg.tasks.len().min(MAX_TASKS) as u32;
+            for (t, &(class, cpu)) in cfg.tasks.iter().enumerate().take(MAX_TASKS) {
+                bss.task_class[t] = class_abi(class);
+                bss.task_cpu[t] = cpu.map_or(-1, |c| c as i32);
             }
             for (t, c) in cfg.completion.iter().enumerate().take(MAX_TASKS) {
-                ro.task_completion[t] = c.abi();
+                bss.task_completion[t] = c.abi();
             }
         }
         let entries = (2 * cfg.table.len()).max(1) as u32;
@@ -671,6 +677,53 @@ impl<'a> Scheduler<'a> {
             Ok(out) => out.return_value as i32,
             Err(e) => -(e.kind() as i32).abs().max(1),
         }
+    }
+
+    /// The task index the next [`Self::add_task`] gets (the tasks so far: the plan's, then those
+    /// admitted at run time).
+    pub fn nr_tasks(&mut self) -> Result<usize, LoadError> {
+        Ok(self.bss_mut()?.nr_tasks as usize)
+    }
+
+    /// Adds a task at index [`Self::nr_tasks`] (src/bpf/tt_sched.bpf.c F): its class, CPU and
+    /// completion first, then `nr_tasks` raised, then its threads into the task map. Returns
+    /// the index. A failure leaves BPF without the task's threads (they stay outside the plan).
+    pub fn add_task(
+        &mut self,
+        class: Class,
+        cpu: Option<u32>,
+        completion: crate::plan::Completion,
+        tids: &[u32],
+    ) -> Result<usize, LoadError> {
+        let bss = self.bss_mut()?;
+        let index = bss.nr_tasks as usize;
+        if index >= MAX_TASKS {
+            return Err(LoadError::Map {
+                map: "task table",
+                msg: format!("{index} tasks: the BPF task table holds at most {MAX_TASKS}"),
+            });
+        }
+        bss.task_class[index] = class_abi(class);
+        bss.task_cpu[index] = cpu.map_or(-1, |c| c as i32);
+        bss.task_completion[index] = completion.abi();
+        // the entries before the count (F): a reader that sees the index sees them
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        // SAFETY: a u32 of the mmapped .bss that BPF reads; a volatile store.
+        unsafe { std::ptr::write_volatile(&mut bss.nr_tasks, index as u32 + 1) };
+        for &tid in tids {
+            let ctx = abi::tt_task_ctx {
+                task: index as u32,
+                inherited: 0,
+            };
+            // SAFETY: tt_task_ctx is plain old data of the size checked in abi.rs.
+            let bytes: [u8; 8] = unsafe { std::mem::transmute(ctx) };
+            self.skel
+                .maps
+                .task_ctx
+                .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
+                .map_err(map_err("task_ctx"))?;
+        }
+        Ok(index)
     }
 
     /// The writer of the DPM idle period ends (`dpm_until`) and the kick that makes a
@@ -1077,6 +1130,13 @@ impl Drop for Scheduler<'_> {
             }
         }
     }
+}
+
+fn class_abi(class: Class) -> u8 {
+    (match class {
+        Class::Tt => abi::tt_class_TT_CLASS_TT,
+        Class::Be => abi::tt_class_TT_CLASS_BE,
+    }) as u8
 }
 
 fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {

@@ -1,7 +1,8 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and lib.sh, every scenario
 # folder's guest.sh and plans (tests/vm/scenarios/NAME/{guest.sh,*.json} -> /tt/scenarios/NAME/),
-# scx_tt, tt_timer_baseline and tt_jobs (release builds), stress-ng, cyclictest and bpftool from Debian,
+# scx_tt, tt_timer_baseline and tt_jobs (release builds), stress-ng, cyclictest, bpftool, chrt and
+# qemu-system-x86_64 (with SeaBIOS) from Debian,
 # the shared libraries of every binary (found with ldd), the VM kernel's config
 # (/boot/config-RELEASE) and schedules/.
 #
@@ -46,7 +47,8 @@ done
 
 BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline" "$BIN_DIR/tt_jobs"
           "$(command -v stress-ng || true)" "$(command -v cyclictest || true)"
-          "$(command -v bpftool || true)")
+          "$(command -v bpftool || true)" "$(command -v chrt || true)"
+          "$(command -v qemu-system-x86_64 || true)")
 for b in "${BINARIES[@]}"; do
   [ -n "$b" ] && [ -x "$b" ] || die "missing binary '$b' (cargo build --release; scripts/install-deps.sh)"
 done
@@ -73,7 +75,16 @@ cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline tt_jobs; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
-cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" "$ROOT/usr/bin/"
+cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" \
+   "$(command -v chrt)" "$(command -v qemu-system-x86_64)" "$ROOT/usr/bin/"
+# QEMU's SeaBIOS: the `admit` scenario boots real (nested TCG) VMs inside the guest
+# (at its host path: QEMU looks it up there; Debian's lives in /usr/share/seabios)
+bios=""
+for f in /usr/share/qemu/bios-256k.bin /usr/share/seabios/bios-256k.bin; do
+  if [ -z "$bios" ] && [ -e "$f" ]; then bios=$f; fi
+done
+[ -n "$bios" ] || die "no SeaBIOS bios-256k.bin for the guest's QEMU (scripts/install-deps.sh)"
+mkdir -p "$ROOT$(dirname "$bios")" && cp -L "$bios" "$ROOT$bios"
 
 # SCX_TT_INITRD_EXTRA (checked above).
 for i in "${!EXTRA_HOST[@]}"; do

@@ -236,6 +236,9 @@ pub struct Frame {
     /// `sched_yield` is runnable there, yet not owed the CPU (docs/plan-format.md
     /// "completion"); a be start then is counted apart, not judged.
     pub done: HashMap<String, Vec<(u64, u64)>>,
+    /// task → when it joined the plan (a task admitted at run time, `scx_tt ctl admit`):
+    /// before that its threads are outside the plan, judged as any other process.
+    pub joined: HashMap<String, u64>,
 }
 
 /// What the witness saw, in figures.
@@ -439,8 +442,11 @@ impl Frame {
                 }
             }
         }
-        let class = |pid: u32| -> Option<(&str, &String)> {
+        let class = |pid: u32, at: u64| -> Option<(&str, &String)> {
             let t = task_of.get(&pid)?;
+            if self.joined.get(t).is_some_and(|&j| at < j) {
+                return None;
+            }
             Some((self.tasks.get(t)?.0.as_str(), t))
         };
         for name in self.tasks.iter().filter(|t| t.1 .0 == "tt").map(|t| t.0) {
@@ -475,7 +481,7 @@ impl Frame {
                 if on_managed && !self.owners.contains_key(&(seg.cpu, slot)) {
                     continue;
                 }
-                match class(seg.pid) {
+                match class(seg.pid, a) {
                     Some(("tt", t)) => {
                         let f = r.tt.get_mut(t).expect("tt task");
                         let own_cpu = self.tasks.get(t).and_then(|x| x.1);
@@ -772,6 +778,8 @@ pub struct Bounds {
     pub outside_share: f64,
     /// per task, windows in which its job is over by the workload's own log ([`Frame::done`])
     pub done: HashMap<String, Vec<(u64, u64)>>,
+    /// per task admitted at run time, when it joined the plan ([`Frame::joined`])
+    pub joined: HashMap<String, u64>,
     /// share of the tt records whose `ran_ns` may differ from the witness by more than
     /// [`agreement_tol_ns`] (timing: the host descheduling the vCPU thread between
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
@@ -784,6 +792,7 @@ impl Default for Bounds {
         Bounds {
             allowed: Vec::new(),
             done: HashMap::new(),
+            joined: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
         }
@@ -835,6 +844,7 @@ pub fn check_files(
     };
     let mut f = f;
     f.done = b.done.clone();
+    f.joined = b.joined.clone();
     let r = f.analyse(&events);
     report(c, run, &f, &r, b);
 }

@@ -13,10 +13,13 @@ use super::planner_loop::{self, PlannerLoop};
 use super::stats::Stats;
 use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
-use scx_tt::accounting::{render_stats_line, EnergySummary, ExitReason, RunFacts, TaskState};
+use scx_tt::accounting::{
+    render_stats_line, EnergySummary, ExitReason, RunFacts, TaskInfo, TaskState,
+};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Control;
 use scx_tt::energy::estimate::IdleGovernor;
+use scx_tt::plan::Class;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState, WrittenHalf};
 use scx_tt::sched::obs::ObsReader;
@@ -306,6 +309,24 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         if serve {
             sock.serve(|line| control.serve(line, &mut engine).map(|r| r.to_line()));
+            // admitted tasks whose threads are gone free their capacity
+            control.reap(&mut engine, |tid| d.procfs.tid_alive(tid));
+        }
+        // tasks `admit` added: into the accounting and the summary, at their BPF index
+        for t in control.take_added() {
+            let at = self.live.stats.acc.add_task(TaskInfo {
+                name: t.name.clone(),
+                class: Class::Tt,
+                cpu: Some(t.cpu),
+            });
+            let found = d.tasks.add_admitted(t.tids.clone());
+            if at != t.index || found != t.index {
+                eprintln!(
+                    "scx_tt: warning: admitted task {} has BPF index {}, accounting {at}, \
+                     threads {found}",
+                    t.name, t.index
+                );
+            }
         }
         for (policy, from_slot) in control.take_policy_swaps() {
             self.live.stats.energy.policy_from(policy, from_slot);
@@ -339,7 +360,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
 
     /// `--stats`: one line of the summary so far.
     fn print_stats(&mut self) {
-        let now = counters(&self.sched, self.d.plan.tasks.len());
+        let now = counters(&self.sched, self.d.tasks.found().len());
         let facts = self.d.facts(self.live.clock, ExitReason::Duration, &now);
         let stats = &mut self.live.stats;
         let summary = stats.acc.summary(&facts).with_energy(stats.energy.read());
@@ -369,7 +390,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         let _ = ring.consume();
         live.stats.drain()?;
-        d.counters = d.counters.plus(&counters(&sched, d.plan.tasks.len()));
+        d.counters = d.counters.plus(&counters(&sched, d.tasks.found().len()));
         let restart = exit == ExitReason::SchedulerExited
             && sched.exit_info().should_restart()
             && planner.is_ok();

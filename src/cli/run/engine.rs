@@ -7,9 +7,10 @@
 use super::plan_loader::{PlanLoader, Stage};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::Engine;
-use scx_tt::plan::{LoadError, Plan};
+use scx_tt::plan::{Class, Completion, LoadError, Plan, Selector};
 use scx_tt::planner::kernel_path::KernelPlanner;
 use scx_tt::planner::shared::PlannerHandle;
+use scx_tt::resolve::ProcFs;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::{Scheduler, WrittenHalf};
 use std::path::Path;
@@ -111,6 +112,39 @@ impl Engine for RunEngine<'_, '_> {
             ms(held)
         ));
         Ok(())
+    }
+
+    fn resolve(&mut self, sel: &Selector) -> Result<Vec<u32>, String> {
+        let tids = ProcFs::default().resolve(sel).map_err(|e| e.to_string())?;
+        // sched_ext schedules SCHED_OTHER/BATCH/IDLE threads only: a real-time thread (KubeVirt
+        // and libvirt put real-time VMs' vCPUs on SCHED_FIFO) would keep preempting whatever
+        // owns its CPU's slots, so it is refused, saying what to do (docs/control.md)
+        for &tid in &tids {
+            // SAFETY: a plain syscall on a thread id; no memory is passed.
+            let policy = unsafe { libc::sched_getscheduler(tid as libc::pid_t) };
+            let name = match policy & !libc::SCHED_RESET_ON_FORK {
+                libc::SCHED_FIFO => "SCHED_FIFO",
+                libc::SCHED_RR => "SCHED_RR",
+                6 => "SCHED_DEADLINE",
+                _ => continue,
+            };
+            return Err(format!(
+                "thread {tid} runs {name}: a sched_ext scheduler cannot hold a real-time thread \
+                 to its slots; put the threads on SCHED_OTHER (chrt -o -p 0 {tid}; libvirt: no \
+                 <vcpusched> real-time policy) and admit again"
+            ));
+        }
+        Ok(tids)
+    }
+
+    fn next_task_index(&mut self) -> Result<usize, String> {
+        self.sched.nr_tasks().map_err(|e| e.to_string())
+    }
+
+    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String> {
+        self.sched
+            .add_task(Class::Tt, Some(cpu), Completion::None, tids)
+            .map_err(|e| e.to_string())
     }
 
     fn with_planner<R>(

@@ -147,9 +147,15 @@ impl Tasks {
         Ok(())
     }
 
-    /// Per plan task, the threads found at the start.
+    /// Per plan task, the threads found at the start (then the tasks admitted at run time).
     pub fn found(&self) -> &[Vec<u32>] {
         &self.found
+    }
+
+    /// A task admitted at run time (`scx_tt ctl admit`) with its threads: the next index.
+    pub fn add_admitted(&mut self, tids: Vec<u32>) -> usize {
+        self.found.push(tids);
+        self.found.len() - 1
     }
 
     /// (tid, task index) of the threads found at the start: the first scheduler's task map.

@@ -5,6 +5,7 @@
 //! table-write recorder that fails on demand, a planner of its own and the run log it was
 //! given.
 
+mod admit;
 mod compat;
 mod planner;
 mod protocol;
@@ -90,6 +91,13 @@ pub struct FakeEngine {
     pub planner: Option<KernelPlanner>,
     pub notes: Vec<String>,
     pub warnings: Vec<String>,
+    /// `admit`: the threads each selector selects (by its Debug text); any other selects none.
+    pub threads: HashMap<String, Vec<u32>>,
+    /// The BPF task table: the next index, and the tasks added (CPU, threads).
+    pub next_task: usize,
+    pub added: Vec<(u32, Vec<u32>)>,
+    /// Adding a task fails with this reason.
+    pub fail_add: Option<String>,
     clock: SlotClock,
 }
 
@@ -108,8 +116,18 @@ impl FakeEngine {
             planner: None,
             notes: Vec::new(),
             warnings: Vec::new(),
+            threads: HashMap::new(),
+            next_task: 0,
+            added: Vec::new(),
+            fail_add: None,
             clock: SlotClock::new(T0_NS, SLOT_NS),
         }
+    }
+
+    /// `sel` selects `tids`.
+    pub fn with_threads(mut self, sel: &crate::plan::Selector, tids: &[u32]) -> Self {
+        self.threads.insert(format!("{sel:?}"), tids.to_vec());
+        self
     }
 
     /// With the plan file `path` holding `text`.
@@ -131,6 +149,7 @@ impl FakeEngine {
         let planner = KernelPlanner::new(&plan.planner_inputs(), plan.tasks.len(), cfg, table)
             .unwrap_or_else(|e| panic!("planner mode: {e}"));
         self.planner = Some(planner);
+        self.next_task = plan.tasks.len();
         self
     }
 
@@ -215,6 +234,26 @@ impl Engine for FakeEngine {
         p.advance(cur)
             .unwrap_or_else(|e| panic!("planner step: {e}"));
         Ok(f(p, cur.unwrap_or(0)))
+    }
+
+    fn resolve(&mut self, sel: &crate::plan::Selector) -> Result<Vec<u32>, String> {
+        match self.threads.get(&format!("{sel:?}")) {
+            Some(t) => Ok(t.clone()),
+            None => Err("no such process".into()),
+        }
+    }
+
+    fn next_task_index(&mut self) -> Result<usize, String> {
+        Ok(self.next_task)
+    }
+
+    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String> {
+        if let Some(e) = &self.fail_add {
+            return Err(e.clone());
+        }
+        self.added.push((cpu, tids.to_vec()));
+        self.next_task += 1;
+        Ok(self.next_task - 1)
     }
 
     fn note(&mut self, line: &str) {

@@ -1,0 +1,273 @@
+//! `admit` (issue 15): a task the plan does not name, by its threads and its timing. The plan
+//! of these tests: one managed CPU (1), frame 8, tt tasks a (3 of 8) and b (2 of 8) in the
+//! table, v declared admitted, be task c: 3 slots of every 8 are free in the template.
+
+use super::*;
+use crate::control::request::{Admit, AdmitSelector};
+use crate::plan::{QemuSelector, Selector};
+
+fn admit(name: &str, select: AdmitSelector, period: u64, wcet: u64) -> Request {
+    Request::Admit(Admit {
+        name: name.into(),
+        select,
+        period_slots: Some(period),
+        wcet_slots: Some(wcet),
+        util: None,
+        latency_us: None,
+        cpu: None,
+    })
+}
+
+/// The planner's state, the engine's BPF task table and the control's status: what a refused
+/// request must leave as it was.
+fn snapshot(c: &mut Control, e: &mut FakeEngine) -> String {
+    let status = e.status(c);
+    let planner = e.planner.as_ref().map(|p| p.fingerprint());
+    format!("{status:?}\n{planner:?}\n{:?} {}", e.added, e.next_task)
+}
+
+#[test]
+fn a_process_is_admitted_by_pid_and_registered_before_its_first_slot() {
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e.with_threads(&Selector::Pid(500), &[500, 501]);
+    let reply = e.send(&mut c, &admit("app", AdmitSelector::Pid(500), 8, 2));
+    let line = reply.to_line();
+    assert!(
+        line.starts_with("{\"ok\":true,\"accepted\":true,\"tasks\":[{\"task\":\"app\",\"cpu\":1,"),
+        "{line}"
+    );
+    assert!(
+        line.contains("\"period_slots\":8,\"wcet_slots\":2,\"tids\":[500,501]"),
+        "{line}"
+    );
+    // BPF: one task after the plan's four, on CPU 1, with both threads
+    assert_eq!(e.added, vec![(1, vec![500, 501])]);
+    let added = c.take_added();
+    assert_eq!(added.len(), 1);
+    assert_eq!((added[0].index, added[0].cpu, added[0].wcet), (4, 1, 2));
+    assert!(c.take_added().is_empty(), "taken once");
+    // the status lists it; its first slot is a frame start after the planner's next slot
+    let tasks = e.planner_status(&mut c).tasks;
+    let t = tasks.iter().find(|t| t.task == "app").expect("listed");
+    assert_eq!(t.state, TaskState::Admitted);
+    assert_eq!(t.from_slot % 8, 0);
+    // the planner decides its slots from there on: 2 of every 8, under BPF index 4
+    let p = e.planner.as_mut().expect("planner");
+    let mut owned = 0;
+    for cur in 3..t.from_slot + 16 {
+        let adv = p.advance(Some(cur)).expect("in order");
+        owned += adv
+            .writes
+            .iter()
+            .filter(|w| w.task.and_then(crate::abi::entry_task) == Some(4))
+            .count();
+    }
+    assert!(
+        owned >= 2,
+        "the admitted task's entries are written ({owned})"
+    );
+}
+
+#[test]
+fn a_vm_is_one_task_per_vcpu_all_or_none() {
+    let (mut c, e) = planner_run(3, at(3));
+    let vm = Selector::Qemu(QemuSelector::Pid(700));
+    let mut e = e.with_threads(&vm, &[701, 702]);
+    // the planner stepped to the clock, as any request finds it
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let before = snapshot(&mut c, &mut e);
+    // two vCPUs of 2 slots every 8 do not fit the 3 free slots of the only CPU: none is taken
+    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 2));
+    let line = reply.to_line();
+    assert!(
+        line.starts_with(
+            "{\"ok\":true,\"accepted\":false,\"why\":\"vm: 2 slots every 8 slots on cpu 1: "
+        ),
+        "{line}"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "nothing changed");
+    assert!(e.added.is_empty());
+    // one slot each fits: both, named per vCPU
+    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 1));
+    let line = reply.to_line();
+    assert!(
+        line.contains("\"task\":\"vm/vcpu0\"") && line.contains("\"task\":\"vm/vcpu1\""),
+        "{line}"
+    );
+    assert_eq!(e.added, vec![(1, vec![701]), (1, vec![702])]);
+}
+
+#[test]
+fn a_failed_bpf_registration_takes_the_planner_admission_back() {
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e.with_threads(&Selector::Pid(500), &[500]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let before = snapshot(&mut c, &mut e);
+    e.fail_add = Some("the task table is full".into());
+    let reply = e.send(&mut c, &admit("app", AdmitSelector::Pid(500), 8, 2));
+    assert_eq!(
+        error(reply),
+        "writing the table to the kernel: the task table is full"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "the planner forgot it");
+    // and all 3 free slots are there for the next request
+    e.fail_add = None;
+    let reply = e.send(&mut c, &admit("app", AdmitSelector::Pid(500), 8, 3));
+    assert!(
+        reply.to_line().contains("\"accepted\":true"),
+        "{}",
+        reply.to_line()
+    );
+}
+
+#[test]
+fn bad_admissions_name_the_field_the_value_and_the_rule_and_change_nothing() {
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e.with_threads(&Selector::Pid(500), &[500]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let before = snapshot(&mut c, &mut e);
+    let with = |f: &dyn Fn(&mut Admit)| {
+        let mut a = Admit {
+            name: "app".into(),
+            select: AdmitSelector::Pid(500),
+            period_slots: Some(8),
+            wcet_slots: Some(1),
+            util: None,
+            latency_us: None,
+            cpu: None,
+        };
+        f(&mut a);
+        Request::Admit(a)
+    };
+    let cases: Vec<(Request, &str)> = vec![
+        (
+            with(&|a| a.name = String::new()),
+            "name = \"\": 1 to 64 bytes, no control characters",
+        ),
+        (
+            with(&|a| a.name = "a".into()),
+            "name = \"a\": already names a task of this run",
+        ),
+        (
+            with(&|a| a.cpu = Some(0)),
+            "cpu = 0: must be a managed CPU of the plan ([1])",
+        ),
+        (
+            with(&|a| a.period_slots = Some(3)),
+            "period_slots = 3: must divide the frame of 8 slots",
+        ),
+        (
+            with(&|a| a.wcet_slots = Some(9)),
+            "wcet_slots = 9: must be at most period_slots = 8",
+        ),
+        (
+            with(&|a| {
+                a.period_slots = None;
+                a.wcet_slots = None;
+            }),
+            "period_slots = None: give period_slots and wcet_slots, or util and latency_us",
+        ),
+        (
+            with(&|a| {
+                a.period_slots = None;
+                a.wcet_slots = None;
+                a.util = Some(1.0);
+                a.latency_us = Some(1000);
+            }),
+            "util = 1: must be in (0, 1): a share of one CPU per vCPU",
+        ),
+        (
+            with(&|a| a.select = AdmitSelector::Pid(99)),
+            "select = {\"pid\":99}: no such process",
+        ),
+    ];
+    for (req, want) in cases {
+        assert_eq!(error(e.send(&mut c, &req)), want);
+        assert_eq!(snapshot(&mut c, &mut e), before, "{want}");
+    }
+    // without a planner: refused naming the op
+    let mut plain = control();
+    let mut e2 = FakeEngine::at(at(3));
+    let msg = error(e2.send(&mut plain, &admit("x", AdmitSelector::Pid(1), 8, 1)));
+    assert!(
+        msg.starts_with("op = \"admit\": only in planner mode"),
+        "{msg}"
+    );
+}
+
+/// `util` + `latency_us`: the longest period dividing the frame whose budget ⌈U·P⌉ keeps the
+/// longest wait within L. The reference finds the longest wait by brute force over every
+/// placement of the budget in two consecutive periods (the planner may put it anywhere in
+/// each), for small periods.
+#[test]
+fn util_and_latency_choose_the_longest_period_whose_worst_wait_fits() {
+    fn worst_wait(p: u64, q: u64) -> u64 {
+        // slots of two periods; the budget at offsets a (first period) and b (second)
+        let mut worst = 0;
+        for a in 0..=p - q {
+            for b in 0..=p - q {
+                // the last service of period 1 ends at a + q, the first of period 2 starts at
+                // p + b
+                worst = worst.max(p + b - (a + q));
+            }
+        }
+        worst
+    }
+    let frame = 24;
+    for u in [0.1, 0.25, 0.5, 0.7, 0.9] {
+        for l_slots in 0..=24 {
+            let slot_us = 1000;
+            let r = Admit {
+                name: "x".into(),
+                select: AdmitSelector::Pid(1),
+                period_slots: None,
+                wcet_slots: None,
+                util: Some(u),
+                latency_us: Some(l_slots * slot_us),
+                cpu: None,
+            };
+            let want = (1..=frame)
+                .rev()
+                .filter(|p| frame % p == 0)
+                .map(|p| (p, (u * p as f64).ceil() as u64))
+                .find(|&(p, q)| q <= p && worst_wait(p, q) <= l_slots);
+            let got = timing(&r, frame, slot_us).ok();
+            assert_eq!(got, want, "util {u} latency {l_slots} slots");
+        }
+    }
+}
+
+#[test]
+fn the_admit_request_parses_and_round_trips() {
+    let line = r#"{"op":"admit","name":"vm1","select":{"qemu_name":"guest"},"util":0.2,"latency_us":40000}"#;
+    let r = Request::parse(line).expect("parses");
+    assert_eq!(
+        r,
+        Request::Admit(Admit {
+            name: "vm1".into(),
+            select: AdmitSelector::QemuName("guest".into()),
+            period_slots: None,
+            wcet_slots: None,
+            util: Some(0.2),
+            latency_us: Some(40000),
+            cpu: None,
+        })
+    );
+    assert_eq!(
+        Request::parse(&r.to_line().expect("line")).expect("again"),
+        r
+    );
+    let err = |l: &str| Request::parse(l).expect_err(l).to_string();
+    assert!(
+        err(r#"{"op":"admit","name":"x","select":{"pidd":3},"period_slots":8,"wcet_slots":1}"#)
+            .starts_with("select: unknown variant `pidd`"),
+        "{}",
+        err(r#"{"op":"admit","name":"x","select":{"pidd":3},"period_slots":8,"wcet_slots":1}"#)
+    );
+    assert!(
+        err(r#"{"op":"admit","name":"x","select":{"pid":3},"period_slots":0,"wcet_slots":1}"#)
+            .starts_with("period_slots: invalid value: integer `0`"),
+        "{}",
+        err(r#"{"op":"admit","name":"x","select":{"pid":3},"period_slots":0,"wcet_slots":1}"#)
+    );
+}

@@ -1,0 +1,61 @@
+# Run-time admission of tasks the plan does not name (issue 15; docs/control.md, `admit`):
+# scx_tt --planner bss enforces admit.json (managed CPU 1, 10 ms slots, frame 10: tt-a 4 of
+# every 10, be in the slack). Outside the plan, before scx_tt: two busy processes and two real
+# QEMU VMs (qemu-system-x86_64, TCG nested in this TCG guest, 1 vCPU spinning in its boot
+# sector, -name NAME,debug-threads=on so that the vCPU thread is named `CPU 0/TCG`). After 1 s:
+#   app  `admit --pid` 3 slots every 10                      -> accepted (exit 0)
+#   vm1  `admit --qemu vm1 --util 0.2 --latency-us 100000`  -> 1 slot every 5: accepted
+#   vm2  the same for vm2                                    -> rejected (exit 3: 4+3+2+2 > 10)
+#   big  `admit --pid` 5 slots every 10                      -> rejected (exit 3)
+#   rt   a SCHED_FIFO sleeper                                -> refused (exit 1, says what to do)
+# then vm1 is killed (its capacity is freed once its vCPU thread is gone) and vm2 is asked again
+# (vm2b: accepted). Leaves the trace, the summary, the witness, the planner log, every reply,
+# the vCPU threads' names and the results.
+. /tt/lib.sh
+DEFAULT_DURATION_S=9
+PLAN=$HERE/admit.json
+APP=$(start_busy_loop)
+BIG=$(start_busy_loop)
+result app_pid $APP
+result big_pid $BIG
+# a boot sector that spins: inc ax; jmp $-1 (then the 0x55aa signature)
+printf '\100\353\375' > /tmp/spin.img
+dd if=/dev/zero bs=1 count=507 >> /tmp/spin.img 2> /dev/null
+printf '\125\252' >> /tmp/spin.img
+qvm() {
+  # an image each: QEMU locks a disk image it writes
+  cp /tmp/spin.img "/tmp/$1.img"
+  qemu-system-x86_64 -name "$1",debug-threads=on -machine pc -accel tcg -nodefaults \
+    -display none -smp 1 -m 16 -drive file="/tmp/$1.img",format=raw,if=ide \
+    -boot c > "$OUT/$1.qemu.log" 2>&1 &
+  echo $!
+}
+VM1=$(qvm vm1)
+VM2=$(qvm vm2)
+result vm1_pid $VM1
+result vm2_pid $VM2
+sleep 1
+for q in vm1 vm2; do
+  pid=$(eval echo \$$(echo $q | tr a-z A-Z))
+  for t in /proc/$pid/task/*; do echo "$(basename $t) $(cat $t/comm)"; done > "$OUT/$q.threads"
+done
+start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
+sleep 1
+ctl app admit --name app --pid $APP --period-slots 10 --wcet-slots 3
+ctl vm1 admit --name vm1 --qemu vm1 --util 0.2 --latency-us 100000
+ctl vm2 admit --name vm2 --qemu vm2 --util 0.2 --latency-us 100000
+ctl big admit --name big --pid $BIG --period-slots 10 --wcet-slots 5
+# a real-time thread is refused, saying why and what to do (a sleeper: a busy SCHED_FIFO loop
+# would starve the housekeeping CPU)
+chrt -f 1 sleep 100 &
+RT=$!
+result rt_pid $RT
+ctl rt admit --name rt --pid $RT --period-slots 10 --wcet-slots 1
+sleep 2
+kill -9 $VM1
+wait $VM1 2> /dev/null
+sleep 1
+ctl vm2b admit --name vm2 --qemu vm2 --util 0.2 --latency-us 100000
+finish_scx_tt admit
+kill $APP $BIG $RT $VM2 2> /dev/null
+exit 0
