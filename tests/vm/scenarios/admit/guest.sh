@@ -1,6 +1,6 @@
 # Run-time admission of tasks the plan does not name (issue 15; docs/control.md, `admit`):
 # scx_tt --planner bss enforces admit.json (managed CPU 1, 10 ms slots, frame 10: tt-a 4 of
-# every 10, be in the slack). Outside the plan, before scx_tt: two busy processes and two real
+# every 10, be in the slack; -smp 3: CPUs 0 and 2 are housekeeping). Outside the plan, before scx_tt: two busy processes and two real
 # QEMU VMs (qemu-system-x86_64, TCG nested in this TCG guest, 1 vCPU spinning in its boot
 # sector, -name NAME,debug-threads=on so that the vCPU thread is named `CPU 0/TCG`). After 1 s:
 #   app  `admit --pid` 3 slots every 10                      -> accepted (exit 0)
@@ -12,7 +12,7 @@
 # (vm2b: accepted). Leaves the trace, the summary, the witness, the planner log, every reply,
 # the vCPU threads' names and the results.
 . /tt/lib.sh
-DEFAULT_DURATION_S=9
+DEFAULT_DURATION_S=14
 PLAN=$HERE/admit.json
 APP=$(start_busy_loop)
 BIG=$(start_busy_loop)
@@ -34,20 +34,24 @@ VM1=$(qvm vm1)
 VM2=$(qvm vm2)
 result vm1_pid $VM1
 result vm2_pid $VM2
+start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
 sleep 1
+# the QEMU processes' threads as the kernel names them, for the host to compare
 for q in vm1 vm2; do
   pid=$(eval echo \$$(echo $q | tr a-z A-Z))
   for t in /proc/$pid/task/*; do echo "$(basename $t) $(cat $t/comm)"; done > "$OUT/$q.threads"
 done
-start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
-sleep 1
 ctl app admit --name app --pid $APP --period-slots 10 --wcet-slots 3
 ctl vm1 admit --name vm1 --qemu vm1 --util 0.2 --latency-us 100000
 ctl vm2 admit --name vm2 --qemu vm2 --util 0.2 --latency-us 100000
 ctl big admit --name big --pid $BIG --period-slots 10 --wcet-slots 5
+# only needed for the rejection: it would load the housekeeping CPUs, where the VMs' QEMU main
+# threads (which their vCPU threads wait for) run
+kill $BIG
 # a real-time thread is refused, saying why and what to do (a sleeper: a busy SCHED_FIFO loop
-# would starve the housekeeping CPU)
-chrt -f 1 sleep 100 &
+# would starve the housekeeping CPU; on CPU 0: a real-time task is no sched_ext task, it would
+# run on CPU 1 as well)
+taskset -c 0 chrt -f 1 sleep 100 &
 RT=$!
 result rt_pid $RT
 ctl rt admit --name rt --pid $RT --period-slots 10 --wcet-slots 1
