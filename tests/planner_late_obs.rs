@@ -211,31 +211,10 @@ impl Run_ {
 
 /// Runs `frames` frames with observations delivered `lag` slots late (`None`: the step-by-step
 /// protocol, each slot's observation given to the next `step`; `Some(0)`: deferred, observed
-/// right after the next step), firm arrivals `(at, wcet, rel_deadline)`.
-fn run(
-    tasks: &[(u64, u64)],
-    policy: Policy,
-    lag: Option<u64>,
-    arrivals: &[(u64, u64, u64)],
-    seed: u64,
-    full_permille: u64,
-    worst_case: bool,
-) -> Run_ {
-    run_lossy(
-        tasks,
-        policy,
-        lag,
-        arrivals,
-        seed,
-        full_permille,
-        worst_case,
-        0,
-    )
-}
-
-/// [`run`] on a platform that takes 5-60 % of `loss_permille` of the ready owners' slots.
+/// right after the next step), firm arrivals `(at, wcet, rel_deadline)`, on a platform that
+/// takes 5-60 % of `loss_permille` of the ready owners' slots (0: none).
 #[allow(clippy::too_many_arguments)]
-fn run_lossy(
+fn run(
     tasks: &[(u64, u64)],
     policy: Policy,
     lag: Option<u64>,
@@ -365,8 +344,8 @@ proptest! {
         tasks in task_set(), arr in arrivals(), seed in any::<u64>(),
         policy in prop::sample::select(vec![Policy::Bss, Policy::Dvfs, Policy::Dpm]),
     ) {
-        let a = run(&tasks, policy, None, &arr, seed, 200, false);
-        let b = run(&tasks, policy, Some(0), &arr, seed, 200, false);
+        let a = run(&tasks, policy, None, &arr, seed, 200, false, 0);
+        let b = run(&tasks, policy, Some(0), &arr, seed, 200, false, 0);
         prop_assert_eq!(&a.decided, &b.decided);
         prop_assert_eq!(a.accepted, b.accepted);
     }
@@ -379,7 +358,7 @@ proptest! {
         full in prop::sample::select(vec![0u64, 300, 1000]),
         policy in prop::sample::select(vec![Policy::Bss, Policy::Dvfs, Policy::Dpm]),
     ) {
-        let r = run(&tasks, policy, Some(lag), &arr, seed, full, false);
+        let r = run(&tasks, policy, Some(lag), &arr, seed, full, false, 0);
         prop_assert!(r.misses.is_empty(), "lag {}: {:?}", lag, r.misses);
         prop_assert_eq!(r.planner_misses, 0);
         prop_assert_eq!(r.unobserved, 0);
@@ -398,7 +377,7 @@ proptest! {
         full in prop::sample::select(vec![0u64, 300, 1000]),
         policy in prop::sample::select(vec![Policy::Bss, Policy::Dvfs, Policy::Dpm]),
     ) {
-        let r = run_lossy(&tasks, policy, lag, &arr, seed | 2, full, false, loss);
+        let r = run(&tasks, policy, lag, &arr, seed | 2, full, false, loss);
         prop_assert!(r.misses.is_empty(), "lag {:?}: {:?}", lag, r.misses);
         prop_assert_eq!(r.planner_misses, 0);
     }
@@ -415,9 +394,9 @@ proptest! {
 fn reclaimed_capacity_admits_what_the_worst_case_rejects() {
     let tasks = [(10, 5)];
     let arr = [(13, 8, 9)];
-    let worst = run(&tasks, Policy::Bss, Some(2), &arr, 0, 0, true);
+    let worst = run(&tasks, Policy::Bss, Some(2), &arr, 0, 0, true, 0);
     assert_eq!(worst.accepted, 0, "the worst case must reject");
-    let closed = run(&tasks, Policy::Bss, Some(2), &arr, 0, 0, false);
+    let closed = run(&tasks, Policy::Bss, Some(2), &arr, 0, 0, false, 0);
     println!(
         "firm 8 slots in 10: worst case accepted {}, with observations {}",
         worst.accepted, closed.accepted
@@ -667,8 +646,8 @@ fn closing_the_loop_accepts_more_firm_jobs_and_misses_none() {
             .map(|_| (rng.below(3 * FRAME), 1 + rng.below(8), 2 + rng.below(39)))
             .collect();
         let seed = rng.next() | 2; // never 0 (seed 0 selects the hand-worked 20 % execution)
-        let worst = run(&tasks, Policy::Bss, Some(2), &arr, seed, 0, true);
-        let closed = run(&tasks, Policy::Bss, Some(2), &arr, seed, 0, false);
+        let worst = run(&tasks, Policy::Bss, Some(2), &arr, seed, 0, true, 0);
+        let closed = run(&tasks, Policy::Bss, Some(2), &arr, seed, 0, false, 0);
         assert!(
             worst.misses.is_empty() && closed.misses.is_empty(),
             "tasks {tasks:?} arrivals {arr:?}: worst case {:?}, closed {:?}",
@@ -709,8 +688,8 @@ fn the_planner_loop_workload_gains_from_reclaim_in_simulation() {
     let (mut w, mut cl, mut n) = (0, 0, 0);
     for seed in 1..200u64 {
         let arr: Vec<(u64, u64, u64)> = (0..16).map(|k| (20 + k * 13 + seed % 7, 5, 10)).collect();
-        let worst = run(&tasks, Policy::Bss, Some(2), &arr, seed * 7919, 0, true);
-        let closed = run(&tasks, Policy::Bss, Some(2), &arr, seed * 7919, 0, false);
+        let worst = run(&tasks, Policy::Bss, Some(2), &arr, seed * 7919, 0, true, 0);
+        let closed = run(&tasks, Policy::Bss, Some(2), &arr, seed * 7919, 0, false, 0);
         assert!(closed.misses.is_empty(), "seed {seed}: {:?}", closed.misses);
         assert!(worst.misses.is_empty(), "seed {seed}: {:?}", worst.misses);
         w += worst.accepted;

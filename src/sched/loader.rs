@@ -286,20 +286,8 @@ impl DpmWriter {
                 ),
             ));
         };
-        let key = midx as u32;
-        // SAFETY: key (u32) and value (u64) live across the call; the map's key and value
-        // sizes are 4 and 8 bytes (src/bpf/tt_sched.bpf.c `dpm_until`).
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_map_update_elem(
-                self.until.as_raw_fd(),
-                (&key as *const u32).cast(),
-                (&until as *const u64).cast(),
-                libbpf_rs::libbpf_sys::BPF_ANY as u64,
-            )
-        };
-        if ret < 0 {
-            return Err(std::io::Error::from_raw_os_error(-ret));
-        }
+        // the map's key and value sizes are 4 and 8 bytes (src/bpf/tt_sched.bpf.c `dpm_until`)
+        update_elem(&self.until, midx as u32, &until)?;
         if !kick {
             return Ok(());
         }
@@ -343,22 +331,29 @@ impl TableWriter {
                 ),
             ));
         }
-        let key = (self.base + index) as u32;
-        // SAFETY: key and value point to u32s that live across the call; the map's key and
-        // value size are 4 bytes (src/bpf/tt_sched.bpf.c `table`, `perf_target`).
-        let ret = unsafe {
-            libbpf_rs::libbpf_sys::bpf_map_update_elem(
-                self.fd.as_raw_fd(),
-                (&key as *const u32).cast(),
-                (&task as *const u32).cast(),
-                libbpf_rs::libbpf_sys::BPF_ANY as u64,
-            )
-        };
-        if ret < 0 {
-            return Err(std::io::Error::from_raw_os_error(-ret));
-        }
-        Ok(())
+        // the map's key and value sizes are 4 bytes (src/bpf/tt_sched.bpf.c `table`,
+        // `perf_target`)
+        update_elem(&self.fd, (self.base + index) as u32, &task)
     }
+}
+
+/// `bpf_map_update_elem(fd, &key, value, BPF_ANY)` of an array map whose value is a `T` (the
+/// caller checks the map's value size).
+fn update_elem<T: Copy>(fd: &OwnedFd, key: u32, value: &T) -> std::io::Result<()> {
+    // SAFETY: key and value point to plain values that live across the call; the kernel reads
+    // the map's key and value sizes from them.
+    let ret = unsafe {
+        libbpf_rs::libbpf_sys::bpf_map_update_elem(
+            fd.as_raw_fd(),
+            (&key as *const u32).cast(),
+            (value as *const T).cast(),
+            libbpf_rs::libbpf_sys::BPF_ANY as u64,
+        )
+    };
+    if ret < 0 {
+        return Err(std::io::Error::from_raw_os_error(-ret));
+    }
+    Ok(())
 }
 
 pub struct Scheduler<'a> {

@@ -7,15 +7,25 @@ use crate::control::request::{Admit, AdmitSelector};
 use crate::plan::{QemuSelector, Selector};
 
 fn admit(name: &str, select: AdmitSelector, period: u64, wcet: u64) -> Request {
-    Request::Admit(Admit {
+    Request::Admit(admit_of(name, select, Some((period, wcet)), None))
+}
+
+/// An `admit` with slots `(period, wcet)` or `(util, latency_us)`.
+fn admit_of(
+    name: &str,
+    select: AdmitSelector,
+    slots: Option<(u64, u64)>,
+    ul: Option<(f64, u64)>,
+) -> Admit {
+    Admit {
         name: name.into(),
         select,
-        period_slots: Some(period),
-        wcet_slots: Some(wcet),
-        util: None,
-        latency_us: None,
+        period_slots: slots.map(|s| s.0),
+        wcet_slots: slots.map(|s| s.1),
+        util: ul.map(|x| x.0),
+        latency_us: ul.map(|x| x.1),
         cpu: None,
-    })
+    }
 }
 
 /// The planner's state, the engine's BPF task table and the control's status: what a refused
@@ -127,15 +137,7 @@ fn bad_admissions_name_the_field_the_value_and_the_rule_and_change_nothing() {
     Engine::with_planner(&mut e, |_, _| ()).expect("planner");
     let before = snapshot(&mut c, &mut e);
     let with = |f: &dyn Fn(&mut Admit)| {
-        let mut a = Admit {
-            name: "app".into(),
-            select: AdmitSelector::Pid(500),
-            period_slots: Some(8),
-            wcet_slots: Some(1),
-            util: None,
-            latency_us: None,
-            cpu: None,
-        };
+        let mut a = admit_of("app", AdmitSelector::Pid(500), Some((8, 1)), None);
         f(&mut a);
         Request::Admit(a)
     };
@@ -217,15 +219,12 @@ fn util_and_latency_choose_the_longest_period_whose_worst_wait_fits() {
     for u in [0.1, 0.25, 0.5, 0.7, 0.9] {
         for l_slots in 0..=24 {
             let slot_us = 1000;
-            let r = Admit {
-                name: "x".into(),
-                select: AdmitSelector::Pid(1),
-                period_slots: None,
-                wcet_slots: None,
-                util: Some(u),
-                latency_us: Some(l_slots * slot_us),
-                cpu: None,
-            };
+            let r = admit_of(
+                "x",
+                AdmitSelector::Pid(1),
+                None,
+                Some((u, l_slots * slot_us)),
+            );
             let want = (1..=frame)
                 .rev()
                 .filter(|p| frame % p == 0)
@@ -243,15 +242,12 @@ fn the_admit_request_parses_and_round_trips() {
     let r = Request::parse(line).expect("parses");
     assert_eq!(
         r,
-        Request::Admit(Admit {
-            name: "vm1".into(),
-            select: AdmitSelector::QemuName("guest".into()),
-            period_slots: None,
-            wcet_slots: None,
-            util: Some(0.2),
-            latency_us: Some(40000),
-            cpu: None,
-        })
+        Request::Admit(admit_of(
+            "vm1",
+            AdmitSelector::QemuName("guest".into()),
+            None,
+            Some((0.2, 40000))
+        ))
     );
     assert_eq!(
         Request::parse(&r.to_line().expect("line")).expect("again"),
