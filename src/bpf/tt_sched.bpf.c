@@ -253,8 +253,11 @@
  *       leaves its idle state before the boundary) instead of the next boundary (dpm_defers);
  *     - the DPM_WAKE event closes the skipped slots k .. slot_of(now) - 1 one by one (charge
  *       to each boundary, record and observation as at a tick, lateness 0; dpm_slots) and arms
- *       the boundary of end, which is an ordinary tick. So a period costs two timer events,
- *       not one per slot. A wake later than the boundary is handled as end's boundary tick;
+ *       the boundary of end, which is an ordinary tick; when the planner has published a later
+ *       end meanwhile (a period longer than the frame allows at once comes in pieces), it arms
+ *       the wake of that end instead. So a period costs two timer events (three or more only
+ *       for a period published in several pieces), not one per slot. A wake later than the
+ *       boundary is handled as end's boundary tick;
  *     - shortening (an admission needs the CPU before X): the planner writes the new entries,
  *       lowers dpm_until[midx] to the first slot it needs, and then test-runs the
  *       SEC("syscall") program dpm_kick, which kicks the CPU. ops.dispatch on that CPU sees
@@ -1005,6 +1008,18 @@ static bool dpm_wake(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 n
 		t->phase = TT_PHASE_BOUNDARY;
 		t->expires_ns = slot_start(end);
 		return false;
+	}
+	/*
+	 * A long period is published in pieces (an entry serves one frame): when the planner has
+	 * published a later end since, sleep on to it (one event per piece, not a wake and a tick)
+	 */
+	if (entry_of(cpu, end) == TT_DPM_IDLE) {
+		u64 later = dpm_end(cpu, end - 1);
+
+		if (later > end) {
+			arm_dpm_wake(t, timer, cpu, later, now);
+			return true;
+		}
 	}
 	t->phase = TT_PHASE_BOUNDARY;
 	t->expires_ns = slot_start(end);

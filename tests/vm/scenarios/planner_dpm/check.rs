@@ -2,7 +2,7 @@
 //! DPM; src/bpf/tt_sched.bpf.c K): `scx_tt --planner dpm` on planner_dpm.json at `-smp 2`
 //! (managed CPU 1, 10 ms slots, frame 50): tt-a (busy, completion none) runs 10 slots at the
 //! start of every 50, then the CPU is DPM idle for 40. Once, inside an idle period, a firm job of
-//! 5 slots due in 20 is admitted for tt-f, which cuts the period short. Then `--dpm-be`.
+//! 5 slots due in 10 is admitted for tt-f, which cuts the period short. Then `--dpm-be`.
 //!
 //! Judged by the kernel's records and by the witness (the kernel's own trace, not scx_tt's):
 //! - every slot of the run has its record, also those whose tick was deferred (exact);

@@ -3,7 +3,9 @@
 # (busy, completion none) runs 10 slots at the start of every 50, then the CPU is DPM idle for
 # 40 slots: be is kept off and the slot ticks are deferred to one wake before the period's end.
 # Once, inside an idle period (phase 20 of tt-a's period, read from `ctl status`), a firm job of
-# 5 slots due in 20 is asked for tt-f: the planner cuts the idle period short and kicks the CPU.
+# 5 slots due in 10 is asked for tt-f: due before the idle period ends, it cannot wait for it
+# (a job that fits after the period leaves it in force: the planner's rule), so the planner cuts
+# the idle period short and kicks the CPU.
 # Each period's pm_qos_resume_latency_us limit (the deepest state it pays for) goes to
 # dpm.idle.jsonl; CPU 1's limit is read before and after the run (restored).
 # Then the same plan with --dpm-be: be work runs in the idle slots and the ticks stay per slot.
@@ -24,7 +26,7 @@ if [ -n "$slot" ]; then
   [ $wait_ms -lt 100 ] && wait_ms=$((wait_ms + 500))
   sleep "$((wait_ms / 1000)).$(printf %03d $((wait_ms % 1000)))"
 fi
-ctl firm admit-firm --task tt-f --wcet-slots 5 --deadline-slots 20
+ctl firm admit-firm --task tt-f --wcet-slots 5 --deadline-slots 10
 finish_scx_tt dpm
 result pmqos_after "$(cat $QOS 2>&1)"
 
