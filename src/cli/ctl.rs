@@ -179,6 +179,14 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     };
     let stream = match UnixStream::connect(&args.socket) {
         Ok(s) => s,
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            eprintln!(
+                "scx_tt ctl: {}: {e}: only root, scx_tt's user and the members of the group \
+                 scx_tt was started with (--control-group) may use its control socket",
+                args.socket.display()
+            );
+            return Ok(2);
+        }
         Err(e) => return unreachable("cannot reach", e),
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
@@ -188,11 +196,14 @@ pub fn run(args: CtlArgs) -> Result<i32> {
     {
         return unreachable("cannot configure", e);
     }
-    if let Err(e) = (&stream).write_all(line.as_bytes()) {
-        return unreachable("cannot write to", e);
-    }
+    // a write that fails may still have a reply to read: a refused peer gets one line and
+    // is closed before its request is read
+    let written = (&stream).write_all(line.as_bytes());
     let mut line = String::new();
     match BufReader::new(&stream).read_line(&mut line) {
+        Ok(0) | Err(_) if written.is_err() => {
+            return unreachable("cannot write to", written.unwrap_err())
+        }
         Ok(0) => {
             return unreachable(
                 "no reply from",

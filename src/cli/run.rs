@@ -12,14 +12,13 @@
 //!   trace fed by the ring buffer; `energy.rs`: the live energy meter; `report.rs`: what is
 //!   printed after the summary and the summary JSON;
 //! - `planner_loop.rs`: planner mode's planner and thread; `engine.rs`: the control protocol's
-//!   engine over the loaded scheduler; `control_socket.rs`: the `--control` socket;
+//!   engine over the loaded scheduler (the `--control` socket is scx_tt::control::socket);
 //!   `plan_loader.rs`: the worker thread that loads the plans of `switch_table` requests;
 //!   `obs_test.rs`: the test hook that checks the observation ring against the records.
 //!
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
 mod carry;
-mod control_socket;
 #[cfg(feature = "bpf")]
 mod daemon;
 #[cfg(feature = "bpf")]
@@ -132,6 +131,11 @@ pub struct RunArgs {
     /// status and table switches at run time (docs/control.md, `scx_tt ctl`).
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    /// With --control: the socket is mode 0660 with group GROUP (a name or a gid), and that
+    /// group's members may use it besides root; every connection's peer credentials are
+    /// checked (docs/control.md, "The socket").
+    #[arg(long, value_name = "GROUP", requires = "control")]
+    pub control_group: Option<String>,
     /// Planner mode: the online slot-shifting planner under POLICY (bss or dvfs) decides every
     /// slot a few slots ahead and rewrites the table and the slot's cpuperf target (dvfs: from
     /// --power-model's P-states if given, else 1.0-2.3 GHz in 0.1 GHz steps); firm jobs are

@@ -2,8 +2,8 @@
 //! queries and table switches at run time; in planner mode firm admissions, policy swaps,
 //! periodic admissions and removals. A request line is parsed once into a [`Request`],
 //! executed against the run through the narrow [`Engine`] interface (clock, plan loader, table
-//! write, planner, run log) and answered with one [`Reply`]. The socket lives in the binary
-//! (src/cli/run/control_socket.rs), the engine too (src/cli/run/engine.rs).
+//! write, planner, run log) and answered with one [`Reply`]. The socket is [`socket`]; the
+//! run's engine lives in the binary (src/cli/run/engine.rs).
 //!
 //! # Terminology
 //! - *slot k*: `[t0 + k·slot_ns, t0 + (k+1)·slot_ns)`, the BPF scheduler's grid;
@@ -73,6 +73,7 @@ pub mod compat;
 pub mod engine;
 pub mod reply;
 pub mod request;
+pub mod socket;
 
 pub use crate::planner::kernel_path::KernelPlanner;
 pub use compat::{mismatches, Mismatch};

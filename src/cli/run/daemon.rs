@@ -26,7 +26,6 @@
 //! Exit codes: 0 clean end, 2 invalid plan (run.rs), 1 any other error.
 
 use super::carry::Counters;
-use super::control_socket::ControlSocket;
 use super::enforce::{End, Enforcer, Live, Stopped};
 use super::freq::{self, Backend, Freq, FreqDriver};
 use super::idle_ctl::IdleControl;
@@ -37,6 +36,7 @@ use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
 use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::socket::{Access, ControlSocket, Group};
 use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
@@ -142,10 +142,17 @@ impl<'a> Daemon<'a> {
         recover_journals(&args.run_dir)?;
         // First: a live socket at the path (another scx_tt) refuses the start whatever else
         // holds.
+        let access = Access {
+            group: args
+                .control_group
+                .as_deref()
+                .map(Group::lookup)
+                .transpose()?,
+        };
         let socket = args
             .control
             .as_deref()
-            .map(ControlSocket::bind)
+            .map(|path| ControlSocket::bind(path, &access))
             .transpose()?;
         let online = check_machine(&sysfs, plan)?;
         // the configuration is checked before anything is spawned; the calibrated guard band

@@ -230,14 +230,18 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 .unwrap_or(now);
             let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
             // A switch's plan is loading: wake as soon as the loader thread has it, so that the
-            // reply does not wait for the next turn. Else sleep in the ring buffer's poll
-            // (EINTR from the signal handler is expected; the flag is checked below).
-            let loaded = if self.live.loader.loading() {
-                self.live.loader.wait(timeout)
+            // reply does not wait for the next turn. Else sleep on the control socket, waking
+            // when a client connects or sends (a request is answered when it arrives), or in
+            // the ring buffer's poll (EINTR from the signal handler is expected; the flag is
+            // checked below).
+            let (mut loaded, mut asked) = (false, false);
+            if self.live.loader.loading() {
+                loaded = self.live.loader.wait(timeout);
+            } else if let Some(sock) = self.d.socket.as_ref() {
+                asked = sock.wait(timeout);
             } else {
                 let _ = self.ring.poll(timeout);
-                false
-            };
+            }
             let now = monotonic_ns();
             if obs.as_mut().is_some_and(|o| o.due(now)) {
                 self.poll_obs(now)?;
@@ -246,7 +250,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
             }
-            if control.due(now) {
+            // (`due` first: it also moves the turn's deadline on)
+            if control.due(now) || asked {
                 self.serve_control();
             } else if loaded {
                 self.answer_switch();

@@ -1,5 +1,8 @@
-//! The socket of `--control PATH` (docs/control.md): a unix stream socket, mode 0600, served
-//! from the run loop without ever blocking it. Non-blocking accept and reads; one JSON request
+//! The socket of `--control PATH` (docs/control.md): a unix stream socket, mode 0600 (0660
+//! with its group set to `--control-group`), served from the run loop without ever blocking
+//! it. Every connection's peer credentials (SO_PEERCRED, SO_PEERGROUPS) are checked when it is
+//! accepted ([`authorize`]): root, scx_tt's own user and members of the control group are
+//! served, anyone else gets one refusal line and is closed before a byte is read. Non-blocking accept and reads; one JSON request
 //! per line, answered by the caller's handler (`Control::serve` over the run's engine); a line
 //! over `MAX_REQUEST_BYTES` or a connection idle for `IDLE_TIMEOUT` is answered or closed. The
 //! work of one call is bounded whatever clients send: at most `MAX_REQUESTS_PER_TURN` requests
@@ -9,11 +12,11 @@
 //! after it was accepted, so clients that keep sending cannot hold the `MAX_CONNECTIONS` slots
 //! for ever. The socket file is removed when this is dropped (every exit path of the run, error
 //! or not).
-#![cfg_attr(not(feature = "bpf"), allow(dead_code))]
 
+use super::{Reply, RequestError, MAX_REQUEST_BYTES};
 use anyhow::{bail, Context, Result};
-use scx_tt::control::{Reply, RequestError, MAX_REQUEST_BYTES};
 use std::io::{ErrorKind, Read, Write};
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -30,9 +33,160 @@ const MAX_REQUESTS_PER_TURN: usize = 16;
 /// A connection is closed this long after it was accepted, whatever it sends.
 const MAX_CONN_AGE: Duration = Duration::from_secs(30);
 
+/// Who may use the socket besides root and scx_tt's own user.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Access {
+    /// `--control-group`: the socket is 0660 with this group, whose members are served.
+    pub group: Option<Group>,
+}
+
+/// A group, by id and by the name it was given as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub gid: u32,
+    pub name: String,
+}
+
+impl Group {
+    /// `--control-group GROUP`: a group name (looked up in the system's group database) or a
+    /// numeric gid.
+    pub fn lookup(spec: &str) -> Result<Group> {
+        if let Ok(gid) = spec.parse::<u32>() {
+            return Ok(Group {
+                gid,
+                name: spec.into(),
+            });
+        }
+        let c = std::ffi::CString::new(spec)
+            .map_err(|_| anyhow::anyhow!("--control-group {spec:?}: contains a NUL byte"))?;
+        let mut buf = vec![0u8; 16384];
+        // SAFETY: an all-zero struct group is a valid out-parameter.
+        let mut grp: libc::group = unsafe { std::mem::zeroed() };
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        // SAFETY: every pointer is valid for the call; buf outlives the use of grp.
+        let rc = unsafe {
+            libc::getgrnam_r(
+                c.as_ptr(),
+                &mut grp,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut found,
+            )
+        };
+        if rc != 0 || found.is_null() {
+            bail!(
+                "--control-group {spec:?}: no such group in the system's group database{}; \
+                 give a group name or a numeric gid",
+                match rc {
+                    0 => String::new(),
+                    e => format!(" ({})", std::io::Error::from_raw_os_error(e)),
+                }
+            );
+        }
+        Ok(Group {
+            gid: grp.gr_gid,
+            name: spec.into(),
+        })
+    }
+}
+
+/// A connection's peer, as the kernel recorded it at `connect` (SO_PEERCRED, SO_PEERGROUPS).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    pub pid: i32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Its supplementary groups.
+    pub groups: Vec<u32>,
+}
+
+/// Whether `peer` may use the control socket of a scx_tt running as `euid`: root, that user,
+/// or (with `--control-group`) a member of the group, by its primary or a supplementary group.
+/// `Err`: the refusal, naming the peer and the rule.
+pub fn authorize(peer: &Peer, euid: u32, group: Option<&Group>) -> std::result::Result<(), String> {
+    if peer.uid == 0 || peer.uid == euid {
+        return Ok(());
+    }
+    match group {
+        Some(g) if peer.gid == g.gid || peer.groups.contains(&g.gid) => Ok(()),
+        Some(g) => Err(format!(
+            "permission denied: uid {} (pid {}) is neither root, scx_tt's user (uid {euid}) nor \
+             a member of the control group {} (gid {}, --control-group)",
+            peer.uid, peer.pid, g.name, g.gid
+        )),
+        None => Err(format!(
+            "permission denied: uid {} (pid {}) is neither root nor scx_tt's user (uid {euid}); \
+             start scx_tt with --control-group GROUP to let that group's members in",
+            peer.uid, peer.pid
+        )),
+    }
+}
+
+/// SO_PEERGROUPS (asm-generic/socket.h; the libc crate does not export it on every arch).
+const SO_PEERGROUPS: libc::c_int = 59;
+
+/// The peer credentials of a connected unix socket.
+pub fn peer_of(stream: &UnixStream) -> std::io::Result<Peer> {
+    let fd = stream.as_raw_fd();
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: u32::MAX,
+        gid: u32::MAX,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: fd is an open socket; cred and len are valid for the kernel to fill.
+    let rc = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // NGROUPS_MAX is 65536; the kernel says how much room it needs (ERANGE) when 256 is short
+    let mut groups = vec![0u32; 256];
+    loop {
+        let mut len = (groups.len() * 4) as libc::socklen_t;
+        // SAFETY: groups has len bytes of room.
+        let rc = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::SOL_SOCKET,
+                SO_PEERGROUPS,
+                groups.as_mut_ptr().cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            groups.truncate(len as usize / 4);
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        let need = len as usize / 4;
+        if e.raw_os_error() == Some(libc::ERANGE) && need > groups.len() && need <= 65536 {
+            groups.resize(need, 0);
+            continue;
+        }
+        return Err(e);
+    }
+    Ok(Peer {
+        pid: cred.pid,
+        uid: cred.uid,
+        gid: cred.gid,
+        groups,
+    })
+}
+
 pub struct ControlSocket {
     path: PathBuf,
     listener: UnixListener,
+    access: Access,
+    /// scx_tt's effective user.
+    euid: u32,
     /// (dev, ino) of the socket file we created: only that file is removed at the end.
     file_id: (u64, u64),
     conns: Vec<Conn>,
@@ -49,10 +203,11 @@ struct Conn {
 }
 
 impl ControlSocket {
-    /// Creates the socket at `path`. Refuses a path in an unsafe directory ([`check_dir`]),
-    /// and when a live socket (one that accepts a connection) or anything that is not a socket
-    /// is there; removes a stale socket (nobody listening).
-    pub fn bind(path: &Path) -> Result<Self> {
+    /// Creates the socket at `path`, mode 0600, or 0660 with group `access.group`. Refuses a
+    /// path in an unsafe directory ([`check_dir`]), and when a live socket (one that accepts a
+    /// connection) or anything that is not a socket is there; removes a stale socket (nobody
+    /// listening).
+    pub fn bind(path: &Path, access: &Access) -> Result<Self> {
         check_dir(path)?;
         match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
@@ -89,11 +244,28 @@ impl ControlSocket {
         let socket = ControlSocket {
             path: path.to_path_buf(),
             listener,
+            access: access.clone(),
+            // SAFETY: geteuid has no preconditions.
+            euid: unsafe { libc::geteuid() },
             file_id: (meta.dev(), meta.ino()),
             conns: Vec::new(),
         };
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))
-            .with_context(|| format!("--control {}: chmod 0600", path.display()))?;
+        let mode = match &access.group {
+            Some(g) => {
+                std::os::unix::fs::chown(path, None, Some(g.gid)).with_context(|| {
+                    format!(
+                        "--control {}: giving the socket to group {} (gid {})",
+                        path.display(),
+                        g.name,
+                        g.gid
+                    )
+                })?;
+                0o660
+            }
+            None => 0o600,
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("--control {}: chmod {mode:04o}", path.display()))?;
         socket
             .listener
             .set_nonblocking(true)
@@ -103,6 +275,38 @@ impl ControlSocket {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Sleeps until a client connects or sends, or `timeout` passes (a signal cuts it short).
+    /// `true`: there may be something to serve (also at once when a request waits in a
+    /// connection's buffer for its turn). The run loop sleeps here, so that a request is
+    /// answered when it arrives, not at the next turn.
+    pub fn wait(&self, timeout: Duration) -> bool {
+        if self
+            .conns
+            .iter()
+            .any(|c| !c.waiting && c.buf.contains(&b'\n'))
+        {
+            return true;
+        }
+        // a connection waiting for a deferred reply is not read from (it may have hung up)
+        let mut fds: Vec<libc::pollfd> = std::iter::once(self.listener.as_raw_fd())
+            .chain(
+                self.conns
+                    .iter()
+                    .filter(|c| !c.waiting)
+                    .map(|c| c.stream.as_raw_fd()),
+            )
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: fds is a valid array of fds.len() pollfds.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        n > 0
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
@@ -132,6 +336,14 @@ impl ControlSocket {
             match self.listener.accept() {
                 Ok((stream, _)) => {
                     if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    let allowed = peer_of(&stream)
+                        .map_err(|e| format!("reading the peer's credentials: {e}"))
+                        .and_then(|p| authorize(&p, self.euid, self.access.group.as_ref()));
+                    if let Err(why) = allowed {
+                        // one line, then closed: nothing it sends is read
+                        let _ = (&stream).write_all(Reply::Err(why).to_line().as_bytes());
                         continue;
                     }
                     if self.conns.len() >= MAX_CONNECTIONS {
@@ -436,7 +648,9 @@ mod tests {
         };
         for (mode, who) in [(0o777, "others"), (0o770, "its group"), (0o757, "others")] {
             set(mode);
-            let err = ControlSocket::bind(&path).err().expect("refused");
+            let err = ControlSocket::bind(&path, &Access::default())
+                .err()
+                .expect("refused");
             let want = format!(
                 "--control {}: directory {} (mode {mode:04o}, owner uid",
                 path.display(),
@@ -453,13 +667,16 @@ mod tests {
         // the same directory with the sticky bit (as /tmp), and private, are fine
         for mode in [0o1777, 0o700, 0o755] {
             set(mode);
-            drop(ControlSocket::bind(&path).unwrap_or_else(|e| panic!("{mode:o}: {e}")));
+            drop(
+                ControlSocket::bind(&path, &Access::default())
+                    .unwrap_or_else(|e| panic!("{mode:o}: {e}")),
+            );
         }
         // a directory below the open one is not safe either: its parent's entry can be renamed
         let below = dir.join("sub");
         std::fs::create_dir_all(&below).expect("sub");
         set(0o777);
-        let err = ControlSocket::bind(&below.join("ctl.sock"))
+        let err = ControlSocket::bind(&below.join("ctl.sock"), &Access::default())
             .err()
             .expect("refused");
         assert!(
@@ -473,7 +690,7 @@ mod tests {
     #[test]
     fn socket_is_0600_and_removed_on_drop() {
         let path = temp_path("mode");
-        let sock = ControlSocket::bind(&path).expect("bind");
+        let sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let mode = std::fs::metadata(&path)
             .expect("exists")
             .permissions()
@@ -486,8 +703,10 @@ mod tests {
     #[test]
     fn a_live_socket_is_refused_a_stale_one_replaced_a_file_kept() {
         let path = temp_path("live");
-        let live = ControlSocket::bind(&path).expect("bind");
-        let err = ControlSocket::bind(&path).err().expect("refused");
+        let live = ControlSocket::bind(&path, &Access::default()).expect("bind");
+        let err = ControlSocket::bind(&path, &Access::default())
+            .err()
+            .expect("refused");
         assert!(
             err.to_string().contains("another process is listening"),
             "{err}"
@@ -498,11 +717,14 @@ mod tests {
         // stale: a socket file nobody listens on
         drop(UnixListener::bind(&path).expect("bind a stale one"));
         assert!(path.exists());
-        let replaced = ControlSocket::bind(&path).expect("stale socket replaced");
+        let replaced =
+            ControlSocket::bind(&path, &Access::default()).expect("stale socket replaced");
         drop(replaced);
 
         std::fs::write(&path, "not a socket").expect("write");
-        let err = ControlSocket::bind(&path).err().expect("refused");
+        let err = ControlSocket::bind(&path, &Access::default())
+            .err()
+            .expect("refused");
         assert!(err.to_string().contains("not a socket"), "{err}");
         assert_eq!(
             std::fs::read_to_string(&path).ok().as_deref(),
@@ -513,7 +735,7 @@ mod tests {
     #[test]
     fn requests_are_answered_line_by_line_and_a_silent_client_blocks_nobody() {
         let path = temp_path("lines");
-        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let silent = UnixStream::connect(&path).expect("connect");
         let talker = UnixStream::connect(&path).expect("connect");
         (&talker).write_all(b"abc\n\n12345\n").expect("write");
@@ -539,7 +761,7 @@ mod tests {
     #[test]
     fn an_oversized_request_gets_an_error_and_is_closed() {
         let path = temp_path("big");
-        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let client = UnixStream::connect(&path).expect("connect");
         let writer = {
             let c = client.try_clone().expect("clone");
@@ -576,7 +798,7 @@ mod tests {
     #[test]
     fn pipelined_requests_are_answered_in_order_a_bounded_number_per_turn() {
         let path = temp_path("pipelined");
-        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let client = UnixStream::connect(&path).expect("connect");
         let lines: String = (0..40).map(|i| format!("r{i}\n")).collect();
         (&client).write_all(lines.as_bytes()).expect("write");
@@ -613,7 +835,7 @@ mod tests {
     #[test]
     fn a_deferred_reply_keeps_its_connection_in_order_and_blocks_nobody() {
         let path = temp_path("deferred");
-        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let waiter = UnixStream::connect(&path).expect("connect");
         let other = UnixStream::connect(&path).expect("connect");
         (&waiter).write_all(b"switch\nafter\n").expect("write");
@@ -663,7 +885,7 @@ mod tests {
     #[test]
     fn a_connection_is_closed_at_its_age_limit_whatever_it_sends() {
         let path = temp_path("age");
-        let mut sock = ControlSocket::bind(&path).expect("bind");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
         let client = UnixStream::connect(&path).expect("connect");
         let t0 = Instant::now();
         sock.serve_at(t0, |_| Some(String::new()));
@@ -692,5 +914,205 @@ mod tests {
             answered, 7,
             "nothing more answered on an expired connection"
         );
+    }
+
+    fn peer(uid: u32, gid: u32, groups: &[u32]) -> Peer {
+        Peer {
+            pid: 42,
+            uid,
+            gid,
+            groups: groups.to_vec(),
+        }
+    }
+
+    #[test]
+    fn who_may_use_the_socket() {
+        let tt = Group {
+            gid: 500,
+            name: "tt".into(),
+        };
+        // (peer, scx_tt's euid, group, allowed)
+        let cases = [
+            (peer(0, 0, &[]), 0, None, true),
+            (peer(0, 0, &[]), 1000, None, true),
+            (peer(1000, 1000, &[]), 1000, None, true),
+            (peer(1000, 1000, &[]), 0, None, false),
+            (peer(1000, 1000, &[500]), 0, None, false),
+            (peer(1000, 500, &[]), 0, Some(&tt), true),
+            (peer(1000, 1000, &[7, 500]), 0, Some(&tt), true),
+            (peer(1000, 1000, &[7, 501]), 0, Some(&tt), false),
+            (peer(65534, 65534, &[]), 0, Some(&tt), false),
+        ];
+        for (p, euid, g, allowed) in cases {
+            let got = authorize(&p, euid, g);
+            assert_eq!(
+                got.is_ok(),
+                allowed,
+                "{p:?} euid {euid} group {g:?}: {got:?}"
+            );
+            if let Err(why) = got {
+                assert!(
+                    why.contains(&format!("uid {}", p.uid)) && why.contains("pid 42"),
+                    "{why}"
+                );
+                assert!(
+                    why.contains(match g {
+                        Some(_) => "control group tt (gid 500",
+                        None => "--control-group GROUP",
+                    }),
+                    "{why}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn peer_credentials_are_the_connecting_process() {
+        let (a, _b) = UnixStream::pair().expect("pair");
+        let p = peer_of(&a).expect("peer");
+        // SAFETY: these have no preconditions.
+        let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+        assert_eq!((p.pid, p.uid, p.gid), (std::process::id() as i32, uid, gid));
+        // SAFETY: getgroups(0, NULL) asks for the count; then fills n entries.
+        let mut mine = vec![0u32; unsafe { libc::getgroups(0, std::ptr::null_mut()) } as usize];
+        let n = unsafe { libc::getgroups(mine.len() as i32, mine.as_mut_ptr()) };
+        mine.truncate(n.max(0) as usize);
+        let mut theirs = p.groups.clone();
+        mine.sort();
+        theirs.sort();
+        assert_eq!(theirs, mine);
+    }
+
+    /// Connects to `path` from a thread whose own credentials are (euid, egid) with no
+    /// supplementary group (a raw setresuid/setresgid/setgroups changes only the calling
+    /// thread), sends `status` and returns what came back.
+    fn as_user(path: &Path, euid: u32, egid: u32) -> String {
+        let path = path.to_path_buf();
+        std::thread::spawn(move || {
+            // SAFETY: raw syscalls on this thread's credentials only; the thread ends after.
+            unsafe {
+                assert_eq!(
+                    libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<u32>()),
+                    0
+                );
+                assert_eq!(libc::syscall(libc::SYS_setresgid, -1, egid, -1), 0);
+                assert_eq!(libc::syscall(libc::SYS_setresuid, -1, euid, -1), 0);
+            }
+            match UnixStream::connect(&path) {
+                Ok(s) => {
+                    let _ = (&s).write_all(b"status\n");
+                    read_line(&s)
+                }
+                Err(e) => format!("connect: {e}"),
+            }
+        })
+        .join()
+        .expect("thread")
+    }
+
+    #[test]
+    fn another_user_is_refused_and_a_group_member_served() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipped: needs root to act as another user");
+            return;
+        }
+        let path = temp_path("peer");
+        // the directory is 0755 root: others may reach the socket once its mode lets them
+        std::fs::set_permissions(
+            path.parent().unwrap(),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod dir");
+        let group = Group {
+            gid: 4242,
+            name: "tt-test".into(),
+        };
+        let mut sock = ControlSocket::bind(
+            &path,
+            &Access {
+                group: Some(group.clone()),
+            },
+        )
+        .expect("bind");
+        let meta = std::fs::metadata(&path).expect("socket");
+        assert_eq!((meta.mode() & 0o777, meta.gid()), (0o660, 4242));
+        let served = std::sync::atomic::AtomicUsize::new(0);
+        let mut serve = |sock: &mut ControlSocket, euid: u32, egid: u32| {
+            std::thread::scope(|s| {
+                let client = s.spawn(|| as_user(&path, euid, egid));
+                while !client.is_finished() {
+                    sock.serve(|_| {
+                        served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        Some("{\"ok\":true}\n".into())
+                    });
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                client.join().expect("client")
+            })
+        };
+        // the file mode keeps a stranger out...
+        let stranger = serve(&mut sock, 65534, 65534);
+        assert!(stranger.contains("Permission denied"), "{stranger}");
+        // ... a member of the group is served ...
+        let member = serve(&mut sock, 65534, 4242);
+        assert_eq!(member, "{\"ok\":true}\n");
+        // ... and a socket made world-writable by mistake still refuses a stranger, by its
+        // peer credentials, before reading a byte
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+        let stranger = serve(&mut sock, 65534, 65534);
+        assert!(
+            stranger.contains("\"ok\":false")
+                && stranger.contains("permission denied: uid 65534")
+                && stranger.contains("control group tt-test (gid 4242"),
+            "{stranger}"
+        );
+        assert_eq!(
+            served.load(std::sync::atomic::Ordering::Relaxed),
+            1,
+            "only the member's request"
+        );
+    }
+
+    #[test]
+    fn wait_returns_when_a_client_sends_and_sleeps_otherwise() {
+        let path = temp_path("wait");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+        let t = Instant::now();
+        assert!(!sock.wait(Duration::from_millis(50)), "nothing to serve");
+        let slept = t.elapsed();
+        assert!(slept >= Duration::from_millis(45), "slept {slept:?}");
+        // a connection wakes it at once
+        let client = UnixStream::connect(&path).expect("connect");
+        let t = Instant::now();
+        assert!(sock.wait(Duration::from_secs(5)));
+        assert!(
+            t.elapsed() < Duration::from_secs(1),
+            "woke after {:?}",
+            t.elapsed()
+        );
+        sock.serve(|_| Some("{}\n".into()));
+        assert_eq!(sock.conns.len(), 1);
+        // so does a request arriving later
+        let sender = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            (&client).write_all(b"status\n").expect("write");
+            client
+        });
+        let t = Instant::now();
+        assert!(sock.wait(Duration::from_secs(5)));
+        let woke = t.elapsed();
+        assert!(
+            woke >= Duration::from_millis(90) && woke < Duration::from_secs(1),
+            "woke after {woke:?}"
+        );
+        let client = sender.join().expect("sender");
+        let mut answered = 0;
+        sock.serve(|_| {
+            answered += 1;
+            Some("{}\n".into())
+        });
+        assert_eq!(answered, 1);
+        assert_eq!(read_line(&client), "{}\n");
     }
 }
