@@ -136,6 +136,13 @@ pub struct RunArgs {
     /// checked (docs/control.md, "The socket").
     #[arg(long, value_name = "GROUP", requires = "control")]
     pub control_group: Option<String>,
+    /// With --control: bring back what the control requests of an earlier run changed
+    /// (admissions, removals, the policy, a table switch), from the state it journaled under
+    /// --run-dir: each is asked again on the fresh state and the run says which fit and which
+    /// no longer do (docs/control.md, "Restarts and --resume"). Without it an earlier state is
+    /// set aside.
+    #[arg(long, requires = "control")]
+    pub resume: bool,
     /// Planner mode: the online slot-shifting planner under POLICY (bss or dvfs) decides every
     /// slot a few slots ahead and rewrites the table and the slot's cpuperf target (dvfs: from
     /// --power-model's P-states if given, else 1.0-2.3 GHz in 0.1 GHz steps); firm jobs are

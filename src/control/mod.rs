@@ -71,6 +71,7 @@
 
 pub mod compat;
 pub mod engine;
+pub mod journal;
 pub mod reply;
 pub mod request;
 pub mod socket;
@@ -200,6 +201,8 @@ pub struct Control {
     added: Vec<AddedTask>,
     /// Of which not yet taken by [`Control::take_added`].
     untaken: usize,
+    /// What the requests changed, as the requests that rebuild it (`--resume`).
+    journal: journal::Entries,
 }
 
 /// A task `admit` added at run time (one per thread group the request asked for: a vCPU).
@@ -233,6 +236,7 @@ impl Control {
             planner: None,
             added: Vec::new(),
             untaken: 0,
+            journal: journal::Entries::default(),
         }
     }
 
@@ -286,7 +290,27 @@ impl Control {
             engine.note(&format!(
                 "admit {name}: its threads are gone: no slots from slot {from}, its capacity is free"
             ));
+            // the request leaves the journal once every task it added is gone
+            let base = base_name(&name);
+            if self
+                .added
+                .iter()
+                .all(|a| base_name(&a.name) != base || a.gone_from.is_some())
+            {
+                self.journal.set(journal::Key::Task(base.into()), None);
+            }
         }
+    }
+
+    /// Tasks `admit` added so far, in BPF index order (gone ones too: their index stays taken).
+    pub fn added(&self) -> &[AddedTask] {
+        &self.added
+    }
+
+    /// The request lines that rebuild what the requests changed ([`journal`]), when they
+    /// changed since the last call. The run stores them before it sends the reply.
+    pub fn take_journal(&mut self) -> Option<Vec<String>> {
+        self.journal.take_changed()
     }
 
     /// Tasks `admit` added since the last call (the run adds them to its accounting).
@@ -422,6 +446,11 @@ impl Control {
         self.plan = plan;
         self.pending = Some(record.clone());
         self.history.push(record);
+        let line = Request::SwitchTable(request::SwitchTable {
+            plan: path.to_path_buf(),
+        })
+        .to_line();
+        self.journal.set(journal::Key::Table, line.ok());
         Ok(Answer::Switched {
             switch_slot: at_slot,
             at_ns,
@@ -507,6 +536,8 @@ impl Control {
             p.policy = policy.name().into();
         }
         self.swaps.push((policy, from_slot));
+        let line = Request::SetPolicy(request::SetPolicy { policy }).to_line();
+        self.journal.set(journal::Key::Policy, line.ok());
         engine.note(&format!(
             "set_policy {before} -> {policy} from slot {from_slot}"
         ));
@@ -533,6 +564,9 @@ impl Control {
         let answer = match outcome {
             PeriodicOutcome::Accepted { cpu, from_slot } => {
                 self.record(name, TaskState::Admitted, from_slot);
+                let line = Request::AdmitPeriodic(request::TaskArg { task: name.into() });
+                self.journal
+                    .set(journal::Key::Task(name.into()), line.to_line().ok());
                 Answer::PeriodicAccepted {
                     cpu: self.cpu_id(cpu),
                     from_slot,
@@ -565,6 +599,14 @@ impl Control {
             .with_planner(|p, _| p.remove(task))
             .map_err(ControlError::PlannerUnavailable)?;
         self.record(name, TaskState::Removed, from_slot);
+        // a task the plan starts admitted is back to what the plan says
+        let line = match self.plan.tasks[task].start.is_table() {
+            true => Request::Remove(request::TaskArg { task: name.into() })
+                .to_line()
+                .ok(),
+            false => None,
+        };
+        self.journal.set(journal::Key::Task(name.into()), line);
         engine.note(&format!(
             "remove (task {task}): no slots from slot {from_slot}"
         ));
@@ -591,12 +633,7 @@ impl Control {
                 &format!("1 to {MAX_NAME} bytes, no control characters"),
             ));
         }
-        if self.find(name).is_some()
-            || self
-                .added
-                .iter()
-                .any(|a| a.name.split('/').next() == Some(name))
-        {
+        if self.find(name).is_some() || self.added.iter().any(|a| base_name(&a.name) == name) {
             return Err(bad(
                 "name",
                 format!("{name:?}"),
@@ -765,6 +802,8 @@ impl Control {
                 tids: g.clone(),
             });
         }
+        let line = Request::Admit(r.clone()).to_line().ok();
+        self.journal.set(journal::Key::Task(name.into()), line);
         let answer = Answer::TaskAdmitted { tasks: vcpus };
         engine.note(&format!(
             "admit {name}: {}",
@@ -888,6 +927,11 @@ impl Control {
     fn cpu_id(&self, cpu: usize) -> u32 {
         self.plan.managed.get(cpu).copied().unwrap_or(u32::MAX)
     }
+}
+
+/// The name an `admit` request gave (`NAME` of `NAME/vcpuK`).
+fn base_name(task: &str) -> &str {
+    task.split('/').next().unwrap_or(task)
 }
 
 /// Names of tasks `admit` adds: at most this many bytes.

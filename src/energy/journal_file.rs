@@ -77,8 +77,28 @@ fn err(path: &Path, msg: impl Into<String>) -> SysfsError {
     }
 }
 
+/// Replaces the file at `path` with `bytes` atomically, durably: written to `PATH`'s
+/// extension replaced by `tmp.PID`, fsynced, renamed over `path`, the directory fsynced. A
+/// crash leaves the old file or the new one, and at most a stray temporary.
+pub fn store_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
+    let write = || -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)?;
+        if let Some(dir) = path.parent() {
+            std::fs::File::open(dir)?.sync_all()?;
+        }
+        Ok(())
+    };
+    write().inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
 /// Creates `dir` (mode 0700) if needed.
-fn make_run_dir(dir: &Path) -> Result<(), SysfsError> {
+pub fn make_run_dir(dir: &Path) -> Result<(), SysfsError> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -129,23 +149,7 @@ impl JournalFile {
                 .collect(),
         };
         let text = serde_json::to_vec_pretty(&doc).map_err(|e| err(&self.path, e.to_string()))?;
-        let tmp = self
-            .path
-            .with_extension(format!("tmp.{}", std::process::id()));
-        let write = || -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(&text)?;
-            f.sync_all()?;
-            std::fs::rename(&tmp, &self.path)?;
-            if let Some(dir) = self.path.parent() {
-                std::fs::File::open(dir)?.sync_all()?;
-            }
-            Ok(())
-        };
-        write().map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            err(&self.path, format!("cannot write: {e}"))
-        })
+        store_atomic(&self.path, &text).map_err(|e| err(&self.path, format!("cannot write: {e}")))
     }
 
     /// Removes the file (nothing left to restore); a missing file is fine.

@@ -36,6 +36,7 @@ use super::RunArgs;
 use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
 use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::journal as control_journal;
 use scx_tt::control::socket::{Access, ControlSocket, Group};
 use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
@@ -124,6 +125,9 @@ pub struct Daemon<'a> {
     pub(super) freq: Freq,
     /// Planner mode's idle control (pm_qos limits, restored when dropped).
     pub(super) idle: Arc<Mutex<IdleControl>>,
+    /// `--resume`: the control state an earlier run journaled, served again once the
+    /// scheduler runs.
+    pub(super) resume: Option<control_journal::State>,
 }
 
 impl<'a> Daemon<'a> {
@@ -154,6 +158,34 @@ impl<'a> Daemon<'a> {
             .as_deref()
             .map(|path| ControlSocket::bind(path, &access))
             .transpose()?;
+        let resume = match (&socket, args.resume) {
+            (None, _) => None,
+            (Some(_), true) => {
+                let state = control_journal::load(&args.run_dir)
+                    .map_err(anyhow::Error::msg)
+                    .context("--resume")?;
+                if state.is_none() {
+                    eprintln!(
+                        "scx_tt: --resume: no control state under {}: nothing to bring back",
+                        args.run_dir.display()
+                    );
+                }
+                state
+            }
+            (Some(_), false) => {
+                let aside = control_journal::set_aside(&args.run_dir)
+                    .map_err(anyhow::Error::msg)
+                    .context("the control state of an earlier run")?;
+                if let Some(n) = aside {
+                    eprintln!(
+                        "scx_tt: the control state of an earlier run ({n} requests) is set \
+                         aside as {}.old; start with --resume to bring it back",
+                        control_journal::path(&args.run_dir).display()
+                    );
+                }
+                None
+            }
+        };
         let online = check_machine(&sysfs, plan)?;
         // the configuration is checked before anything is spawned; the calibrated guard band
         // lies in its bound, below the slot, so it passes the same check
@@ -215,6 +247,7 @@ impl<'a> Daemon<'a> {
             restarts: Restarts::default(),
             freq,
             idle,
+            resume,
         })
     }
 

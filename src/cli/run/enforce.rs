@@ -11,19 +11,22 @@ use super::every::Every;
 use super::plan_loader::PlanLoader;
 use super::planner_loop::{self, PlannerLoop};
 use super::stats::Stats;
+use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
 use scx_tt::accounting::{
     render_stats_line, EnergySummary, ExitReason, RunFacts, TaskInfo, TaskState,
 };
 use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::journal as control_journal;
 use scx_tt::control::Control;
 use scx_tt::energy::estimate::IdleGovernor;
-use scx_tt::plan::Class;
+use scx_tt::plan::{Class, Completion};
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState, WrittenHalf};
 use scx_tt::sched::obs::ObsReader;
 use std::mem::MaybeUninit;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -168,6 +171,28 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             load_and_attach(d, obj, &threads, Some(&k.table))
         };
         let mut sched = sched?;
+        // the tasks `admit` added, at the same BPF indexes (gone ones without threads)
+        for a in k.live.control.added() {
+            let tids: Vec<u32> = match a.gone_from {
+                Some(_) => Vec::new(),
+                None => a
+                    .tids
+                    .iter()
+                    .copied()
+                    .filter(|&t| d.procfs.tid_alive(t))
+                    .collect(),
+            };
+            let index = sched
+                .add_task(Class::Tt, Some(a.cpu), Completion::None, &tids)
+                .with_context(|| format!("restart: admitted task {}", a.name))?;
+            if index != a.index {
+                anyhow::bail!(
+                    "restart: admitted task {} got BPF index {index}, not {}",
+                    a.name,
+                    a.index
+                );
+            }
+        }
         let clock = k.live.clock;
         sched.arm(clock.t0_ns)?;
         let from_slot = clock.slot_or_first(monotonic_ns()) + 1;
@@ -205,6 +230,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
     /// only the timeout or a signal ends the poll). Returns why the run (or this scheduler)
     /// ended.
     pub fn run(&mut self, shutdown: &Shutdown) -> Result<ExitReason> {
+        self.resume_control();
         let now = monotonic_ns();
         let mut ring = Every::new(now, POLL_NS);
         let mut control = Every::new(now, CONTROL_POLL_NS);
@@ -297,6 +323,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
     /// if `serve`, the socket's requests.
     fn control_turn(&mut self, serve: bool) {
         let d = &mut *self.d;
+        let args = d.args;
         let Some(sock) = d.socket.as_mut() else {
             return;
         };
@@ -309,13 +336,20 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             clock: self.live.clock,
         };
         let control = &mut self.live.control;
+        // what a request changed is journaled before its reply is sent
         if let Some(reply) = control.poll(&mut engine) {
+            store_control_state(args, control);
             sock.deliver(&reply.to_line());
         }
         if serve {
-            sock.serve(|line| control.serve(line, &mut engine).map(|r| r.to_line()));
+            sock.serve(|line| {
+                let reply = control.serve(line, &mut engine);
+                store_control_state(args, control);
+                reply.map(|r| r.to_line())
+            });
             // admitted tasks whose threads are gone free their capacity
             control.reap(&mut engine, |tid| d.procfs.tid_alive(tid));
+            store_control_state(args, control);
         }
         // tasks `admit` added: into the accounting and the summary, at their BPF index
         for t in control.take_added() {
@@ -340,6 +374,62 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 d.idle.lock().unwrap_or_else(|e| e.into_inner()).poll_all();
             }
         }
+    }
+
+    /// `--resume`: serves the journaled requests of an earlier run again, in order, on the
+    /// fresh state (threads resolved now, the acceptance test on this run's planner), and says
+    /// of each whether it holds again. Before any client is served.
+    fn resume_control(&mut self) {
+        let Some(state) = self.d.resume.take() else {
+            return;
+        };
+        if Some(Path::new(&state.table)) != self.d.args.table.as_deref() {
+            eprintln!(
+                "scx_tt: --resume: the earlier run enforced {}, this one {}: its requests are \
+                 asked again all the same",
+                state.table,
+                self.d
+                    .args
+                    .table
+                    .as_deref()
+                    .unwrap_or(Path::new("?"))
+                    .display()
+            );
+        }
+        let (mut held, total) = (0, state.requests.len());
+        for line in &state.requests {
+            let mut engine = RunEngine {
+                sched: &mut self.sched,
+                loader: &mut self.live.loader,
+                guard_us: self.d.guard.us,
+                online: &self.d.online,
+                planner: self.live.planner.as_deref(),
+                clock: self.live.clock,
+            };
+            let control = &mut self.live.control;
+            let mut reply = control.serve(line.trim_end(), &mut engine);
+            // a table switch answers once its plan is loaded (bounded: the loader always
+            // answers; 60 s covers a plan at the caps under TCG)
+            let start = std::time::Instant::now();
+            while reply.is_none() && start.elapsed() < Duration::from_secs(60) {
+                engine.loader.wait(Duration::from_millis(100));
+                reply = control.poll(&mut engine);
+            }
+            let text = reply.map_or_else(|| "no reply within 60 s".into(), |r| r.to_line());
+            let ok = text.contains("\"ok\":true") && !text.contains("\"accepted\":false");
+            held += usize::from(ok);
+            eprintln!(
+                "scx_tt: --resume: {} {}: {}",
+                match ok {
+                    true => "holds again:",
+                    false => "NO LONGER HOLDS:",
+                },
+                line.trim_end(),
+                text.trim_end()
+            );
+        }
+        eprintln!("scx_tt: --resume: {held} of {total} journaled requests hold again");
+        store_control_state(self.d.args, &mut self.live.control);
     }
 
     /// Why the run ends now, if it does (the signal is checked by the caller).
@@ -537,4 +627,24 @@ fn counters(sched: &Scheduler, nr_tasks: usize) -> Counters {
 fn secs_ns(s: f64) -> u64 {
     Duration::try_from_secs_f64(s.max(0.0))
         .map_or(u64::MAX, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
+}
+
+/// Stores the control state when a request changed it (scx_tt::control::journal); a failure
+/// is warned about (the change itself holds).
+fn store_control_state(args: &RunArgs, control: &mut Control) {
+    let Some(requests) = control.take_journal() else {
+        return;
+    };
+    let state = control_journal::State {
+        format: control_journal::FORMAT.into(),
+        table: args
+            .table
+            .as_deref()
+            .map(|t| t.display().to_string())
+            .unwrap_or_default(),
+        requests,
+    };
+    if let Err(e) = control_journal::store(&args.run_dir, &state) {
+        eprintln!("scx_tt: warning: the control state: {e} (a restart with --resume would not bring this change back)");
+    }
 }

@@ -7,6 +7,7 @@
 
 mod admit;
 mod compat;
+mod journal;
 mod planner;
 mod protocol;
 mod refusals;
