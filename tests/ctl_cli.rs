@@ -199,3 +199,40 @@ fn admit_periodic_and_remove_send_the_task_and_exit_0_accepted_3_rejected_1_erro
         );
     }
 }
+
+#[test]
+fn admit_sends_every_selector_kind_and_timing_and_exits_0_accepted_3_rejected() {
+    let dir = temp_dir("admit-sel");
+    let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"vm","cpu":1,"from_slot":40,"period_slots":10,"wcet_slots":2,"tids":[7]}]}"#;
+    let no = r#"{"ok":true,"accepted":false,"why":"vm: 2 slots every 10 slots on cpu 1: frame infeasible"}"#;
+    // (the selector flags, the select object sent)
+    let selectors: [(&[&str], &str); 6] = [
+        (&["--pid", "500"], r#"{"pid":500}"#),
+        (&["--tids", "501,502"], r#"{"tids":[501,502]}"#),
+        (&["--comm", "worker"], r#"{"comm":"worker"}"#),
+        (&["--cgroup", "/vms/a"], r#"{"cgroup":"/vms/a"}"#),
+        (&["--qemu", "4242"], r#"{"qemu_pid":4242}"#),
+        (&["--qemu", "guest-1"], r#"{"qemu_name":"guest-1"}"#),
+    ];
+    for (k, (flags, select)) in selectors.iter().enumerate() {
+        let mut args = vec!["admit", "--name", "vm"];
+        args.extend_from_slice(flags);
+        let (timing, sent): (&[&str], &str) = match k % 2 {
+            0 => (
+                &["--period-slots", "10", "--wcet-slots", "2"],
+                r#""period_slots":10,"wcet_slots":2"#,
+            ),
+            _ => (
+                &["--util", "0.2", "--latency-us", "40000", "--cpu", "1"],
+                r#""util":0.2,"latency_us":40000,"cpu":1"#,
+            ),
+        };
+        args.extend_from_slice(timing);
+        let (reply, code) = if k < 3 { (ok, 0) } else { (no, 3) };
+        assert_eq!(
+            exchange(&dir, &args, reply, code),
+            format!("{{\"op\":\"admit\",\"name\":\"vm\",\"select\":{select},{sent}}}\n"),
+            "{args:?}"
+        );
+    }
+}

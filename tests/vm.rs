@@ -42,6 +42,8 @@ mod planner_loop;
 mod preempt;
 #[path = "vm/scenarios/restart/check.rs"]
 mod restart;
+#[path = "vm/scenarios/resume/check.rs"]
+mod resume;
 #[path = "vm/scenarios/semantics/check.rs"]
 mod semantics;
 #[path = "vm/scenarios/signals/check.rs"]

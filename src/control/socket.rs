@@ -1038,7 +1038,7 @@ mod tests {
         let meta = std::fs::metadata(&path).expect("socket");
         assert_eq!((meta.mode() & 0o777, meta.gid()), (0o660, 4242));
         let served = std::sync::atomic::AtomicUsize::new(0);
-        let mut serve = |sock: &mut ControlSocket, euid: u32, egid: u32| {
+        let serve = |sock: &mut ControlSocket, euid: u32, egid: u32| {
             std::thread::scope(|s| {
                 let client = s.spawn(|| as_user(&path, euid, egid));
                 while !client.is_finished() {

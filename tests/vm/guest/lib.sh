@@ -50,6 +50,21 @@ start_busy_loop() {
   echo $!
 }
 
+# start_qemu_spinner NAME: a real QEMU VM outside the plan (TCG, nested in this TCG guest, 1
+# vCPU spinning in its boot sector, -name NAME,debug-threads=on so that its vCPU thread is named
+# `CPU 0/TCG`), its output in /out/NAME.qemu.log; prints its pid.
+start_qemu_spinner() {
+  # a boot sector that spins: inc ax; jmp $-1 (then the 0x55aa signature); an image per VM:
+  # QEMU locks a disk image it writes
+  printf '\100\353\375' > "/tmp/$1.img"
+  dd if=/dev/zero bs=1 count=507 >> "/tmp/$1.img" 2> /dev/null
+  printf '\125\252' >> "/tmp/$1.img"
+  qemu-system-x86_64 -name "$1",debug-threads=on -machine pc -accel tcg -nodefaults \
+    -display none -smp 1 -m 16 -drive file="/tmp/$1.img",format=raw,if=ide \
+    -boot c > "$OUT/$1.qemu.log" 2>&1 &
+  echo $!
+}
+
 # Starts a task outside the plan that spins a few ms, then sleeps 8 ms, over and over: about 100
 # wakeups a second, each one a placement decision of the scheduler; prints its pid.
 start_waking_loop() {

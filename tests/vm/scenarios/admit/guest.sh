@@ -18,20 +18,8 @@ APP=$(start_busy_loop)
 BIG=$(start_busy_loop)
 result app_pid $APP
 result big_pid $BIG
-# a boot sector that spins: inc ax; jmp $-1 (then the 0x55aa signature)
-printf '\100\353\375' > /tmp/spin.img
-dd if=/dev/zero bs=1 count=507 >> /tmp/spin.img 2> /dev/null
-printf '\125\252' >> /tmp/spin.img
-qvm() {
-  # an image each: QEMU locks a disk image it writes
-  cp /tmp/spin.img "/tmp/$1.img"
-  qemu-system-x86_64 -name "$1",debug-threads=on -machine pc -accel tcg -nodefaults \
-    -display none -smp 1 -m 16 -drive file="/tmp/$1.img",format=raw,if=ide \
-    -boot c > "$OUT/$1.qemu.log" 2>&1 &
-  echo $!
-}
-VM1=$(qvm vm1)
-VM2=$(qvm vm2)
+VM1=$(start_qemu_spinner vm1)
+VM2=$(start_qemu_spinner vm2)
 result vm1_pid $VM1
 result vm2_pid $VM2
 start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
