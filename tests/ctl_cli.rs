@@ -236,3 +236,23 @@ fn admit_sends_every_selector_kind_and_timing_and_exits_0_accepted_3_rejected() 
         );
     }
 }
+
+#[test]
+fn admit_class_be_takes_no_timing_flags_it_needs_none() {
+    let dir = temp_dir("admit-be");
+    let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"b","class":"be","cpu":null,"from_slot":4,"period_slots":0,"wcet_slots":0,"tids":[9]}]}"#;
+    assert_eq!(
+        exchange(
+            &dir,
+            &["admit", "--name", "b", "--pid", "9", "--class", "be"],
+            ok,
+            0
+        ),
+        "{\"op\":\"admit\",\"name\":\"b\",\"select\":{\"pid\":9},\"class\":\"be\"}\n"
+    );
+    let err = exit_2(&ctl(
+        &dir.join("nobody"),
+        &["admit", "--name", "b", "--pid", "9", "--class", "rt"],
+    ));
+    assert!(err.contains("invalid value 'rt' for '--class"), "{err}");
+}

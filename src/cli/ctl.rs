@@ -6,7 +6,9 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
-use scx_tt::control::request::{Admit, AdmitFirm, AdmitSelector, SetPolicy, SwitchTable, TaskArg};
+use scx_tt::control::request::{
+    Admit, AdmitClass, AdmitFirm, AdmitSelector, SetPolicy, SwitchTable, TaskArg,
+};
 use scx_tt::control::Request;
 use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};
@@ -96,6 +98,10 @@ pub struct AdmitArgs {
     /// A QEMU process by pid or by its `-name`: its vCPU threads (`CPU n/KVM`, `CPU n/TCG`).
     #[arg(long, value_name = "PID|NAME")]
     qemu: Option<String>,
+    /// tt (default): owns slots by the timing below; be: runs in the slack of the managed CPUs
+    /// (of --cpu if given), no timing.
+    #[arg(long, value_name = "CLASS", default_value = "tt", value_parser = ["tt", "be"])]
+    class: String,
     /// Slots per period (must divide the frame) ...
     #[arg(long, value_name = "P", requires = "wcet_slots", conflicts_with_all = ["util", "latency_us"])]
     period_slots: Option<u64>,
@@ -133,6 +139,10 @@ impl AdmitArgs {
         Admit {
             name: self.name,
             select,
+            class: match self.class.as_str() {
+                "be" => AdmitClass::Be,
+                _ => AdmitClass::Tt,
+            },
             period_slots: self.period_slots,
             wcet_slots: self.wcet_slots,
             util: self.util,

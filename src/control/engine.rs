@@ -47,9 +47,15 @@ pub trait Engine {
     /// The BPF task index the next [`Engine::add_task`] gets.
     fn next_task_index(&mut self) -> Result<usize, String>;
 
-    /// Adds a tt task on managed CPU `cpu` (completion none) with threads `tids` to the BPF
-    /// task table and returns its index (src/bpf/tt_sched.bpf.c F).
-    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String>;
+    /// Adds a task of `class` on managed CPU `cpu` (a be task may have none: any managed CPU;
+    /// completion none) with threads `tids` to the BPF task table and returns its index
+    /// (src/bpf/tt_sched.bpf.c F).
+    fn add_task(
+        &mut self,
+        class: crate::plan::Class,
+        cpu: Option<u32>,
+        tids: &[u32],
+    ) -> Result<usize, String>;
 
     /// A line for the run's log (stdout): what a request changed.
     fn note(&mut self, line: &str);

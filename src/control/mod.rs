@@ -90,7 +90,7 @@ use crate::planner::kernel_path::{
 };
 use crate::planner::Policy;
 use reply::AdmittedTask;
-use request::{Admit, AdmitFirm, AdmitSelector};
+use request::{Admit, AdmitClass, AdmitFirm, AdmitSelector};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -212,8 +212,10 @@ pub struct AddedTask {
     pub index: usize,
     /// `NAME`, or `NAME/vcpuN` for a vCPU of a multi-vCPU VM.
     pub name: String,
-    /// Its managed CPU (id).
-    pub cpu: u32,
+    /// tt (owns slots by `period`/`wcet`) or be (runs in the slack; `period` = `wcet` = 0).
+    pub class: Class,
+    /// Its managed CPU (id); a be task without one runs on any managed CPU.
+    pub cpu: Option<u32>,
     pub tids: Vec<u32>,
     pub period: u64,
     pub wcet: u64,
@@ -277,12 +279,17 @@ impl Control {
             .map(|(i, _)| i)
             .collect();
         for i in gone {
-            let index = self.added[i].index;
-            let Ok(from) = engine.with_planner(|p, _| {
-                p.remove_admitted(index);
-                p.now()
-            }) else {
-                return;
+            let (index, class) = (self.added[i].index, self.added[i].class);
+            let from = match class {
+                Class::Tt => match engine.with_planner(|p, _| {
+                    p.remove_admitted(index);
+                    p.now()
+                }) {
+                    Ok(from) => from,
+                    Err(_) => return,
+                },
+                // in no planner: gone from the slot in progress
+                Class::Be => self.clock.slot_or_first(engine.now_ns()),
             };
             let name = self.added[i].name.clone();
             self.added[i].gone_from = Some(from);
@@ -656,8 +663,23 @@ impl Control {
             },
             None => (0..self.plan.managed.len()).collect(),
         };
-        let (period, wcet) = timing(r, self.plan.frame_slots, self.plan.slot_us)
-            .map_err(|(f, v, rule)| bad(f, v, &rule))?;
+        let timed = [r.period_slots, r.wcet_slots, r.latency_us]
+            .iter()
+            .any(Option::is_some)
+            || r.util.is_some();
+        let (period, wcet) = match r.class {
+            AdmitClass::Tt => timing(r, self.plan.frame_slots, self.plan.slot_us)
+                .map_err(|(f, v, rule)| bad(f, v, &rule))?,
+            AdmitClass::Be if timed => {
+                return Err(bad(
+                    "class",
+                    "\"be\"".into(),
+                    "a be task takes no timing (period_slots, wcet_slots, util, latency_us): \
+                     it runs in the slack of the managed CPUs, without a guarantee",
+                ))
+            }
+            AdmitClass::Be => (0, 0),
+        };
         let sel = match &r.select {
             AdmitSelector::Pid(p) => Selector::Pid(*p),
             AdmitSelector::Tids(t) => Selector::Tids(t.clone()),
@@ -671,6 +693,10 @@ impl Control {
             .map_err(|e| bad("select", selector_text(&r.select), &e))?;
         if tids.is_empty() {
             return Err(bad("select", selector_text(&r.select), "selects no thread"));
+        }
+        if r.class == AdmitClass::Be {
+            // (r.cpu was checked to be a managed CPU above)
+            return self.admit_be(name, r, r.cpu, tids, engine);
         }
         // a VM: one task per vCPU thread; anything else: one task of all its threads
         let groups: Vec<Vec<u32>> = match sel {
@@ -761,7 +787,7 @@ impl Control {
         let mut vcpus = Vec::new();
         for (k, (g, &(cpu, from_slot))) in groups.iter().zip(&placed).enumerate() {
             let cpu_id = self.cpu_id(cpu);
-            let index = match engine.add_task(cpu_id, g) {
+            let index = match engine.add_task(Class::Tt, Some(cpu_id), g) {
                 Ok(i) if i == first + k => i,
                 other => {
                     // BPF did not take it: the planner forgets every vCPU of the request
@@ -786,7 +812,8 @@ impl Control {
             self.added.push(AddedTask {
                 index,
                 name: task_name.clone(),
-                cpu: cpu_id,
+                class: Class::Tt,
+                cpu: Some(cpu_id),
                 tids: g.clone(),
                 period,
                 wcet,
@@ -795,7 +822,8 @@ impl Control {
             });
             vcpus.push(AdmittedTask {
                 task: task_name,
-                cpu: cpu_id,
+                class: AdmitClass::Tt,
+                cpu: Some(cpu_id),
                 from_slot,
                 period_slots: period,
                 wcet_slots: wcet,
@@ -805,6 +833,66 @@ impl Control {
         let line = Request::Admit(r.clone()).to_line().ok();
         self.journal.set(journal::Key::Task(name.into()), line);
         let answer = Answer::TaskAdmitted { tasks: vcpus };
+        engine.note(&format!(
+            "admit {name}: {}",
+            Reply::Ok(answer.clone()).to_line().trim_end()
+        ));
+        Ok(answer)
+    }
+
+    /// `admit` of a be task (`r.class`): its threads `tids` join the slack of managed CPU `cpu`
+    /// (any managed CPU when `None`) at once; no planner, no timing, no guarantee.
+    fn admit_be(
+        &mut self,
+        name: &str,
+        r: &Admit,
+        cpu: Option<u32>,
+        tids: Vec<u32>,
+        engine: &mut impl Engine,
+    ) -> Answered {
+        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
+        if first >= MAX_TASKS {
+            return Err(ControlError::Admit {
+                field: "select".into(),
+                value: selector_text(&r.select),
+                rule: format!("one more task exceeds the BPF task table of {MAX_TASKS}"),
+            });
+        }
+        let index = match engine.add_task(Class::Be, cpu, &tids) {
+            Ok(i) if i == first => i,
+            Ok(i) => {
+                return Err(ControlError::Kernel(format!(
+                    "BPF gave task index {i}, expected {first}"
+                )))
+            }
+            Err(e) => return Err(ControlError::Kernel(e)),
+        };
+        let from_slot = self.clock.slot_or_first(engine.now_ns());
+        self.record(name, TaskState::Admitted, from_slot);
+        self.added.push(AddedTask {
+            index,
+            name: name.into(),
+            class: Class::Be,
+            cpu,
+            tids: tids.clone(),
+            period: 0,
+            wcet: 0,
+            from_slot,
+            gone_from: None,
+        });
+        let line = Request::Admit(r.clone()).to_line().ok();
+        self.journal.set(journal::Key::Task(name.into()), line);
+        let answer = Answer::TaskAdmitted {
+            tasks: vec![AdmittedTask {
+                task: name.into(),
+                class: AdmitClass::Be,
+                cpu,
+                from_slot,
+                period_slots: 0,
+                wcet_slots: 0,
+                tids,
+            }],
+        };
         engine.note(&format!(
             "admit {name}: {}",
             Reply::Ok(answer.clone()).to_line().trim_end()

@@ -67,7 +67,11 @@ pub enum Answer {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AdmittedTask {
     pub task: String,
-    pub cpu: u32,
+    /// Left out for tt (the default), `"be"` for a be task.
+    #[serde(skip_serializing_if = "super::request::AdmitClass::is_tt")]
+    pub class: super::request::AdmitClass,
+    /// `null` for a be task on any managed CPU.
+    pub cpu: Option<u32>,
     pub from_slot: u64,
     pub period_slots: u64,
     pub wcet_slots: u64,

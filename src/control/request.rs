@@ -94,6 +94,22 @@ pub enum AdmitSelector {
     QemuName(String),
 }
 
+/// The class of an `admit`ted task: `tt` (the default) owns slots by its timing; `be` runs in
+/// the slack of the managed CPUs (of `cpu` if given), with no timing and no guarantee.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdmitClass {
+    #[default]
+    Tt,
+    Be,
+}
+
+impl AdmitClass {
+    pub fn is_tt(&self) -> bool {
+        *self == AdmitClass::Tt
+    }
+}
+
 /// A task the plan does not name, admitted at run time (`scx_tt ctl admit`, docs/control.md):
 /// `name`, its threads (`select`), its timing — `period_slots` and `wcet_slots`, or `util` (of a
 /// CPU, per vCPU) and `latency_us` (the longest the task may wait for the CPU) — and optionally
@@ -103,6 +119,8 @@ pub enum AdmitSelector {
 pub struct Admit {
     pub name: String,
     pub select: AdmitSelector,
+    #[serde(default, skip_serializing_if = "AdmitClass::is_tt")]
+    pub class: AdmitClass,
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",

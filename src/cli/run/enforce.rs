@@ -21,7 +21,7 @@ use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
 use scx_tt::control::Control;
 use scx_tt::energy::estimate::IdleGovernor;
-use scx_tt::plan::{Class, Completion};
+use scx_tt::plan::Completion;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState, WrittenHalf};
 use scx_tt::sched::obs::ObsReader;
@@ -183,7 +183,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                     .collect(),
             };
             let index = sched
-                .add_task(Class::Tt, Some(a.cpu), Completion::None, &tids)
+                .add_task(a.class, a.cpu, Completion::None, &tids)
                 .with_context(|| format!("restart: admitted task {}", a.name))?;
             if index != a.index {
                 anyhow::bail!(
@@ -355,8 +355,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         for t in control.take_added() {
             let at = self.live.stats.acc.add_task(TaskInfo {
                 name: t.name.clone(),
-                class: Class::Tt,
-                cpu: Some(t.cpu),
+                class: t.class,
+                cpu: t.cpu,
             });
             let found = d.tasks.add_admitted(t.tids.clone());
             if at != t.index || found != t.index {

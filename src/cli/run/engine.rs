@@ -141,9 +141,9 @@ impl Engine for RunEngine<'_, '_> {
         self.sched.nr_tasks().map_err(|e| e.to_string())
     }
 
-    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String> {
+    fn add_task(&mut self, class: Class, cpu: Option<u32>, tids: &[u32]) -> Result<usize, String> {
         self.sched
-            .add_task(Class::Tt, Some(cpu), Completion::None, tids)
+            .add_task(class, cpu, Completion::None, tids)
             .map_err(|e| e.to_string())
     }
 

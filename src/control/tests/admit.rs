@@ -3,7 +3,7 @@
 //! table, v declared admitted, be task c: 3 slots of every 8 are free in the template.
 
 use super::*;
-use crate::control::request::{Admit, AdmitSelector};
+use crate::control::request::{Admit, AdmitClass, AdmitSelector};
 use crate::plan::{QemuSelector, Selector};
 
 fn admit(name: &str, select: AdmitSelector, period: u64, wcet: u64) -> Request {
@@ -20,6 +20,7 @@ fn admit_of(
     Admit {
         name: name.into(),
         select,
+        class: AdmitClass::Tt,
         period_slots: slots.map(|s| s.0),
         wcet_slots: slots.map(|s| s.1),
         util: ul.map(|x| x.0),
@@ -54,7 +55,10 @@ fn a_process_is_admitted_by_pid_and_registered_before_its_first_slot() {
     assert_eq!(e.added, vec![(1, vec![500, 501])]);
     let added = c.take_added();
     assert_eq!(added.len(), 1);
-    assert_eq!((added[0].index, added[0].cpu, added[0].wcet), (4, 1, 2));
+    assert_eq!(
+        (added[0].index, added[0].cpu, added[0].wcet),
+        (4, Some(1), 2)
+    );
     assert!(c.take_added().is_empty(), "taken once");
     // the status lists it; its first slot is a frame start after the planner's next slot
     let tasks = e.planner_status(&mut c).tasks;
@@ -266,4 +270,62 @@ fn the_admit_request_parses_and_round_trips() {
         "{}",
         err(r#"{"op":"admit","name":"x","select":{"pid":3},"period_slots":0,"wcet_slots":1}"#)
     );
+}
+
+#[test]
+fn a_be_task_joins_the_slack_at_once_without_timing_or_planner() {
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e.with_threads(&Selector::Pid(800), &[800, 801]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let planner_before = e.planner.as_ref().map(|p| p.fingerprint());
+    let be = |cpu: Option<u32>, timing: Option<(u64, u64)>| {
+        let mut a = admit_of("batch", AdmitSelector::Pid(800), timing, None);
+        a.class = AdmitClass::Be;
+        a.cpu = cpu;
+        Request::Admit(a)
+    };
+    // a be task with timing, or on a CPU the plan does not manage: refused, nothing changes
+    let before = snapshot(&mut c, &mut e);
+    assert_eq!(
+        error(e.send(&mut c, &be(None, Some((8, 1))))),
+        "class = \"be\": a be task takes no timing (period_slots, wcet_slots, util, \
+         latency_us): it runs in the slack of the managed CPUs, without a guarantee"
+    );
+    assert!(error(e.send(&mut c, &be(Some(0), None))).starts_with("cpu = 0: must be a managed CPU"));
+    assert_eq!(snapshot(&mut c, &mut e), before);
+    // accepted on any managed CPU: BPF gets a be task without a CPU, the planner nothing
+    let line = e.send(&mut c, &be(None, None)).to_line();
+    assert_eq!(
+        line,
+        format!(
+            "{{\"ok\":true,\"accepted\":true,\"tasks\":[{{\"task\":\"batch\",\"class\":\"be\",\
+             \"cpu\":null,\"from_slot\":{},\"period_slots\":0,\"wcet_slots\":0,\
+             \"tids\":[800,801]}}]}}\n",
+            3
+        )
+    );
+    assert_eq!(e.added, vec![(u32::MAX, vec![800, 801])]);
+    assert_eq!(e.classes, vec![crate::plan::Class::Be]);
+    assert_eq!(e.planner.as_ref().map(|p| p.fingerprint()), planner_before);
+    let added = c.take_added();
+    assert_eq!(
+        (added[0].class, added[0].cpu, added[0].index),
+        (crate::plan::Class::Be, None, 4)
+    );
+    // its threads gone: listed gone, the planner untouched
+    c.reap(&mut e, |_| false);
+    let tasks = e.planner_status(&mut c).tasks;
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(
+        (tasks[0].task.as_str(), tasks[0].state),
+        ("batch", TaskState::Gone)
+    );
+    assert_eq!(e.planner.as_ref().map(|p| p.fingerprint()), planner_before);
+    // the wire form of `--class be --cpu 1`
+    let r = be(Some(1), None);
+    assert_eq!(
+        line_of(&r),
+        "{\"op\":\"admit\",\"name\":\"batch\",\"select\":{\"pid\":800},\"class\":\"be\",\"cpu\":1}\n"
+    );
+    assert_eq!(Request::parse(line_of(&r).trim_end()), Ok(r));
 }

@@ -4,7 +4,7 @@
 //! the policy in force must equal the original's; a refused request never changes the journal.
 
 use super::*;
-use crate::control::request::{Admit, AdmitSelector, SetPolicy, TaskArg};
+use crate::control::request::{Admit, AdmitClass, AdmitSelector, SetPolicy, TaskArg};
 use crate::plan::{QemuSelector, Selector};
 
 /// The requests of the sequences: admissions by pid and of a 2-vCPU VM, periodic admission and
@@ -14,6 +14,7 @@ fn pool() -> Vec<Request> {
         Request::Admit(Admit {
             name: name.into(),
             select,
+            class: AdmitClass::Tt,
             period_slots: Some(p),
             wcet_slots: Some(w),
             util: None,

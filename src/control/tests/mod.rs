@@ -97,6 +97,8 @@ pub struct FakeEngine {
     /// The BPF task table: the next index, and the tasks added (CPU, threads).
     pub next_task: usize,
     pub added: Vec<(u32, Vec<u32>)>,
+    /// ... and their classes.
+    pub classes: Vec<crate::plan::Class>,
     /// Adding a task fails with this reason.
     pub fail_add: Option<String>,
     clock: SlotClock,
@@ -120,6 +122,7 @@ impl FakeEngine {
             threads: HashMap::new(),
             next_task: 0,
             added: Vec::new(),
+            classes: Vec::new(),
             fail_add: None,
             clock: SlotClock::new(T0_NS, SLOT_NS),
         }
@@ -248,11 +251,18 @@ impl Engine for FakeEngine {
         Ok(self.next_task)
     }
 
-    fn add_task(&mut self, cpu: u32, tids: &[u32]) -> Result<usize, String> {
+    fn add_task(
+        &mut self,
+        class: crate::plan::Class,
+        cpu: Option<u32>,
+        tids: &[u32],
+    ) -> Result<usize, String> {
         if let Some(e) = &self.fail_add {
             return Err(e.clone());
         }
-        self.added.push((cpu, tids.to_vec()));
+        // a be task without a CPU: u32::MAX
+        self.added.push((cpu.unwrap_or(u32::MAX), tids.to_vec()));
+        self.classes.push(class);
         self.next_task += 1;
         Ok(self.next_task - 1)
     }

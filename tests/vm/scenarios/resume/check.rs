@@ -7,13 +7,15 @@
 //! - the socket is 0660 root:4242; alice (in group 4242) is served; bob (not in it) cannot
 //!   connect (exit 2, the message says who may); with the socket made 0666 bob is refused by
 //!   his peer credentials (exit 1, the reply names his uid and the group);
-//! - root admits `app` (a busy process, 3 slots every 10) and `vm1` (a real QEMU VM's vCPU
-//!   thread, util 0.2 within 100 ms: 1 slot every 5); the control state journaled before the
-//!   kill holds both requests;
+//! - root admits `app` (a busy process, 3 slots every 10), `vm1` (a real QEMU VM's vCPU
+//!   thread, util 0.2 within 100 ms: 1 slot every 5) and `batch` (a busy process as be work on
+//!   CPU 1, `--class be --cpu 1`); the control state journaled before the kill holds the three
+//!   requests;
 //! - SIGKILL ends the first run; sched_ext goes back to disabled; the second run first restores
 //!   the pm_qos value the killed one left changed;
-//! - the second run with `--resume` says both hold again, lists both in its summary and
-//!   status; from their resumed first slots app owns >= 3 and vm1 >= 2 of every whole frame in
+//! - the second run with `--resume` says all three hold again, lists them in its summary and
+//!   status; batch ran in CPU 1's slack (delivered > 0, be over a waiting owner judged by the
+//!   witness); from their resumed first slots app owns >= 3 and vm1 >= 2 of every whole frame in
 //!   the kernel's records, tt-a >= 4; app delivered >= 90 % of its owned time, vm1's vCPU >= 70 %
 //!   (timing, as in `admit`);
 //! - the witness (the kernel's sched_switch trace) of the second run: the resumed tasks run only
@@ -70,10 +72,18 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ),
     );
     // the first run's admissions and what it journaled
-    let (app, vm1) = (out.reply("app"), out.reply("vm1"));
+    let (app, vm1, batch) = (out.reply("app"), out.reply("vm1"), out.reply("batch"));
     c.check(
         app["accepted"] == true && vm1["accepted"] == true,
         format!("the first run admits app and vm1: {app} {vm1}"),
+    );
+    c.check(
+        out.rc("batch") == "0"
+            && batch["accepted"] == true
+            && batch["tasks"][0]["class"] == "be"
+            && batch["tasks"][0]["cpu"] == 1
+            && batch["tasks"][0]["wcet_slots"] == 0,
+        format!("the first run admits batch as be work on CPU 1: {batch}"),
     );
     let state = out.file("state-before-kill.json").unwrap_or_default();
     let journaled: serde_json::Value = serde_json::from_str(&state).unwrap_or_default();
@@ -82,10 +92,11 @@ fn check(out: &VmOutput, c: &mut Checks) {
         .map(|a| a.iter().filter_map(|r| r.as_str()).collect())
         .unwrap_or_default();
     c.check(
-        requests.len() == 2
+        requests.len() == 3
             && requests[0].contains("\"name\":\"app\"")
-            && requests[1].contains("\"qemu_name\":\"vm1\""),
-        format!("the control state before the kill holds both admissions: {requests:?}"),
+            && requests[1].contains("\"qemu_name\":\"vm1\"")
+            && requests[2].contains("\"class\":\"be\""),
+        format!("the control state before the kill holds the three admissions: {requests:?}"),
     );
     out.check_results(c, &[("first_rc", "137")]);
     out.check_ms(
@@ -106,8 +117,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
         "the second run restores the pm_qos value the killed run left changed".into(),
     );
     c.check(
-        err.contains("--resume: 2 of 2 journaled requests hold again"),
-        "the second run says both journaled admissions hold again".into(),
+        err.contains("--resume: 3 of 3 journaled requests hold again"),
+        "the second run says the three journaled admissions hold again".into(),
     );
     let from_of = |name: &str| -> Option<u64> {
         let line = err
@@ -132,8 +143,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
         })
         .unwrap_or_default();
     c.check(
-        listed == ["app", "vm1"],
-        format!("status of the second run lists app and vm1 admitted: {listed:?}"),
+        listed == ["app", "vm1", "batch"],
+        format!("status of the second run lists app, vm1 and batch admitted: {listed:?}"),
     );
     let s = match out.summary(&format!("{RUN}.json")) {
         Ok(s) => s,
@@ -141,6 +152,14 @@ fn check(out: &VmOutput, c: &mut Checks) {
     };
     s.print("the resumed run");
     let late = pc::check_summary(c, &s, Some(90.0), &["vm1"]);
+    let batch_pid = out.number("batch_pid").unwrap_or(0) as u32;
+    let listed = s.tasks.iter().find(|t| t.name == "batch");
+    c.check(
+        listed.is_some_and(|t| {
+            t.class == "be" && t.cpu == Some(1) && t.tids == vec![batch_pid] && t.delivered_ns > 0
+        }),
+        format!("the summary lists batch (pid {batch_pid}) as be on CPU 1 that ran: {listed:?}"),
+    );
     if let Some(t) = s.tasks.iter().find(|t| t.name == "vm1") {
         let pct = 100.0 * t.delivered_ns as f64 / t.planned_ns.max(1) as f64;
         c.check_timing(
@@ -198,6 +217,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let start = |slot: u64| s.t0_ns + slot * s.slot_us * 1000;
     b.joined.insert("app".into(), start(fa));
     b.joined.insert("vm1".into(), start(fv));
+    if let Some(fb) = from_of("batch") {
+        b.joined.insert("batch".into(), start(fb));
+    }
     witness::check(c, out, RUN, &b);
 }
 

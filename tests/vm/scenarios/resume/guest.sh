@@ -7,9 +7,10 @@
 #                                                                    his connect (exit 2)
 #   the socket made 0666 by mistake: bob again                    -> refused by his peer
 #                                                                    credentials (exit 1)
-# then root admits a busy process (app, 3 slots every 10) and a real QEMU VM (vm1, util 0.2
-# within 100 ms: 1 slot every 5); scx_tt is killed with SIGKILL (the kernel falls back to the
-# fair class) and started again with --resume: both come back admitted. Leaves the control
+# then root admits a busy process (app, 3 slots every 10), a real QEMU VM (vm1, util 0.2
+# within 100 ms: 1 slot every 5) and a second busy process as be work on CPU 1 (batch, `--class
+# be --cpu 1`: the slack, no timing); scx_tt is killed with SIGKILL (the kernel falls back to the
+# fair class) and started again with --resume: all three come back admitted. Leaves the control
 # state before the kill, both runs' output, the second run's trace, summary, planner log and
 # witness, every reply.
 . /tt/lib.sh
@@ -28,6 +29,8 @@ bob:x:1001:
 ttctl:x:4242:alice
 GR
 APP=$(start_busy_loop)
+BATCH=$(start_busy_loop)
+result batch_pid $BATCH
 VM1=$(start_qemu_spinner vm1)
 result app_pid $APP
 result vm1_pid $VM1
@@ -53,6 +56,7 @@ as_user bob_creds bob status
 chmod 0660 "$SOCK"
 ctl app admit --name app --pid $APP --period-slots 10 --wcet-slots 3
 ctl vm1 admit --name vm1 --qemu vm1 --util 0.2 --latency-us 100000
+ctl batch admit --name batch --pid $BATCH --class be --cpu 1
 cp $RUNDIR/control-state.json $OUT/state-before-kill.json
 sleep 1
 kill -9 $SCX_TT_PID
@@ -70,5 +74,5 @@ sleep 2
 ctl status status
 finish_scx_tt second
 cp $RUNDIR/control-state.json $OUT/state-after.json 2> /dev/null
-kill $APP $VM1 2> /dev/null
+kill $APP $BATCH $VM1 2> /dev/null
 exit 0
