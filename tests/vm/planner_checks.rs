@@ -273,3 +273,25 @@ pub fn conformance(
     }
     text
 }
+
+/// The closing checks of a run that admitted tasks at run time (`admit`, `resume`): the replay
+/// of RUN's planner log against the plan at `plan` (a path in the repository) conforms, scx_tt
+/// exited cleanly, and the witness judges each task of `joined` (name, first slot) from its
+/// first slot on (`Bounds::joined`).
+pub fn admitted_run_closing(
+    c: &mut Checks,
+    out: &VmOutput,
+    plan: &str,
+    run: &str,
+    s: &Summary,
+    joined: &[(&str, u64)],
+) {
+    conformance(c, out, &harness::repo().join(plan), run, 300);
+    out.check_clean_exit(c, run);
+    let mut b = crate::witness::Bounds::default();
+    for &(name, slot) in joined {
+        b.joined
+            .insert(name.into(), s.t0_ns + slot * s.slot_us * 1000);
+    }
+    crate::witness::check(c, out, run, &b);
+}

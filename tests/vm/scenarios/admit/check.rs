@@ -25,9 +25,8 @@
 //!   in 100 % of the slots;
 //! - scx_tt exits 0, sched_ext is disabled.
 
-use crate::harness::{repo, Checks, Vm, VmOutput};
+use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned};
-use crate::witness::{self, Bounds};
 use scx_tt::trace::SlotRecord;
 
 const RUN: &str = "admit";
@@ -248,20 +247,14 @@ fn check(out: &VmOutput, c: &mut Checks) {
         before == 0,
         format!("app owns no slot before its first ({before})"),
     );
-    pc::conformance(
+    pc::admitted_run_closing(
         c,
         out,
-        &repo().join("tests/vm/scenarios/admit/admit.json"),
+        "tests/vm/scenarios/admit/admit.json",
         RUN,
-        300,
+        &s,
+        &[("app", f), ("vm1", f1), ("vm2", f2)],
     );
-    out.check_clean_exit(c, RUN);
-    let mut b = Bounds::default();
-    let start = |slot: u64| s.t0_ns + slot * s.slot_us * 1000;
-    b.joined.insert("app".into(), start(f));
-    b.joined.insert("vm1".into(), start(f1));
-    b.joined.insert("vm2".into(), start(f2));
-    witness::check(c, out, RUN, &b);
 }
 
 #[test]

@@ -22,12 +22,12 @@
 //!   in their slots from their first one on; nothing foreign on CPU 1; the replay of its planner
 //!   log (with the resumed admissions) names the kernel's owner in every slot; exit 0.
 
-use crate::harness::{repo, Checks, Vm, VmOutput};
+use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned};
-use crate::witness::{self, Bounds};
 use scx_tt::trace::SlotRecord;
 
 const RUN: &str = "second";
+const PLAN: &str = "tests/vm/scenarios/admit/admit.json";
 const FRAME: u64 = 10;
 /// As `admit`'s: a nested QEMU vCPU also waits for its QEMU's main thread.
 const VCPU_DELIVERED_PCT: f64 = 70.0;
@@ -205,22 +205,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
         before == 0,
         format!("the resumed tasks own no slot before their first ({before})"),
     );
-    pc::conformance(
-        c,
-        out,
-        &repo().join("tests/vm/scenarios/admit/admit.json"),
-        RUN,
-        300,
-    );
-    out.check_clean_exit(c, RUN);
-    let mut b = Bounds::default();
-    let start = |slot: u64| s.t0_ns + slot * s.slot_us * 1000;
-    b.joined.insert("app".into(), start(fa));
-    b.joined.insert("vm1".into(), start(fv));
-    if let Some(fb) = from_of("batch") {
-        b.joined.insert("batch".into(), start(fb));
-    }
-    witness::check(c, out, RUN, &b);
+    let mut joined = vec![("app", fa), ("vm1", fv)];
+    joined.extend(from_of("batch").map(|fb| ("batch", fb)));
+    pc::admitted_run_closing(c, out, PLAN, RUN, &s, &joined);
 }
 
 #[test]
