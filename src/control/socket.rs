@@ -967,6 +967,31 @@ mod tests {
     }
 
     #[test]
+    fn a_control_group_is_a_gid_or_a_name_of_the_group_database() {
+        assert_eq!(
+            Group::lookup("4242").expect("a gid"),
+            Group {
+                gid: 4242,
+                name: "4242".into()
+            }
+        );
+        // root's group is 0 wherever /etc/group exists
+        if std::path::Path::new("/etc/group").exists() {
+            assert_eq!(Group::lookup("root").expect("root").gid, 0);
+        }
+        let e = Group::lookup("no-such-group-scx-tt")
+            .expect_err("unknown")
+            .to_string();
+        assert!(
+            e.starts_with("--control-group \"no-such-group-scx-tt\": no such group")
+                && e.contains("give a group name or a numeric gid"),
+            "{e}"
+        );
+        let e = Group::lookup("a\0b").expect_err("NUL").to_string();
+        assert!(e.contains("NUL"), "{e}");
+    }
+
+    #[test]
     fn peer_credentials_are_the_connecting_process() {
         let (a, _b) = UnixStream::pair().expect("pair");
         let p = peer_of(&a).expect("peer");

@@ -12,6 +12,7 @@
 //! a clock or a BPF map (the simulation driver is `crate::sim`, the kernel edge `src/cli/run`).
 
 pub mod cpu;
+pub mod interface;
 pub mod kernel_path;
 pub mod offline;
 pub mod policy;

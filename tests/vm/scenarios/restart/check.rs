@@ -59,6 +59,16 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ..crate::witness::Bounds::default()
     };
     crate::witness::check(c, out, "hotplug", &bounds);
+    // app (admitted at run time) is judged from its first slot on
+    let mut bounds = bounds;
+    let json: serde_json::Value = out.json("planner.json").unwrap_or_default();
+    if let (Some(f), Some(t0), Some(slot_us)) = (
+        out.reply("app")["tasks"][0]["from_slot"].as_u64(),
+        json["t0_ns"].as_u64(),
+        json["slot_us"].as_u64(),
+    ) {
+        bounds.joined.insert("app".into(), t0 + f * slot_us * 1000);
+    }
     crate::witness::check(c, out, "planner", &bounds);
     planner_mode(c, out);
     managed_cpu(c, out);
@@ -355,6 +365,54 @@ fn planner_mode(c: &mut Checks, out: &VmOutput) {
              planner_late_slots {} (the restart's gap counts)",
             after.len(),
             json["planner_late_slots"]
+        ),
+    );
+    // the task `ctl admit` added before the restart: its 2 slots in every whole frame after
+    // it (from the second frame start after the restart slot: the restart's gap), and it ran
+    // in them: the new scheduler registered its thread again (without it the thread is
+    // foreign to the new scheduler and runs on the housekeeping CPU only)
+    let reply = out.reply("app");
+    c.check(
+        out.rc("app") == "0" && reply["accepted"] == true,
+        format!("planner mode: app admitted before the restart: {reply}"),
+    );
+    let start = from.div_ceil(8) * 8 + 8;
+    let last = after.iter().map(|r| r.slot).max().unwrap_or(0);
+    let (mut frames, mut wrong) = (0, Vec::new());
+    let mut a = start;
+    while a + 8 <= last + 1 {
+        let n = after
+            .iter()
+            .filter(|r| (a..a + 8).contains(&r.slot) && harness::tt_owner(r) == Some("app"))
+            .count();
+        frames += 1;
+        if n < 2 {
+            wrong.push((a, n));
+        }
+        a += 8;
+    }
+    c.check(
+        frames >= 20 && wrong.is_empty(),
+        format!(
+            "planner mode: app owns >= 2 slots in each of {frames} frames after the restart \
+             (wrong: (slot, owned) {wrong:?})"
+        ),
+    );
+    let ran: u64 = after
+        .iter()
+        .filter(|r| harness::tt_owner(r) == Some("app"))
+        .filter_map(|r| r.ran_ns)
+        .sum();
+    let slots = after
+        .iter()
+        .filter(|r| harness::tt_owner(r) == Some("app"))
+        .count() as u64;
+    let pct = 100.0 * ran as f64 / (slots * 10_000_000).max(1) as f64;
+    c.check_timing(
+        pct >= 80.0,
+        format!(
+            "planner mode: app ran {pct:.1} % of its {slots} slots after the restart (>= 80 %: \
+             registered again)"
         ),
     );
 }

@@ -5,7 +5,9 @@
 #     offline: the kernel exits the scheduler asking for a restart, scx_tt attaches again with
 #     the same children and the switched table, and runs on to tt.duration_s (default 14).
 #     Independent evidence: sched_ext's enable_seq and hotplug_seq, the root ops name, dmesg.
-#  3. planner: the same hotplug in planner mode (--planner bss): a new planner thread.
+#  3. planner: the same hotplug in planner mode (--planner bss): a new planner thread; a busy
+#     process admitted at run time before it (`ctl admit`, 2 slots every 8) keeps its slots and
+#     runs in them after the restart (the new scheduler registers it again).
 #  2. managed: CPU 1 (managed) goes offline: the restart fails naming the CPU, exit 1, no child
 #     left.
 . /tt/lib.sh
@@ -82,10 +84,13 @@ result cpu2_back_rc $?
 # 3. planner mode: the same hotplug; the planner goes on with a new thread
 echo "tt-vm: run scx_tt --table $P/switch_a.json --planner bss; CPU 2 goes offline"
 witness_start
+APP=$(start_busy_loop)
+result app_pid $APP
 scx_tt --table $P/switch_a.json --planner bss --duration-s 10 --trace $OUT/planner.trace.jsonl \
-  --summary-json $OUT/planner.json > $OUT/planner.out 2> $OUT/planner.err &
+  --summary-json $OUT/planner.json --control "$SOCK" > $OUT/planner.out 2> $OUT/planner.err &
 pid=$!
 result planner_enable_ms "$(wait_state enabled 30000)"
+ctl app admit --name app --pid $APP --period-slots 8 --wcet-slots 2
 sleep 3
 witness_mark pause
 echo 0 > /sys/devices/system/cpu/cpu2/online
@@ -97,6 +102,7 @@ result planner_rc $?
 witness_stop planner
 result planner_state "$(scx_state)"
 cat $OUT/planner.out $OUT/planner.err
+kill $APP
 echo 1 > /sys/devices/system/cpu/cpu2/online
 result cpu2_back_again_rc $?
 
