@@ -9,9 +9,10 @@
 //! # What runs (no VM, no BPF: the product's control path over a fake BPF backend)
 //! - Server: `scx_tt::control::socket::ControlSocket` bound in a private temp dir, served by a
 //!   thread doing what the run loop does for the socket (src/cli/run/enforce.rs `run` and
-//!   `control_turn`): it sleeps in `sock.wait(timeout)` and, when that returns true or every
-//!   10 ms, `control.poll` / `sock.deliver`, `sock.serve(|line| control.serve(line, &mut
-//!   engine).map(|r| r.to_line()))`, `control.reap`; `Control::new(plan, ..)
+//!   `control_turn`): it sleeps in `sock.wait(timeout)`; every 10 ms `control.poll` /
+//!   `sock.deliver`, `sock.serve(|line| control.serve(line, &mut engine).map(|r| r.to_line()))`
+//!   over every connection and `control.reap`; when `wait` returned true in between, the same
+//!   with `sock.serve_ready` (only what `wait` saw ready); `Control::new(plan, ..)
 //!   .with_planner("bss", 2)`. An unpinned SCHED_OTHER thread, as the run loop.
 //! - Engine (the fake BPF backend): CLOCK_MONOTONIC (`scx_tt::clock::monotonic_ns`);
 //!   `with_planner` through the product's `PlannerHandle` (its `Mutex<KernelPlanner>` and
@@ -441,14 +442,17 @@ fn server_thread(
         let timeout = Duration::from_nanos(every.next_ns.saturating_sub(monotonic_ns()));
         let asked = sock.wait(timeout);
         let now = monotonic_ns();
-        if every.due(now) || asked {
+        // as the run loop: the 10 ms turn serves every connection and reaps, a wake for the
+        // socket only what was ready
+        let full = every.due(now);
+        if full || asked {
             stats.turns += 1;
             stats.asked += asked as u64;
             if let Some(reply) = control.poll(&mut engine) {
                 sock.deliver(&reply.to_line());
             }
             let handler_ns = &mut stats.handler_ns;
-            sock.serve(|line| {
+            let handle = |line: &str| {
                 let t0 = monotonic_ns();
                 let reply = match handler {
                     Handler::Control => control.serve(line, &mut engine).map(|r| r.to_line()),
@@ -456,8 +460,14 @@ fn server_thread(
                 };
                 handler_ns.push(monotonic_ns() - t0);
                 reply
-            });
-            control.reap(&mut engine, |_| true);
+            };
+            match full {
+                true => sock.serve(handle),
+                false => sock.serve_ready(handle),
+            }
+            if full {
+                control.reap(&mut engine, |_| true);
+            }
             let _ = control.take_added();
             let _ = control.take_policy_swaps();
             stats.longest_turn_ns = stats.longest_turn_ns.max(monotonic_ns() - now);

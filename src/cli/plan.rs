@@ -1,4 +1,4 @@
-//! `scx_tt plan check|explain|gen`.
+//! `scx_tt plan check|explain|gen|interface`.
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -6,6 +6,10 @@ use scx_tt::plan::cpus::{format_cpu_list, read_online_cpus, ONLINE_CPUS_PATH};
 use scx_tt::plan::explain::{explain, render_text};
 use scx_tt::plan::gen::{generate, GenError, GenParams};
 use scx_tt::plan::{self, LoadError, Plan};
+use scx_tt::planner::interface::{
+    optimal_interface, parse_tasks, Interface, InterfaceError, Scheduler, Supply, Task, Workload,
+};
+use serde::Serialize;
 use std::path::PathBuf;
 
 /// Exit code for an invalid plan or a refused `plan gen` argument.
@@ -27,6 +31,27 @@ pub enum PlanCmd {
     },
     /// Generate a random periodic plan with UUnifast (reproducible from --seed).
     Gen(GenArgs),
+    /// The optimal periodic resource interface (period, budget) of a periodic workload under
+    /// its local RM or EDF scheduler (docs/plan-format.md, "Compositional interfaces").
+    Interface(InterfaceArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct InterfaceArgs {
+    /// The component's tasks as "period,wcet;period,wcet;..." in slots (deadline = period).
+    #[arg(long, allow_hyphen_values = true)]
+    tasks: String,
+    /// The component's local scheduler: rm or edf.
+    #[arg(long, default_value = "rm")]
+    scheduler: Scheduler,
+    /// general: the budget may fall anywhere in each period (worst gap 2(period - budget));
+    /// aligned: the component's releases fall on period boundaries (harmonic tasks, period
+    /// dividing the smallest task period; worst gap period - budget).
+    #[arg(long, default_value = "general")]
+    supply: Supply,
+    /// JSON instead of text.
+    #[arg(long)]
+    json: bool,
 }
 
 /// Numeric flags take a negative value as their value (refused by the type or the range check,
@@ -92,7 +117,118 @@ pub fn run(cmd: PlanCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         PlanCmd::Gen(args) => gen(args),
+        PlanCmd::Interface(args) => interface(args),
     }
+}
+
+/// `plan interface --json`: the input, Γ and the figures of the text form.
+#[derive(Serialize)]
+struct InterfaceReport<'a> {
+    tasks: &'a [Task],
+    scheduler: Scheduler,
+    supply: Supply,
+    harmonic: bool,
+    /// Γ's period Π and budget Θ, in slots.
+    period: u64,
+    budget: u64,
+    /// Θ/Π, U_W and U_Γ − U_W as numbers, and the first two exactly ("num/den").
+    bandwidth: f64,
+    bandwidth_exact: String,
+    utilization: f64,
+    utilization_exact: String,
+    overhead: f64,
+    blackout_slots: u64,
+    critical_points: &'a [scx_tt::planner::interface::CriticalPoint],
+    forced_by_utilization: bool,
+    search_bound: u64,
+    periods_examined: u64,
+    evaluations: u64,
+}
+
+fn interface(a: InterfaceArgs) -> anyhow::Result<i32> {
+    let computed = parse_tasks(&a.tasks).and_then(|tasks| {
+        let w = Workload::new(&tasks)?;
+        Ok((tasks, optimal_interface(&w, a.scheduler, a.supply)?))
+    });
+    let (tasks, i) = match computed {
+        Ok(v) => v,
+        Err(e @ InterfaceError::Internal(_)) => return Err(e).context("plan interface"),
+        Err(e) => {
+            eprintln!("scx_tt: error: plan interface: --tasks: {e}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    if a.json {
+        let report = InterfaceReport {
+            tasks: &tasks,
+            scheduler: i.scheduler,
+            supply: i.supply,
+            harmonic: i.harmonic,
+            period: i.resource.period,
+            budget: i.resource.budget,
+            bandwidth: i.bandwidth.to_f64(),
+            bandwidth_exact: i.bandwidth.to_string(),
+            utilization: i.utilization.to_f64(),
+            utilization_exact: i.utilization.to_string(),
+            overhead: i.overhead(),
+            blackout_slots: i.blackout,
+            critical_points: &i.critical_points,
+            forced_by_utilization: i.forced_by_utilization,
+            search_bound: i.search_bound,
+            periods_examined: i.periods_examined,
+            evaluations: i.evaluations,
+        };
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", interface_text(&tasks, &i));
+    }
+    Ok(0)
+}
+
+fn interface_text(tasks: &[Task], i: &Interface) -> String {
+    let mut s = format!(
+        "workload: {} tasks, U_W = {:.6} ({}), {}harmonic; scheduler {}, supply {}\n",
+        tasks.len(),
+        i.utilization.to_f64(),
+        i.utilization,
+        if i.harmonic { "" } else { "not " },
+        i.scheduler,
+        i.supply,
+    );
+    s += &format!(
+        "interface Γ = (period {}, budget {}) slots\n\
+         bandwidth U_Γ = Θ/Π = {:.6} ({})\n\
+         overhead U_Γ − U_W = {:.6}\n\
+         blackout: up to {} slots without supply\n",
+        i.resource.period,
+        i.resource.budget,
+        i.bandwidth.to_f64(),
+        i.bandwidth,
+        i.overhead(),
+        i.blackout,
+    );
+    s += "critical points (one slot less of budget fails here):\n";
+    for c in &i.critical_points {
+        let who = match c.task {
+            Some(k) => format!(
+                "tasks[{k}] (period {}, wcet {}): ",
+                tasks[k].period, tasks[k].wcet
+            ),
+            None => String::new(),
+        };
+        s += &format!(
+            "  {who}t = {}: demand {} <= supply {}\n",
+            c.t, c.demand, c.supply
+        );
+    }
+    if i.forced_by_utilization {
+        s += "  and one slot less would be below U_W·Π (the long-run rate)\n";
+    }
+    s += &format!(
+        "search: {} periods examined up to the bound {}, {} test-point evaluations\n",
+        i.periods_examined, i.search_bound, i.evaluations
+    );
+    s
 }
 
 /// Every generated task spins, so a generated plan runs as a demo as it is.

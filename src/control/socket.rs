@@ -187,6 +187,8 @@ pub struct ControlSocket {
     access: Access,
     /// scx_tt's effective user.
     euid: u32,
+    /// [`ControlSocket::wait`] saw a connection to accept.
+    listener_ready: bool,
     /// (dev, ino) of the socket file we created: only that file is removed at the end.
     file_id: (u64, u64),
     conns: Vec<Conn>,
@@ -197,6 +199,8 @@ struct Conn {
     buf: Vec<u8>,
     opened: Instant,
     last_request: Instant,
+    /// [`ControlSocket::wait`] saw it readable (or it was just accepted).
+    ready: bool,
     /// A request of this connection was accepted and is answered later ([`ControlSocket::deliver`]):
     /// nothing more is read or answered on it until then, so replies stay in request order.
     waiting: bool,
@@ -247,6 +251,7 @@ impl ControlSocket {
             access: access.clone(),
             // SAFETY: geteuid has no preconditions.
             euid: unsafe { libc::geteuid() },
+            listener_ready: false,
             file_id: (meta.dev(), meta.ino()),
             conns: Vec::new(),
         };
@@ -279,9 +284,10 @@ impl ControlSocket {
 
     /// Sleeps until a client connects or sends, or `timeout` passes (a signal cuts it short).
     /// `true`: there may be something to serve (also at once when a request waits in a
-    /// connection's buffer for its turn). The run loop sleeps here, so that a request is
-    /// answered when it arrives, not at the next turn.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    /// connection's buffer for its turn); what woke it is kept for [`Self::serve_ready`]. The
+    /// run loop sleeps here, so that a request is answered when it arrives, not at the next
+    /// turn.
+    pub fn wait(&mut self, timeout: Duration) -> bool {
         if self
             .conns
             .iter()
@@ -306,7 +312,33 @@ impl ControlSocket {
         let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
         // SAFETY: fds is a valid array of fds.len() pollfds.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-        n > 0
+        if n <= 0 {
+            return false;
+        }
+        self.listener_ready = fds[0].revents != 0;
+        let mut polled = fds[1..].iter();
+        for c in self.conns.iter_mut().filter(|c| !c.waiting) {
+            c.ready = polled.next().is_some_and(|p| p.revents != 0);
+        }
+        true
+    }
+
+    /// [`Self::serve`] of only what [`Self::wait`] saw ready: the listener if a client
+    /// connected, the connections that sent (or hung up) and those with a complete request in
+    /// their buffer; the others are left as they are, their timeouts checked at the next
+    /// [`Self::serve`]. The run loop serves this way when it woke for the socket, and calls
+    /// `serve` on its 10 ms turn: a request costs its own connection's reads, not a pass over
+    /// every connection.
+    pub fn serve_ready(&mut self, mut handle: impl FnMut(&str) -> Option<String>) {
+        let now = Instant::now();
+        if std::mem::take(&mut self.listener_ready) {
+            self.accept_all(now);
+        }
+        let mut budget = MAX_REQUESTS_PER_TURN;
+        self.conns.retain_mut(|c| {
+            let due = std::mem::take(&mut c.ready) || (!c.waiting && c.buf.contains(&b'\n'));
+            !due || c.serve(now, &mut budget, &mut handle) == Keep::Open
+        });
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
@@ -332,6 +364,18 @@ impl ControlSocket {
 
     /// `serve` with the time given (tests step it).
     fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> Option<String>) {
+        self.listener_ready = false;
+        self.accept_all(now);
+        let mut budget = MAX_REQUESTS_PER_TURN;
+        self.conns.retain_mut(|c| {
+            c.ready = false;
+            c.serve(now, &mut budget, &mut handle) == Keep::Open
+        });
+    }
+
+    /// Accepts every pending connection: refused ones (peer credentials, too many) get their
+    /// line and are closed.
+    fn accept_all(&mut self, now: Instant) {
         loop {
             match self.listener.accept() {
                 Ok((stream, _)) => {
@@ -358,6 +402,8 @@ impl ControlSocket {
                         opened: now,
                         last_request: now,
                         waiting: false,
+                        // a request sent with the connect is read at once
+                        ready: true,
                     });
                 }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -368,9 +414,6 @@ impl ControlSocket {
                 }
             }
         }
-        let mut budget = MAX_REQUESTS_PER_TURN;
-        self.conns
-            .retain_mut(|c| c.serve(now, &mut budget, &mut handle) == Keep::Open);
     }
 }
 
@@ -411,6 +454,11 @@ impl Conn {
                 Ok(n) => {
                     self.buf.extend_from_slice(&chunk[..n]);
                     budget = budget.saturating_sub(n);
+                    if n < chunk.len() {
+                        // a unix stream socket hands over all it holds: a short read emptied
+                        // it (more that comes later wakes the next wait)
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -1097,6 +1145,46 @@ mod tests {
             1,
             "only the member's request"
         );
+    }
+
+    #[test]
+    fn serve_ready_serves_what_wait_saw_and_leaves_the_rest() {
+        let path = temp_path("ready");
+        let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+        let quiet = UnixStream::connect(&path).expect("connect");
+        sock.serve(|_| None);
+        assert_eq!(sock.conns.len(), 1);
+        // a new client's request sent with its connect: one wait, one serve_ready, answered
+        let talker = UnixStream::connect(&path).expect("connect");
+        (&talker).write_all(b"status\n").expect("write");
+        assert!(sock.wait(Duration::from_secs(2)));
+        let mut seen = Vec::new();
+        sock.serve_ready(|line| {
+            seen.push(line.to_string());
+            Some("{}\n".into())
+        });
+        assert_eq!(seen, ["status"]);
+        assert_eq!(read_line(&talker), "{}\n");
+        // the quiet one was not ready: untouched even past its idle timeout (only the full
+        // turn closes it), then the full turn does
+        let old = Instant::now() - IDLE_TIMEOUT - Duration::from_secs(1);
+        sock.conns[0].last_request = old;
+        (&talker).write_all(b"again\n").expect("write");
+        assert!(sock.wait(Duration::from_secs(2)));
+        assert!(sock.conns[1].ready && !sock.conns[0].ready);
+        sock.serve_ready(|line| {
+            seen.push(line.to_string());
+            Some("{}\n".into())
+        });
+        assert_eq!(seen, ["status", "again"]);
+        assert_eq!(
+            sock.conns.len(),
+            2,
+            "the quiet connection is left for the full turn"
+        );
+        sock.serve(|_| Some("{}\n".into()));
+        assert_eq!(sock.conns.len(), 1, "the full turn closes the idle one");
+        drop(quiet);
     }
 
     #[test]

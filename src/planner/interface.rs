@@ -348,7 +348,9 @@ pub enum InterfaceError {
     TooManyTasks { count: usize },
     #[error("tasks[{task}] = {text:?}: expected \"period,wcet\" (two whole numbers of slots)")]
     Syntax { task: usize, text: String },
-    #[error("tasks[{task}].{field} = {text:?}: not a whole number of slots (digits only, below 2^64)")]
+    #[error(
+        "tasks[{task}].{field} = {text:?}: not a whole number of slots (digits only, below 2^64)"
+    )]
     NotANumber {
         task: usize,
         field: &'static str,
@@ -382,7 +384,12 @@ pub enum InterfaceError {
         "supply aligned: tasks[{a}].period = {pa} and tasks[{b}].period = {pb} do not divide \
          each other; the aligned supply needs a harmonic workload"
     )]
-    NotHarmonic { a: usize, pa: u64, b: usize, pb: u64 },
+    NotHarmonic {
+        a: usize,
+        pa: u64,
+        b: usize,
+        pb: u64,
+    },
     #[error(
         "tasks: the RM test has {points} scheduling points (Σ_i Σ_(k ≤ i) ⌊p_i/p_k⌋), above \
          the cap of {MAX_TEST_POINTS}: the periods are too far apart"
@@ -1287,8 +1294,16 @@ mod tests {
                         }
                     }
                     let g = res(p, theta);
-                    assert_eq!(g.sbf(Supply::General, t), least_any, "Γ=({p},{theta}) t={t}");
-                    assert_eq!(g.sbf(Supply::Aligned, t), least_boundary, "Γ=({p},{theta}) t={t}");
+                    assert_eq!(
+                        g.sbf(Supply::General, t),
+                        least_any,
+                        "Γ=({p},{theta}) t={t}"
+                    );
+                    assert_eq!(
+                        g.sbf(Supply::Aligned, t),
+                        least_boundary,
+                        "Γ=({p},{theta}) t={t}"
+                    );
                 }
             }
         }
@@ -1549,8 +1564,14 @@ mod tests {
         assert!(matches!(err, InterfaceError::WorkCap { .. }), "{err}");
         // The test itself is cheap and exact at the edge.
         let g = res(MAX_PERIOD_SLOTS, MAX_PERIOD_SLOTS);
-        assert_eq!(schedulable(&wl, Scheduler::Rm, Supply::General, g), Ok(true));
-        assert_eq!(schedulable(&wl, Scheduler::Edf, Supply::General, g), Ok(true));
+        assert_eq!(
+            schedulable(&wl, Scheduler::Rm, Supply::General, g),
+            Ok(true)
+        );
+        assert_eq!(
+            schedulable(&wl, Scheduler::Edf, Supply::General, g),
+            Ok(true)
+        );
     }
 
     #[test]

@@ -263,7 +263,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             let (mut loaded, mut asked) = (false, false);
             if self.live.loader.loading() {
                 loaded = self.live.loader.wait(timeout);
-            } else if let Some(sock) = self.d.socket.as_ref() {
+            } else if let Some(sock) = self.d.socket.as_mut() {
                 asked = sock.wait(timeout);
             } else {
                 let _ = self.ring.poll(timeout);
@@ -276,11 +276,12 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
             }
-            // (`due` first: it also moves the turn's deadline on)
-            if control.due(now) || asked {
-                self.serve_control();
+            if control.due(now) {
+                self.control_turn(Turn::Full);
+            } else if asked {
+                self.control_turn(Turn::Ready);
             } else if loaded {
-                self.answer_switch();
+                self.control_turn(Turn::Switch);
             }
             if shutdown.requested() {
                 return Ok(ExitReason::Signal);
@@ -309,19 +310,9 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         test.poll(reader, cur)
     }
 
-    /// Answers the control socket's requests against this scheduler.
-    fn serve_control(&mut self) {
-        self.control_turn(true);
-    }
-
-    /// The switch whose plan has just loaded: written and answered at once, between turns.
-    fn answer_switch(&mut self) {
-        self.control_turn(false);
-    }
-
-    /// A switch whose plan has loaded is written first, then answered on its connection; then,
-    /// if `serve`, the socket's requests.
-    fn control_turn(&mut self, serve: bool) {
+    /// A switch whose plan has loaded is written first, then answered on its connection; then
+    /// the socket's requests as `turn` says.
+    fn control_turn(&mut self, turn: Turn) {
         let d = &mut *self.d;
         let args = d.args;
         let Some(sock) = d.socket.as_mut() else {
@@ -341,12 +332,17 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             store_control_state(args, control);
             sock.deliver(&reply.to_line());
         }
-        if serve {
-            sock.serve(|line| {
-                let reply = control.serve(line, &mut engine);
-                store_control_state(args, control);
-                reply.map(|r| r.to_line())
-            });
+        let handle = |line: &str| {
+            let reply = control.serve(line, &mut engine);
+            store_control_state(args, control);
+            reply.map(|r| r.to_line())
+        };
+        match turn {
+            Turn::Full => sock.serve(handle),
+            Turn::Ready => sock.serve_ready(handle),
+            Turn::Switch => {}
+        }
+        if turn == Turn::Full {
             // admitted tasks whose threads are gone free their capacity
             control.reap(&mut engine, |tid| d.procfs.tid_alive(tid));
             store_control_state(args, control);
@@ -647,4 +643,16 @@ fn store_control_state(args: &RunArgs, control: &mut Control) {
     if let Err(e) = control_journal::store(&args.run_dir, &state) {
         eprintln!("scx_tt: warning: the control state: {e} (a restart with --resume would not bring this change back)");
     }
+}
+
+/// What a turn of the run loop does with the control socket, after writing and answering a
+/// switch whose plan has loaded.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Turn {
+    /// The 10 ms turn: every connection (timeouts too), then the reaping of admitted tasks.
+    Full,
+    /// The loop woke for the socket: what `ControlSocket::wait` saw ready.
+    Ready,
+    /// Only the switch.
+    Switch,
 }
