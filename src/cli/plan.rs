@@ -7,7 +7,8 @@ use scx_tt::plan::explain::{explain, render_text};
 use scx_tt::plan::gen::{generate, GenError, GenParams};
 use scx_tt::plan::{self, LoadError, Plan};
 use scx_tt::planner::interface::{
-    optimal_interface, parse_tasks, Interface, InterfaceError, Scheduler, Supply, Task, Workload,
+    optimal_interface, parse_tasks, CriticalPoint, Interface, InterfaceError, Scheduler, Supply,
+    Task, Workload,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -131,14 +132,15 @@ struct InterfaceReport<'a> {
     /// Γ's period Π and budget Θ, in slots.
     period: u64,
     budget: u64,
-    /// Θ/Π, U_W and U_Γ − U_W as numbers, and the first two exactly ("num/den").
+    /// Θ/Π, U_W and U_Γ − U_W as numbers, and the first two exactly ("num/den"; U_W only
+    /// when the hyperperiod is below 2^64).
     bandwidth: f64,
     bandwidth_exact: String,
     utilization: f64,
-    utilization_exact: String,
+    utilization_exact: Option<String>,
     overhead: f64,
     blackout_slots: u64,
-    critical_points: &'a [scx_tt::planner::interface::CriticalPoint],
+    critical_points: &'a [CriticalPoint],
     forced_by_utilization: bool,
     search_bound: u64,
     periods_examined: u64,
@@ -154,7 +156,7 @@ fn interface(a: InterfaceArgs) -> anyhow::Result<i32> {
         Ok(v) => v,
         Err(e @ InterfaceError::Internal(_)) => return Err(e).context("plan interface"),
         Err(e) => {
-            eprintln!("scx_tt: error: plan interface: --tasks: {e}");
+            eprintln!("scx_tt: error: plan interface: {e}");
             return Ok(EXIT_INVALID);
         }
     };
@@ -168,9 +170,9 @@ fn interface(a: InterfaceArgs) -> anyhow::Result<i32> {
             budget: i.resource.budget,
             bandwidth: i.bandwidth.to_f64(),
             bandwidth_exact: i.bandwidth.to_string(),
-            utilization: i.utilization.to_f64(),
-            utilization_exact: i.utilization.to_string(),
-            overhead: i.overhead(),
+            utilization: i.utilization,
+            utilization_exact: i.utilization_exact.map(|u| u.to_string()),
+            overhead: i.overhead,
             blackout_slots: i.blackout,
             critical_points: &i.critical_points,
             forced_by_utilization: i.forced_by_utilization,
@@ -186,10 +188,12 @@ fn interface(a: InterfaceArgs) -> anyhow::Result<i32> {
 }
 
 fn interface_text(tasks: &[Task], i: &Interface) -> String {
+    let exact = i
+        .utilization_exact
+        .map_or_else(|| "hyperperiod above 2^64".to_string(), |u| u.to_string());
     let mut s = format!(
-        "workload: {} tasks, U_W = {:.6} ({}), {}harmonic; scheduler {}, supply {}\n",
+        "workload: {} tasks, U_W = {:.6} ({exact}), {}harmonic; scheduler {}, supply {}\n",
         tasks.len(),
-        i.utilization.to_f64(),
         i.utilization,
         if i.harmonic { "" } else { "not " },
         i.scheduler,
@@ -204,7 +208,7 @@ fn interface_text(tasks: &[Task], i: &Interface) -> String {
         i.resource.budget,
         i.bandwidth.to_f64(),
         i.bandwidth,
-        i.overhead(),
+        i.overhead,
         i.blackout,
     );
     s += "critical points (one slot less of budget fails here):\n";
