@@ -23,6 +23,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns};
+use scx_tt::plan::gen::SplitMix64;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -74,28 +75,10 @@ enum End {
     None,
 }
 
-/// splitmix64: a small, seeded, well-mixed generator (no dependency for a test workload).
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `lo..=hi`.
-    fn between(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
-
 /// The execution time of a job: `exec_ns` × a share drawn in `min_pct..=max_pct` percent, at
 /// 0.01 % resolution.
-fn draw_exec_ns(rng: &mut SplitMix, exec_ns: u64, min_pct: u64, max_pct: u64) -> u64 {
-    let basis_points = rng.between(min_pct * 100, max_pct * 100);
+fn draw_exec_ns(rng: &mut SplitMix64, exec_ns: u64, min_pct: u64, max_pct: u64) -> u64 {
+    let basis_points = min_pct * 100 + rng.below((max_pct - min_pct) * 100 + 1);
     (exec_ns as u128 * basis_points as u128 / 10_000) as u64
 }
 
@@ -174,7 +157,7 @@ fn main() -> Result<()> {
         (None, None) => monotonic_ns(),
     };
     let period = args.period_us * 1000;
-    let mut rng = SplitMix(args.seed);
+    let mut rng = SplitMix64::new(args.seed);
     let mut release = first_release(t0, period, monotonic_ns());
     let mut done = 0u64;
     // the previous job's line, written once the next job is released
@@ -231,8 +214,8 @@ mod tests {
 
     #[test]
     fn execution_draws_stay_in_the_share_and_follow_the_seed() {
-        let mut a = SplitMix(7);
-        let mut b = SplitMix(7);
+        let mut a = SplitMix64::new(7);
+        let mut b = SplitMix64::new(7);
         for _ in 0..1_000 {
             let x = draw_exec_ns(&mut a, 20_000_000, 30, 100);
             assert!((6_000_000..=20_000_000).contains(&x), "{x}");

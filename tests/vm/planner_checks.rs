@@ -295,3 +295,13 @@ pub fn admitted_run_closing(
     }
     crate::witness::check(c, out, run, &b);
 }
+
+/// The records of RUN's `--trace` (RUN.trace.jsonl); none, with a failed check saying why, when
+/// it cannot be read.
+pub fn trace_of(c: &mut Checks, out: &VmOutput, run: &str) -> Vec<SlotRecord> {
+    out.records(&format!("{run}.trace.jsonl"))
+        .unwrap_or_else(|e| {
+            c.check(false, format!("trace: {e}"));
+            Vec::new()
+        })
+}

@@ -27,7 +27,6 @@
 
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned};
-use scx_tt::trace::SlotRecord;
 
 const RUN: &str = "admit";
 const FRAME: u64 = 10;
@@ -194,12 +193,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         vm2b["tasks"][0]["from_slot"].as_u64().unwrap_or(u64::MAX),
     );
     let r1 = gone.unwrap_or(u64::MAX);
-    let trace: Vec<SlotRecord> = out
-        .records(&format!("{RUN}.trace.jsonl"))
-        .unwrap_or_else(|e| {
-            c.check(false, format!("trace: {e}"));
-            Vec::new()
-        });
+    let trace = pc::trace_of(c, out, RUN);
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
     // per whole frame from app's first: app 3, tt-a 4, vm1 2 while admitted (frames that

@@ -24,7 +24,6 @@
 
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned};
-use scx_tt::trace::SlotRecord;
 
 const RUN: &str = "second";
 const PLAN: &str = "tests/vm/scenarios/admit/admit.json";
@@ -172,12 +171,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let (Some(fa), Some(fv)) = (fa, fv) else {
         return;
     };
-    let trace: Vec<SlotRecord> = out
-        .records(&format!("{RUN}.trace.jsonl"))
-        .unwrap_or_else(|e| {
-            c.check(false, format!("trace: {e}"));
-            Vec::new()
-        });
+    let trace = pc::trace_of(c, out, RUN);
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
     let first = fa.max(fv).div_ceil(FRAME) * FRAME;
