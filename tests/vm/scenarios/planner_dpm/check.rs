@@ -29,6 +29,7 @@ use crate::harness::{repo, Checks, Summary, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners};
 use crate::witness::{self, Bounds, Kind};
 use scx_tt::trace::{SlotKind, SlotRecord};
+use std::collections::BTreeSet;
 
 const RUN: &str = "dpm";
 const BE_RUN: &str = "dpmbe";
@@ -81,13 +82,20 @@ fn counter(r: &Run, name: &str) -> u64 {
 }
 
 /// Maximal runs `[a, b)` of recorded slots of CPU 1 from `from` on without an owner, closed by
-/// an owned slot (a run still open at the end is left out).
-fn idle_runs(cpu1: &[&SlotRecord], from: u64) -> Vec<(u64, u64)> {
+/// an owned slot (a run still open at the end is left out), split where a DPM idle period
+/// starts (`starts`): two periods back to back are two periods, each with its own wake (an
+/// admission's job can end a few slots before an interval boundary, where the planner ends one
+/// idle period and starts the next).
+fn idle_runs(cpu1: &[&SlotRecord], from: u64, starts: &BTreeSet<u64>) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     let mut start = None;
     for r in cpu1.iter().filter(|r| r.slot >= from) {
         match (r.kind == SlotKind::Tt, start) {
             (false, None) => start = Some(r.slot),
+            (false, Some(a)) if starts.contains(&r.slot) => {
+                out.push((a, r.slot));
+                start = Some(r.slot);
+            }
             (true, Some(a)) => {
                 out.push((a, r.slot));
                 start = None;
@@ -96,6 +104,30 @@ fn idle_runs(cpu1: &[&SlotRecord], from: u64) -> Vec<(u64, u64)> {
         }
     }
     out
+}
+
+/// The first slots of the DPM idle periods of `--idle-log` (RUN.idle.jsonl): a line starts a
+/// period unless it extends the one before (a period published in pieces is written again,
+/// one slot later, each slot: its `from_slot` lies inside the previous line's period).
+fn period_starts(out: &VmOutput) -> BTreeSet<u64> {
+    let text = out.file(&format!("{RUN}.idle.jsonl")).unwrap_or_default();
+    let mut starts = BTreeSet::new();
+    let mut until = 0;
+    for l in text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|l| l["cpu"] == pc::CPU)
+    {
+        let (f, u) = (
+            l["from_slot"].as_u64().unwrap_or(0),
+            l["until_slot"].as_u64().unwrap_or(0),
+        );
+        if f >= until {
+            starts.insert(f);
+        }
+        until = u;
+    }
+    starts
 }
 
 /// pids of a task's threads (the summary's tids).
@@ -236,7 +268,7 @@ fn check_dpm(c: &mut Checks, out: &VmOutput) {
         .filter(|e| e.cpu == pc::CPU && e.kind == Kind::Timer)
         .map(|e| e.ts_ns)
         .collect();
-    let runs: Vec<(u64, u64)> = idle_runs(&cpu1, FROM)
+    let runs: Vec<(u64, u64)> = idle_runs(&cpu1, FROM, &period_starts(out))
         .into_iter()
         .filter(|&(a, b)| b - a >= 4)
         .collect();
