@@ -51,6 +51,14 @@ pub const ENTRY_JOB_START: u32 = 1 << 16;
 pub const COMPLETION_NONE: u8 = 0;
 pub const COMPLETION_YIELD: u8 = 1;
 pub const COMPLETION_BLOCK: u8 = 2;
+/// `enum tt_server`: what a tt owner's unused slot time becomes (`server_design` rodata).
+pub const SERVER_WCPS: u8 = 0;
+pub const SERVER_PTPS: u8 = 1;
+pub const SERVER_CRPS: u8 = 2;
+/// `enum tt_local`: how a tt task orders its threads (`task_local` bss).
+pub const LOCAL_FIFO: u8 = 0;
+pub const LOCAL_RM: u8 = 1;
+pub const LOCAL_EDF: u8 = 2;
 /// Entries of the BPF `table` map at most (both halves of the double buffer): a BPF array's
 /// size in bytes (`max_entries` × 4-byte values) must stay below 4 GiB.
 pub const MAX_TABLE_ENTRIES: u64 = u32::MAX as u64 / 4;
@@ -128,6 +136,12 @@ mod checks {
     const _: () = assert!(c::tt_completion_TT_COMPLETION_NONE as u8 == COMPLETION_NONE);
     const _: () = assert!(c::tt_completion_TT_COMPLETION_YIELD as u8 == COMPLETION_YIELD);
     const _: () = assert!(c::tt_completion_TT_COMPLETION_BLOCK as u8 == COMPLETION_BLOCK);
+    const _: () = assert!(c::tt_server_TT_SERVER_WCPS as u8 == SERVER_WCPS);
+    const _: () = assert!(c::tt_server_TT_SERVER_PTPS as u8 == SERVER_PTPS);
+    const _: () = assert!(c::tt_server_TT_SERVER_CRPS as u8 == SERVER_CRPS);
+    const _: () = assert!(c::tt_local_TT_LOCAL_FIFO as u8 == LOCAL_FIFO);
+    const _: () = assert!(c::tt_local_TT_LOCAL_RM as u8 == LOCAL_RM);
+    const _: () = assert!(c::tt_local_TT_LOCAL_EDF as u8 == LOCAL_EDF);
     // task ids and flags do not overlap
     const _: () = assert!((MAX_TASKS as u32 - 1) & !ENTRY_TASK_MASK == 0);
     const _: () = assert!(ENTRY_JOB_START & ENTRY_TASK_MASK == 0);
@@ -138,7 +152,7 @@ mod checks {
     // bindgen gives the all-ones 64-bit #define as -1 (i32); sign extension restores it.
     const _: () = assert!(c::TT_NO_SWITCH as i64 as u64 == NO_SWITCH);
     // The sizes of intf.h's _Static_assert lines.
-    const _: () = assert!(size_of::<tt_task_ctx>() == 8);
+    const _: () = assert!(size_of::<tt_task_ctx>() == 16);
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
@@ -226,6 +240,12 @@ mod tests {
         assert_eq!(value("TT_COMPLETION_NONE"), COMPLETION_NONE.to_string());
         assert_eq!(value("TT_COMPLETION_YIELD"), COMPLETION_YIELD.to_string());
         assert_eq!(value("TT_COMPLETION_BLOCK"), COMPLETION_BLOCK.to_string());
+        assert_eq!(value("TT_SERVER_WCPS"), SERVER_WCPS.to_string());
+        assert_eq!(value("TT_SERVER_PTPS"), SERVER_PTPS.to_string());
+        assert_eq!(value("TT_SERVER_CRPS"), SERVER_CRPS.to_string());
+        assert_eq!(value("TT_LOCAL_FIFO"), LOCAL_FIFO.to_string());
+        assert_eq!(value("TT_LOCAL_RM"), LOCAL_RM.to_string());
+        assert_eq!(value("TT_LOCAL_EDF"), LOCAL_EDF.to_string());
         assert_eq!(ENTRY_JOB_START, 1 << 16);
     }
 

@@ -83,6 +83,23 @@ enum tt_completion {
 };
 
 /*
+ * What a tt owner's unused slot time becomes (rodata server_design; seed 001's server designs,
+ * tt_sched.bpf.c C): the owner has no runnable thread or its job is done.
+ */
+enum tt_server {
+	TT_SERVER_WCPS = 0, /* be work (the default) */
+	TT_SERVER_PTPS = 1, /* nothing: the CPU idles to the end of the slot */
+	TT_SERVER_CRPS = 2, /* another tt task of the CPU with a current job (EDF), then be work */
+};
+
+/* How a tt task orders its own threads in its DSQ (bss task_local; tt_sched.bpf.c D). */
+enum tt_local {
+	TT_LOCAL_FIFO = 0,
+	TT_LOCAL_RM = 1, /* by the thread's period (tt_task_ctx.period_ns), shortest first */
+	TT_LOCAL_EDF = 2, /* by the thread's current deadline: its last wakeup + its period */
+};
+
+/*
  * Dispatch queues. Only housekeeping CPUs consume TT_DSQ_HOUSEKEEPING; only the task's
  * managed CPU consumes TT_DSQ_TASK_BASE + task (tt); managed CPUs consume their
  * TT_DSQ_BE_CPU_BASE + cpu and TT_DSQ_BE_ANY (be tasks not restricted to one CPU).
@@ -98,6 +115,7 @@ enum tt_dsq {
 struct tt_task_ctx {
 	u32 task; /* index into the plan's tasks */
 	u32 inherited; /* 1 when BPF added it at fork of a plan thread */
+	u64 period_ns; /* local scheduling (tt_local): the thread's period; 0: not named */
 };
 
 /* Context of the SEC("syscall") programs arm_timer / disarm_timer. */
@@ -202,7 +220,7 @@ struct tt_cpu_stats {
 	u64 dpm_shortened; /* deferrals cut short from ops.dispatch (a lowered dpm_until) */
 };
 
-_Static_assert(sizeof(struct tt_task_ctx) == 8, "tt_task_ctx");
+_Static_assert(sizeof(struct tt_task_ctx) == 16, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");

@@ -161,6 +161,90 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// One entry per managed CPU, same order as `managed`.
     pub cpus: Vec<CpuPlan>,
+    /// What a `tt` owner's unused slot time becomes (`server`, docs/plan-format.md).
+    #[serde(skip_serializing_if = "ServerDesign::is_default")]
+    pub server: ServerDesign,
+}
+
+/// Seed 001's server designs, for what happens to the time of a slot whose `tt` owner has no
+/// runnable thread or whose job is done (docs/plan-format.md `server`, src/bpf/tt_sched.bpf.c C).
+/// Free slots (owned by no task) go to `be` work under every design.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServerDesign {
+    /// Purely time-driven: the CPU idles for the rest of the owner's slot.
+    Ptps,
+    /// Work-conserving: `be` work runs (the behaviour before this option existed).
+    #[default]
+    Wcps,
+    /// Capacity-reclaiming: another `tt` task of the CPU whose current job is released, not
+    /// done and has a runnable thread runs first (earliest absolute deadline first); then `be`.
+    Crps,
+}
+
+impl ServerDesign {
+    pub fn is_default(&self) -> bool {
+        *self == ServerDesign::Wcps
+    }
+
+    /// The value of rodata `server_design` (`enum tt_server`).
+    pub fn abi(self) -> u8 {
+        match self {
+            ServerDesign::Ptps => crate::abi::SERVER_PTPS,
+            ServerDesign::Wcps => crate::abi::SERVER_WCPS,
+            ServerDesign::Crps => crate::abi::SERVER_CRPS,
+        }
+    }
+}
+
+impl std::str::FromStr for ServerDesign {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ptps" => Ok(ServerDesign::Ptps),
+            "wcps" => Ok(ServerDesign::Wcps),
+            "crps" => Ok(ServerDesign::Crps),
+            _ => Err(format!("{s:?} is not a server design: ptps, wcps or crps")),
+        }
+    }
+}
+
+impl std::fmt::Display for ServerDesign {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ServerDesign::Ptps => "ptps",
+            ServerDesign::Wcps => "wcps",
+            ServerDesign::Crps => "crps",
+        })
+    }
+}
+
+/// Local scheduling inside a `tt` task (seed 001, a component's own scheduler): the task's
+/// threads named by its interface workload run in the task's slots by RM priority (shorter
+/// period first) or by EDF on each thread's current deadline (its last wakeup + its period),
+/// instead of FIFO (src/bpf/tt_sched.bpf.c D). Threads of the task the workload does not name
+/// come after every named one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocalSched {
+    pub scheduler: crate::planner::interface::Scheduler,
+    pub threads: Vec<LocalThread>,
+}
+
+/// One periodic thread of a component's workload, in slots.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct LocalThread {
+    pub thread: ThreadSelector,
+    pub period: Slot,
+    pub wcet: u64,
+}
+
+/// How a thread of a task is named in the plan.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThreadSelector {
+    /// Thread name (`/proc/<pid>/task/<tid>/comm`).
+    Comm(String),
+    Tid(u32),
 }
 
 impl Plan {
@@ -206,6 +290,9 @@ pub struct Task {
     pub start: Start,
     /// How a job of a `tt` task ends early (`be` tasks: always `None`).
     pub completion: Completion,
+    /// Local scheduling of the task's threads (`interface` with named threads); `None`: FIFO.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<LocalSched>,
 }
 
 /// How a job of a `tt` task ends before its slots do (docs/plan-format.md, `completion`;

@@ -16,7 +16,7 @@ use super::limits;
 use super::raw::{RawPlan, RawTask};
 use super::table::check_table;
 use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
-use super::{Class, Completion, CpuPlan, Plan, QemuSelector, Selector, Start, Task};
+use super::{Class, Completion, CpuPlan, Plan, QemuSelector, Selector, ServerDesign, Start, Task};
 use crate::planner::offline::{edf, intervals, Job, Slot};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -105,6 +105,7 @@ impl TryFrom<RawPlan> for Plan {
                 cpu,
                 start: t.start,
                 completion: t.completion,
+                local: None,
             })
             .collect();
         let mut cpus: Vec<CpuPlan> = f
@@ -136,6 +137,7 @@ impl TryFrom<RawPlan> for Plan {
             housekeeping: f.housekeeping,
             tasks,
             cpus,
+            server: ServerDesign::default(),
         })
     }
 }

@@ -295,6 +295,7 @@ mod tests {
                 Class::Tt => Completion::Yield,
                 Class::Be => Completion::None,
             },
+            local: None,
         }
     }
 
@@ -350,6 +351,7 @@ mod tests {
                     intervals: Vec::new(),
                 },
             ],
+            server: Default::default(),
         }
     }
 

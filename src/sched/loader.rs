@@ -463,9 +463,10 @@ impl<'a> Scheduler<'a> {
             let ctx = abi::tt_task_ctx {
                 task: task as u32,
                 inherited: 0,
+                period_ns: 0,
             };
             // SAFETY: tt_task_ctx is plain old data of the size checked above.
-            let bytes: [u8; 8] = unsafe { std::mem::transmute(ctx) };
+            let bytes: [u8; 16] = unsafe { std::mem::transmute(ctx) };
             skel.maps
                 .task_ctx
                 .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
@@ -619,9 +620,10 @@ impl<'a> Scheduler<'a> {
         let marker = abi::tt_task_ctx {
             task: abi::LOADER_TASK,
             inherited: 0,
+            period_ns: 0,
         };
         // SAFETY: tt_task_ctx is plain old data of the size checked above.
-        let bytes: [u8; 8] = unsafe { std::mem::transmute(marker) };
+        let bytes: [u8; 16] = unsafe { std::mem::transmute(marker) };
         self.skel
             .maps
             .task_ctx
@@ -709,9 +711,10 @@ impl<'a> Scheduler<'a> {
             let ctx = abi::tt_task_ctx {
                 task: index as u32,
                 inherited: 0,
+                period_ns: 0,
             };
             // SAFETY: tt_task_ctx is plain old data of the size checked in abi.rs.
-            let bytes: [u8; 8] = unsafe { std::mem::transmute(ctx) };
+            let bytes: [u8; 16] = unsafe { std::mem::transmute(ctx) };
             self.skel
                 .maps
                 .task_ctx
