@@ -156,7 +156,7 @@ mod checks {
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
-    const _: () = assert!(size_of::<tt_task_stats>() == 32);
+    const _: () = assert!(size_of::<tt_task_stats>() == 40);
     const _: () = assert!(size_of::<tt_cpu_stats>() == 120);
 }
 

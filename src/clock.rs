@@ -104,3 +104,63 @@ mod tests {
         assert!(monotonic_ns() >= b + 1_000_000);
     }
 }
+
+// ---- helpers of the workload programs (src/bin/tt_jobs.rs, src/bin/tt_component.rs) ----
+
+/// The first release at or after `now`: `t0 + k * period`.
+pub fn first_release(t0: u64, period: u64, now: u64) -> u64 {
+    if now <= t0 {
+        return t0;
+    }
+    t0 + (now - t0).div_ceil(period) * period
+}
+
+/// CPU time of the calling thread, ns.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: ts is a valid timespec for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Spins until the calling thread has used `ns` more CPU time (preemption does not shorten it).
+pub fn spin_cpu(ns: u64) {
+    let end = thread_cpu_ns() + ns;
+    while thread_cpu_ns() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Spins until CLOCK_MONOTONIC reaches `ns`.
+pub fn spin_until(ns: u64) {
+    while monotonic_ns() < ns {
+        std::hint::spin_loop();
+    }
+}
+
+/// `t0_ns` of the first line of `path` (a JSON object: scx_tt's `--trace` header), waiting up
+/// to 30 s for the file and the line.
+pub fn t0_from(path: &std::path::Path) -> Result<u64, String> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Some(line) = text.lines().next().filter(|_| text.contains('\n')) {
+                let v: serde_json::Value = serde_json::from_str(line)
+                    .map_err(|e| format!("the first line of {}: {e}", path.display()))?;
+                return v["t0_ns"]
+                    .as_u64()
+                    .ok_or_else(|| format!("{} has no t0_ns in its header", path.display()));
+            }
+        }
+        if start.elapsed() > std::time::Duration::from_secs(30) {
+            return Err(format!(
+                "{} did not get its header line within 30 s",
+                path.display()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}

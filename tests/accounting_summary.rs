@@ -73,16 +73,19 @@ fn planned_is_slot_length_times_owned_slots_and_delivered_sums_owner_ns() {
             run_ns: 20_000_000,
             inside_ns: 19_500_000,
             jobs_done: 3,
+            reclaimed_ns: 0,
         },
         TaskCounters {
             run_ns: 4_000_000,
             inside_ns: 4_000_000,
             jobs_done: 0,
+            reclaimed_ns: 0,
         },
         TaskCounters {
             run_ns: 7_000_000,
             inside_ns: 6_000_000,
             jobs_done: 0,
+            reclaimed_ns: 0,
         },
     ];
     let s = acc.summary(&facts(counters));

@@ -18,6 +18,8 @@ mod witness;
 mod admit;
 #[path = "vm/scenarios/completion/check.rs"]
 mod completion;
+#[path = "vm/scenarios/compositional/check.rs"]
+mod compositional;
 #[path = "vm/scenarios/cpuperf/check.rs"]
 mod cpuperf;
 #[path = "vm/scenarios/delivery/check.rs"]
@@ -46,6 +48,8 @@ mod restart;
 mod resume;
 #[path = "vm/scenarios/semantics/check.rs"]
 mod semantics;
+#[path = "vm/scenarios/servers/check.rs"]
+mod servers;
 #[path = "vm/scenarios/signals/check.rs"]
 mod signals;
 #[path = "vm/scenarios/smoke/check.rs"]

@@ -104,6 +104,8 @@ pub struct TaskCounters {
     pub inside_ns: u64,
     /// tt: jobs completed early by the task's completion rule (`yield` or `block`).
     pub jobs_done: u64,
+    /// tt: ran in another owner's unused slot of its CPU (`server: crps`).
+    pub reclaimed_ns: u64,
 }
 
 /// Declares [`CpuCounters`] from one field list: the struct, its `named()` list and its sum
@@ -403,6 +405,7 @@ impl Accounting {
                     outside_ns: counters.run_ns.saturating_sub(counters.inside_ns),
                     run_ns: counters.run_ns,
                     jobs_done: counters.jobs_done,
+                    reclaimed_ns: counters.reclaimed_ns,
                 }
             })
             .collect();
@@ -644,6 +647,9 @@ pub struct TaskSummary {
     pub run_ns: u64,
     /// tt: jobs that ended early by the task's completion rule (docs/run-output.md).
     pub jobs_done: u64,
+    /// tt: ns it ran in another owner's unused slots of its CPU (`server: crps`); part of
+    /// `outside_ns`.
+    pub reclaimed_ns: u64,
 }
 
 impl TaskSummary {

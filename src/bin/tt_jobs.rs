@@ -22,11 +22,10 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
-use scx_tt::clock::{monotonic_ns, sleep_until_ns};
+use scx_tt::clock::{first_release, monotonic_ns, sleep_until_ns, spin_cpu, spin_until, t0_from};
 use scx_tt::plan::gen::SplitMix64;
 use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
 
 /// Periodic jobs of random execution time, ended by sched_yield, by blocking, or not at all.
 #[derive(Parser, Debug)]
@@ -82,59 +81,6 @@ fn draw_exec_ns(rng: &mut SplitMix64, exec_ns: u64, min_pct: u64, max_pct: u64) 
     (exec_ns as u128 * basis_points as u128 / 10_000) as u64
 }
 
-/// The first release at or after `now`: `t0 + k * period`.
-fn first_release(t0: u64, period: u64, now: u64) -> u64 {
-    if now <= t0 {
-        return t0;
-    }
-    t0 + (now - t0).div_ceil(period) * period
-}
-
-/// CPU time of the calling thread, ns.
-fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-/// Spins until the thread has used `ns` more CPU time.
-fn spin_cpu(ns: u64) {
-    let end = thread_cpu_ns() + ns;
-    while thread_cpu_ns() < end {
-        std::hint::spin_loop();
-    }
-}
-
-fn spin_until(ns: u64) {
-    while monotonic_ns() < ns {
-        std::hint::spin_loop();
-    }
-}
-
-/// `t0_ns` of the first line of `path` (a JSON object), waiting for the file and the line.
-fn t0_from(path: &Path) -> Result<u64> {
-    let start = Instant::now();
-    loop {
-        if let Ok(text) = std::fs::read_to_string(path) {
-            if let Some(line) = text.lines().next().filter(|_| text.contains('\n')) {
-                let v: serde_json::Value = serde_json::from_str(line)
-                    .with_context(|| format!("the first line of {}", path.display()))?;
-                return v["t0_ns"]
-                    .as_u64()
-                    .with_context(|| format!("{} has no t0_ns in its header", path.display()));
-            }
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            bail!("{} did not get its header line within 30 s", path.display());
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn main() -> Result<()> {
     let args = Args::parse();
     if args.period_us == 0 || args.exec_us == 0 {
@@ -152,7 +98,7 @@ fn main() -> Result<()> {
     let mut log = std::io::LineWriter::new(file);
     writeln!(log, "# release_ns finish_ns exec_ns").context("writing the log")?;
     let t0 = match (&args.t0_from, args.t0_ns) {
-        (Some(p), _) => t0_from(p)?,
+        (Some(p), _) => t0_from(p).map_err(anyhow::Error::msg)?,
         (None, Some(t0)) => t0,
         (None, None) => monotonic_ns(),
     };

@@ -199,6 +199,7 @@ struct tt_task_stats {
 	u64 inside_ns; /* tt: inside its own slots on its CPU; be: on a managed CPU */
 	u64 nr_runs; /* ops.running() calls */
 	u64 jobs_done; /* tt: jobs completed early by its completion rule (yield or block) */
+	u64 reclaimed_ns; /* tt: ran in another owner's unused slot of its CPU (crps) */
 };
 
 /* Per CPU (bss cpu_stats[cpu]). */
@@ -224,7 +225,7 @@ _Static_assert(sizeof(struct tt_task_ctx) == 16, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
-_Static_assert(sizeof(struct tt_task_stats) == 32, "tt_task_stats");
+_Static_assert(sizeof(struct tt_task_stats) == 40, "tt_task_stats");
 _Static_assert(sizeof(struct tt_cpu_stats) == 120, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

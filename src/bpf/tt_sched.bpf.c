@@ -65,8 +65,25 @@
  * C. Dispatch on a managed CPU at time now in slot k with owner o = table[k mod frame]:
  *   - o's DSQ (or prev, when prev is o and still runnable: its slice is refilled), unless o's
  *     current job is done (I);
+ *   - else, when the slot has an owner that leaves it unused (its job is done, or no thread of
+ *     it is runnable), rodata server_design (the plan's `server`, seed 001's server designs)
+ *     decides what the rest of the slot becomes:
+ *       wcps (default): what follows, be work;
+ *       ptps: nothing, the CPU idles to the end of the slot (purely time-driven);
+ *       crps: another tt task of this CPU reclaims it, the one whose current job (released at
+ *         task_offset + k * task_period, absolute deadline task_deadline later, not done) has
+ *         the earliest deadline and a runnable thread; then be work. The reclaimer runs to the
+ *         end of the slot at most (the boundary tick, or the guard-band event, kicks it) and
+ *         task_stats.reclaimed_ns counts it. Guarantee: reclaimed time is never taken from a
+ *         guaranteed job. The reclaimer's own slots are untouched, and it runs only while the
+ *         slot's owner is not runnable or done: the owner's wakeup kicks the CPU (D) and
+ *         dispatch starts the owner first, as it does over be work; the owner loses the kick
+ *         latency, exactly as under wcps. A tt wakeup that could reclaim kicks the CPU too.
+ *         Tasks with explicit (non-periodic) jobs do not reclaim; a job done early (I) stays
+ *         done until its next job's first slot, so it reclaims nothing in between;
  *   - else a be task (this CPU's be DSQ, then the shared one; or a runnable be prev);
  *   - else nothing: the CPU idles until a wakeup or the next tick.
+ *   Free slots (no owner) go to be work under every server design.
  *   ops.running sets the slice to the time left in the task's run: to the end of o's
  *   contiguous run of slots (looking ahead TT_LOOKAHEAD_SLOTS) for the owner, to the end of
  *   the slot for anything else. The tick at the boundary enforces the end (the scheduler tick
@@ -91,7 +108,14 @@
  * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
  *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
  *     owner of that CPU's current slot and its job is not done (I) the CPU is kicked
- *     (preempting be work or waking it);
+ *     (preempting be work or waking it). The task's DSQ is FIFO, unless the task schedules
+ *     its own threads (task_local, a component of seed 001 whose plan workload names its
+ *     threads): then it is ordered by RM priority (the thread's period, tt_task_ctx.period_ns,
+ *     shortest first) or EDF (the thread's current deadline: its last wakeup + its period;
+ *     a thread that runs on into its next period without blocking keeps the older, earlier
+ *     deadline), threads the workload does not name last. Every wakeup of an owner thread
+ *     kicks, so a higher-priority thread preempts a lower one of the same task, and dispatch
+ *     keeps a preempted thread only when no queued one comes before it;
  *   - be thread -> its CPU's be DSQ or TT_DSQ_BE_ANY;
  *   - per-CPU kthread (or migration-disabled task, or a task whose affinity has no
  *     housekeeping CPU) -> the local DSQ of its CPU;
@@ -292,6 +316,7 @@ const volatile u32 housekeeping_cpus[TT_MAX_CPUS];
 const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot */
 const volatile bool dpm_enabled; /* TT_DPM_IDLE entries defer the slot tick (K) */
 const volatile bool dpm_be; /* be work may run in TT_DPM_IDLE slots; no deferral then (K) */
+const volatile u8 server_design; /* enum tt_server: an owner's unused slot time (C) */
 
 /* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
 const volatile bool test_fault_timer; /* false: off (always, unless a test sets it) */
@@ -309,6 +334,15 @@ volatile u32 nr_tasks;
 volatile u8 task_class[TT_MAX_TASKS];
 volatile s32 task_cpu[TT_MAX_TASKS]; /* tt: its CPU; be: its CPU or -1 for any */
 volatile u8 task_completion[TT_MAX_TASKS]; /* enum tt_completion of a tt task (I) */
+volatile u8 task_local[TT_MAX_TASKS]; /* enum tt_local: how a tt task orders its threads (D) */
+/*
+ * A tt task's jobs as periodic (crps, C): released at task_offset + k * task_period, absolute
+ * deadline task_deadline slots later. task_period 0: not periodic (explicit jobs), never
+ * reclaims.
+ */
+volatile u64 task_period[TT_MAX_TASKS];
+volatile u64 task_offset[TT_MAX_TASKS];
+volatile u64 task_deadline[TT_MAX_TASKS];
 volatile u32 table_active;
 volatile u32 table_next;
 volatile u64 table_switch_slot = TT_NO_SWITCH;
@@ -368,6 +402,7 @@ struct {
 struct tt_thread_rt {
 	u32 task;
 	u32 counted;
+	u64 deadline_ns; /* local EDF (D): the thread's last wakeup + its period */
 };
 
 struct {
@@ -419,6 +454,7 @@ struct tt_cpu_acct {
 	u32 cur_kind;
 	u32 cur_task;
 	bool be_started_over_owner; /* the running be task started while the owner waited */
+	bool reclaiming; /* the running tt task was started in another owner's slot (crps, C) */
 	u64 seg_start_ns;
 	u64 owner_ready_ns; /* when the current owner last became runnable */
 	u64 cur_slot; /* the slot whose tick fired last: the slot in force on this CPU */
@@ -576,6 +612,65 @@ static __always_inline s64 nr_runnable(struct tt_task_rt *rt)
 	return __sync_fetch_and_add(&rt->nr_runnable, 0);
 }
 
+/* ---- local scheduling inside a tt task (D) ---- */
+
+/* The DSQ key of threads a local workload does not name: after every named one. */
+#define TT_UNNAMED_VTIME (1ULL << 62)
+
+/*
+ * The key of @p, a thread of a tt task with local scheduling @local, in its task's DSQ (D): RM
+ * its period; EDF its current deadline, set at each wakeup (tt_runnable), or now + its period
+ * for a thread that has not woken since it joined the task.
+ */
+static u64 local_vtime(struct task_struct *p, const struct tt_task_ctx *tctx, u8 local)
+{
+	struct tt_thread_rt *th;
+	u64 now;
+
+	if (local == TT_LOCAL_RM)
+		return tctx->period_ns ? tctx->period_ns : TT_UNNAMED_VTIME;
+	now = bpf_ktime_get_ns();
+	if (!tctx->period_ns)
+		return now + TT_UNNAMED_VTIME;
+	th = bpf_task_storage_get(&thread_rt, p, 0, 0);
+	if (!th)
+		return now + tctx->period_ns;
+	if (!th->deadline_ns)
+		th->deadline_ns = now + tctx->period_ns;
+	return th->deadline_ns;
+}
+
+/* ---- reclaiming (crps, C) ---- */
+
+/*
+ * The absolute deadline slot of @task's current job at @slot: released at or before @slot,
+ * deadline after it. 0 when none (between a job's deadline and the next release, before the
+ * first release, or jobs that are not periodic).
+ */
+static u64 current_deadline(u32 task, u64 slot)
+{
+	u64 period, offset, r;
+
+	task &= TT_MAX_TASKS - 1;
+	period = task_period[task];
+	offset = task_offset[task];
+	if (!period || slot < offset)
+		return 0;
+	r = offset + (slot - offset) / period * period;
+	return slot < r + task_deadline[task] ? r + task_deadline[task] : 0;
+}
+
+/*
+ * Whether @owner leaves @slot on @cpu unused (C): its job is done, or none of its threads is
+ * running or queued.
+ */
+static bool owner_idle(struct tt_cpu_acct *a, s32 cpu, u64 slot, u32 owner)
+{
+	if (owner >= TT_MAX_TASKS)
+		return false;
+	return job_done(a, cpu, slot, owner) || nr_runnable(&task_rt[owner]) <= 0;
+}
+
 /* ---- accounting (E) ---- */
 
 static void acc_open(struct tt_cpu_acct *a, s32 cpu, u64 slot)
@@ -630,10 +725,13 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 	if (!has_rec)
 		return;
 	if (!be) {
-		if (task == owner)
+		if (task == owner) {
 			rec->owner_ns += ns;
-		else
+		} else {
 			rec->other_tt_ns += ns;
+			if (a->reclaiming && owner != TT_NO_TASK)
+				__sync_fetch_and_add(&ts->reclaimed_ns, ns);
+		}
 		return;
 	}
 	rec->be_ns += ns;
@@ -917,9 +1015,13 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 		return false;
 	}
 	ending = owner_of(cpu, t->slot - 1);
-	/* a table switch written after this event was armed may continue the run into t->slot */
-	if (a->cur_kind == TT_RUN_PLAN && a->cur_task == ending &&
-	    owner_of(cpu, t->slot) != ending) {
+	/*
+	 * the ending owner, or a tt task reclaiming its slot (crps, C); a table switch written
+	 * after this event was armed may continue the owner's run into t->slot
+	 */
+	if (a->cur_kind == TT_RUN_PLAN && is_tt(a->cur_task) &&
+	    (a->cur_task == ending || a->reclaiming) &&
+	    owner_of(cpu, t->slot) != a->cur_task) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 		__sync_fetch_and_add(&cpu_stats[cpu].stop_kicks, 1);
 	}
@@ -1330,10 +1432,13 @@ static void count_runnable(struct task_struct *p, u32 task)
 	rt->waking_ns = 0;
 }
 
-static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
+static void enqueue_plan(struct task_struct *p, const struct tt_task_ctx *tctx, u64 enq_flags)
 {
+	u32 task = tctx->task;
 	s32 cpu = task_cpu[task & (TT_MAX_TASKS - 1)];
-	u64 now;
+	u8 local;
+	u64 now, slot;
+	u32 owner;
 
 	if (cpu >= 0 && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 		__sync_fetch_and_add(&nr_affinity_conflicts, 1);
@@ -1350,11 +1455,23 @@ static void enqueue_plan(struct task_struct *p, u32 task, u64 enq_flags)
 		return;
 	}
 	count_runnable(p, task);
-	scx_bpf_dsq_insert(p, task_dsq(task), slot_ns, enq_flags);
+	local = task_local[task & (TT_MAX_TASKS - 1)];
+	if (local == TT_LOCAL_FIFO)
+		scx_bpf_dsq_insert(p, task_dsq(task), slot_ns, enq_flags);
+	else
+		scx_bpf_dsq_insert_vtime(p, task_dsq(task), slot_ns, local_vtime(p, tctx, local),
+					 enq_flags);
 	now = bpf_ktime_get_ns();
-	if (cpu >= 0 && cpu < TT_MAX_CPUS && started(now) && owner_of(cpu, slot_of(now)) == task &&
-	    !job_done(&cpu_acct[cpu], cpu, slot_of(now), task)) {
+	if (cpu < 0 || cpu >= TT_MAX_CPUS || !started(now))
+		return;
+	slot = slot_of(now);
+	owner = owner_of(cpu, slot);
+	if (owner == task && !job_done(&cpu_acct[cpu], cpu, slot, task)) {
 		cpu_acct[cpu].owner_ready_ns = now;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	} else if (server_design == TT_SERVER_CRPS && owner != task && owner != TT_NO_TASK &&
+		   current_deadline(task, slot) && owner_idle(&cpu_acct[cpu], cpu, slot, owner)) {
+		/* it may reclaim the unused slot (C): dispatch decides, preempting be work */
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
 }
@@ -1365,7 +1482,7 @@ void BPF_STRUCT_OPS(tt_enqueue, struct task_struct *p, u64 enq_flags)
 	s32 cpu;
 
 	if (tctx && tctx->task < nr_tasks) {
-		enqueue_plan(p, tctx->task, enq_flags);
+		enqueue_plan(p, tctx, enq_flags);
 		return;
 	}
 	cpu = scx_bpf_task_cpu(p);
@@ -1421,6 +1538,66 @@ static bool keep_prev_be(struct task_struct *prev, s32 cpu, u64 slice_ns)
 	return true;
 }
 
+/* The plan task of @prev when it is still runnable (its slice expired), else TT_NO_TASK. */
+static u32 prev_task(struct task_struct *prev)
+{
+	struct tt_task_ctx *tctx;
+
+	if (!prev || !(prev->scx.flags & SCX_TASK_QUEUED))
+		return TT_NO_TASK;
+	tctx = lookup_ctx(prev);
+	return tctx ? tctx->task : TT_NO_TASK;
+}
+
+/*
+ * Start a thread of tt task @task on this CPU for @slice_ns: the head of its DSQ, else @prev
+ * when it is a runnable thread of @task. Under local scheduling (D) @prev stays when it comes
+ * no later than the head in the task's order (it was preempted by a wakeup, or its slice ran
+ * out).
+ */
+static bool run_task(u32 task, struct task_struct *prev, u64 slice_ns)
+{
+	struct task_struct *head;
+	u64 dsq = task_dsq(task);
+
+	if (task_local[task & (TT_MAX_TASKS - 1)] != TT_LOCAL_FIFO && prev_task(prev) == task) {
+		head = __COMPAT_scx_bpf_dsq_peek(dsq);
+		if (!head || !time_before(head->scx.dsq_vtime, prev->scx.dsq_vtime))
+			return keep_prev(prev, task, slice_ns);
+	}
+	return scx_bpf_dsq_move_to_local(dsq, 0) || keep_prev(prev, task, slice_ns);
+}
+
+/*
+ * crps (C): the unused time of @owner's @slot on @cpu goes to the tt task of @cpu, other than
+ * @owner, whose current job has the earliest deadline among those released, not done and with
+ * a runnable thread (@prev counts). The reclaimer runs to the end of the slot at most; the
+ * owner's wakeup kicks the CPU and dispatch starts the owner again.
+ */
+static bool reclaim(s32 cpu, u64 slot, u32 owner, struct task_struct *prev, u64 now)
+{
+	struct tt_cpu_acct *a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
+	u32 t, best = TT_NO_TASK, from_prev = prev_task(prev);
+	u64 best_dl = ~0ULL, dl;
+
+	bpf_for(t, 0, nr_tasks) {
+		if (t >= TT_MAX_TASKS)
+			break;
+		if (t == owner || task_class[t] != TT_CLASS_TT || task_cpu[t] != cpu)
+			continue;
+		dl = current_deadline(t, slot);
+		if (!dl || dl >= best_dl || job_done(a, cpu, slot, t))
+			continue;
+		if (t != from_prev && scx_bpf_dsq_nr_queued(task_dsq(t)) <= 0)
+			continue;
+		best = t;
+		best_dl = dl;
+	}
+	if (best == TT_NO_TASK)
+		return false;
+	return run_task(best, prev, slot_start(slot + 1) - now);
+}
+
 void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 {
 	u64 now, slot, end;
@@ -1446,10 +1623,16 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 		end = run_end(cpu, slot, owner);
 		if (end - now <= guard_ns)
 			return;
-		if (scx_bpf_dsq_move_to_local(task_dsq(owner), 0) || keep_prev(prev, owner, end - now))
+		if (run_task(owner, prev, end - now))
 			return;
 	}
 	if (slot_start(slot + 1) - now <= guard_ns)
+		return;
+	/* the owner leaves its slot unused: the server design decides (C) */
+	if (owner != TT_NO_TASK && server_design == TT_SERVER_PTPS)
+		return;
+	if (owner != TT_NO_TASK && server_design == TT_SERVER_CRPS &&
+	    reclaim(cpu, slot, owner, prev, now))
 		return;
 	/* DPM idle: run nothing, the core sleeps (K) */
 	if (dpm_idle(cpu, slot))
@@ -1515,6 +1698,7 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 	}
 	a->seg_start_ns = now;
 	a->be_started_over_owner = false;
+	a->reclaiming = false;
 
 	if (!is_managed(cpu) || !started(now))
 		return;
@@ -1526,6 +1710,10 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 		end = run_end(cpu, slot, tctx->task);
 	else
 		end = slot_start(slot + 1);
+	/* a tt task started in another owner's slot reclaims it (crps, C) */
+	if (server_design == TT_SERVER_CRPS && tctx && is_tt(tctx->task) &&
+	    owner_of(cpu, slot) != TT_NO_TASK && tctx->task != owner_of(cpu, slot))
+		a->reclaiming = true;
 	p->scx.slice = end > now ? end - now : 1;
 }
 
@@ -1581,10 +1769,17 @@ bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
 void BPF_STRUCT_OPS(tt_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct tt_task_ctx *tctx = lookup_ctx(p);
+	struct tt_thread_rt *th;
+	u32 task;
 
 	if (!tctx || !is_tt(tctx->task))
 		return;
-	count_runnable(p, tctx->task & (TT_MAX_TASKS - 1));
+	task = tctx->task & (TT_MAX_TASKS - 1);
+	count_runnable(p, task);
+	/* local EDF (D): a wakeup releases the thread's next job, due one period later */
+	if (task_local[task] == TT_LOCAL_EDF && tctx->period_ns && (enq_flags & SCX_ENQ_WAKEUP) &&
+	    (th = bpf_task_storage_get(&thread_rt, p, 0, 0)))
+		th->deadline_ns = bpf_ktime_get_ns() + tctx->period_ns;
 }
 
 /*
@@ -1628,6 +1823,8 @@ s32 BPF_STRUCT_OPS(tt_init_task, struct task_struct *p, struct scx_init_task_arg
 		return 0;
 	child.task = parent->task;
 	child.inherited = 1;
+	/* unnamed until userspace reads its name (local scheduling, D) */
+	child.period_ns = 0;
 	tid = p->pid;
 	if (!bpf_map_update_elem(&task_ctx, &tid, &child, BPF_ANY))
 		__sync_fetch_and_add(&nr_inherited, 1);

@@ -75,7 +75,7 @@ pub enum Rule {
     CgroupNotAbsolute,
     #[error("must be \"tt\" or \"be\"")]
     Class,
-    #[error("a tt task needs exactly one timing model (period+wcet, utilization+latency_us, jobs), found {0}")]
+    #[error("a tt task needs exactly one timing model (period+wcet, utilization+latency_us, jobs, interface), found {0}")]
     TimingCount(String),
     #[error("is a timing field; a be task has no timing (it runs only in slack)")]
     BeTiming,
@@ -114,7 +114,7 @@ pub enum Rule {
     Start,
     #[error("is only for tt tasks (a be task owns no slots)")]
     StartNotTt,
-    #[error("start = \"admitted\" needs period+wcet or utilization+latency_us timing with the deadline equal to the period and no offset (it is admitted as an implicit-deadline periodic task)")]
+    #[error("start = \"admitted\" needs period+wcet, utilization+latency_us or interface timing with the deadline equal to the period and no offset (it is admitted as an implicit-deadline periodic task)")]
     StartTiming,
     #[error("start = \"admitted\" cannot be combined with an explicit table (the table is the slots owned from the start; give one or the other)")]
     StartWithTable,
@@ -122,6 +122,32 @@ pub enum Rule {
     Completion,
     #[error("is only for tt tasks (a be task has no jobs)")]
     CompletionNotTt,
+    #[error("must be \"ptps\", \"wcps\" or \"crps\" (the server design of unused slot time)")]
+    Server,
+    #[error("must be \"rm\" or \"edf\" (the component's own scheduler)")]
+    Scheduler,
+    #[error("must be \"general\" or \"aligned\"")]
+    Supply,
+    #[error("has {count} tasks, above the interface search's cap of {limit}")]
+    InterfaceTooManyTasks { count: usize, limit: usize },
+    #[error("is above the cap of {cap} slots (the planner's job-size cap)")]
+    PeriodAboveCap { cap: u64 },
+    #[error("exceeds the period {period} (implicit deadlines: 1 ≤ wcet ≤ period)")]
+    WcetExceedsPeriod { period: u64 },
+    #[error("names its thread twice: give one of thread, tid")]
+    ThreadAndTid,
+    #[error("names no thread, but {named} does: either every workload task names its thread (thread or tid) or none does")]
+    ThreadMix { named: String },
+    #[error("names a thread of a qemu task: a VM's guest orders its tasks with its own scheduler, so a VM's workload names no threads (remove thread and tid)")]
+    VmThread,
+    #[error("is not one of the task's tids ({tids})")]
+    TidNotSelected { tids: String },
+    #[error("not computed: the plan's interface searches have taken {spent} test-point evaluations, at or above the plan's cap of {cap} (all searches together); give this task the period and wcet of `scx_tt plan interface` instead")]
+    InterfaceWorkCap { spent: u64, cap: u64 },
+    /// No interface: the workload or the search is refused by `planner::interface` (its
+    /// message; paths in it are relative to the `interface` object).
+    #[error("{0}")]
+    Interface(crate::planner::interface::InterfaceError),
     #[error("start must be before end {end}")]
     RangeEmpty { end: u64 },
     #[error("overlaps the range at {0}")]

@@ -3,7 +3,9 @@
 //!
 //! Fields are only ever added within a version; renaming or removing one bumps `version`.
 
-use super::{Class, Plan, Selector, Start};
+use super::timing::InterfaceTiming;
+use super::{Class, Plan, Selector, ServerDesign, Start, ThreadSelector};
+use crate::planner::interface::{Scheduler, Supply};
 use crate::planner::offline::Slot;
 use serde::Serialize;
 use std::fmt::Write;
@@ -19,6 +21,9 @@ pub struct Explain {
     pub frame_slots: Slot,
     pub managed: Vec<u32>,
     pub housekeeping: Vec<u32>,
+    /// The plan's `server` design; only when not the default (`wcps`).
+    #[serde(skip_serializing_if = "ServerDesign::is_default")]
+    pub server: ServerDesign,
     pub tasks: Vec<TaskReport>,
     pub cpus: Vec<CpuReport>,
 }
@@ -36,6 +41,76 @@ pub struct TaskReport {
     /// until a planner-mode `admit_periodic` admits it.
     #[serde(skip_serializing_if = "Start::is_table")]
     pub start: Start,
+    /// Only for a task whose timing is an `interface`: the workload and Γ.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<InterfaceReport>,
+}
+
+/// A task's compositional interface: its workload, and Γ = (Π, Θ) = (`period`, `budget`),
+/// which are the task's period and wcet.
+#[derive(Debug, Serialize)]
+pub struct InterfaceReport {
+    pub scheduler: Scheduler,
+    pub supply: Supply,
+    pub workload: Vec<WorkloadReport>,
+    pub period: u64,
+    pub budget: u64,
+    /// U_Γ = Θ/Π, and exactly (`"2/3"`).
+    pub bandwidth: f64,
+    pub bandwidth_exact: String,
+    /// U_W = Σ wcet/period, and exactly (null when the hyperperiod exceeds 2^64 − 1).
+    pub utilization: f64,
+    pub utilization_exact: Option<String>,
+    /// U_Γ − U_W.
+    pub overhead: f64,
+    /// `interface.budget`: the budget the task gets instead of Θ (an experiment).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_override: Option<u64>,
+}
+
+/// One task of a workload, with the thread it names (as in the plan: `thread` or `tid`).
+#[derive(Debug, Serialize)]
+pub struct WorkloadReport {
+    pub period: Slot,
+    pub wcet: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tid: Option<u32>,
+}
+
+impl InterfaceReport {
+    fn new(i: &InterfaceTiming) -> Self {
+        let r = &i.result;
+        InterfaceReport {
+            scheduler: i.scheduler,
+            supply: i.supply,
+            workload: i
+                .workload
+                .iter()
+                .map(|w| WorkloadReport {
+                    period: w.period,
+                    wcet: w.wcet,
+                    thread: match &w.thread {
+                        Some(ThreadSelector::Comm(c)) => Some(c.clone()),
+                        _ => None,
+                    },
+                    tid: match w.thread {
+                        Some(ThreadSelector::Tid(t)) => Some(t),
+                        _ => None,
+                    },
+                })
+                .collect(),
+            period: r.resource.period,
+            budget: r.resource.budget,
+            bandwidth: r.bandwidth.to_f64(),
+            bandwidth_exact: r.bandwidth.to_string(),
+            utilization: r.utilization,
+            utilization_exact: r.utilization_exact.map(|u| u.to_string()),
+            overhead: r.overhead,
+            budget_override: i.budget,
+        }
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -97,6 +172,7 @@ pub fn explain(plan: &Plan) -> Explain {
                 .map(|j| j.wcet)
                 .sum(),
             start: t.start,
+            interface: t.interface.as_ref().map(InterfaceReport::new),
         })
         .collect();
     let cpus = plan
@@ -153,8 +229,47 @@ pub fn explain(plan: &Plan) -> Explain {
         frame_slots: plan.frame_slots,
         managed: plan.managed.clone(),
         housekeeping: plan.housekeeping.clone(),
+        server: plan.server,
         tasks,
         cpus,
+    }
+}
+
+/// The interface lines of a task: scheduler, supply, Γ, then the figures, then the workload.
+fn render_interface(s: &mut String, i: &InterfaceReport) {
+    let exact = i
+        .utilization_exact
+        .as_deref()
+        .unwrap_or("hyperperiod above 2^64");
+    let _ = writeln!(
+        s,
+        "  interface: scheduler {}, supply {}: Γ = (period {}, budget {}) slots",
+        i.scheduler, i.supply, i.period, i.budget
+    );
+    let _ = writeln!(
+        s,
+        "    bandwidth U_Γ = {:.6} ({}), U_W = {:.6} ({exact}), overhead U_Γ − U_W = {:.6}",
+        i.bandwidth, i.bandwidth_exact, i.utilization, i.overhead
+    );
+    if let Some(b) = i.budget_override {
+        let note = if b < i.budget {
+            "below Θ: the workload is NOT guaranteed"
+        } else {
+            "at least Θ: still guaranteed"
+        };
+        let _ = writeln!(
+            s,
+            "    budget {b} slots from interface.budget instead of Θ ({note})"
+        );
+    }
+    let _ = writeln!(s, "    workload (period, wcet):");
+    for w in &i.workload {
+        let thread = match (&w.thread, w.tid) {
+            (Some(c), _) => format!(" thread {c:?}"),
+            (None, Some(t)) => format!(" tid {t}"),
+            (None, None) => String::new(),
+        };
+        let _ = writeln!(s, "      ({}, {}){thread}", w.period, w.wcet);
     }
 }
 
@@ -170,6 +285,21 @@ pub fn render_text(e: &Explain) -> String {
         e.managed,
         e.housekeeping
     );
+    if !e.server.is_default() {
+        let unused = match e.server {
+            ServerDesign::Ptps => "is idle",
+            ServerDesign::Wcps => "runs be work",
+            ServerDesign::Crps => {
+                "runs the CPU's other released, unfinished tt jobs (earliest deadline first), \
+                 then be work"
+            }
+        };
+        let _ = writeln!(
+            s,
+            "server {}: the unused time of a tt owner's slot {unused}",
+            e.server
+        );
+    }
     for t in &e.tasks {
         let cpu = t.cpu.map_or("any".to_string(), |c| c.to_string());
         let class = match t.class {
@@ -188,6 +318,9 @@ pub fn render_text(e: &Explain) -> String {
                 " (period {period} wcet {wcet}: not in the table until admitted)"
             ),
         };
+        if let Some(i) = &t.interface {
+            render_interface(&mut s, i);
+        }
     }
     for c in &e.cpus {
         let _ = writeln!(

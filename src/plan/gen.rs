@@ -256,6 +256,7 @@ fn raw_plan_from(p: &GenParams, seed: u64, periods: &[Slot]) -> Option<RawPlan> 
         }),
         tasks: Some(tasks),
         table: None,
+        server: None,
     })
 }
 

@@ -293,6 +293,10 @@ pub struct Task {
     /// Local scheduling of the task's threads (`interface` with named threads); `None`: FIFO.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub local: Option<LocalSched>,
+    /// The workload and its optimal interface Γ when the task's timing is an `interface`
+    /// (its jobs are then Γ's: period Π, wcet Θ); shown by `plan explain`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interface: Option<timing::InterfaceTiming>,
 }
 
 /// How a job of a `tt` task ends before its slots do (docs/plan-format.md, `completion`;

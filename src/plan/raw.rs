@@ -49,6 +49,13 @@ pub struct RawPlan {
         deserialize_with = "strict::objects"
     )]
     pub table: Option<Vec<RawCpuTable>>,
+    /// What a `tt` owner's unused slot time becomes: `"ptps"`, `"wcps"` (default) or `"crps"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub server: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -179,6 +186,14 @@ pub struct RawTask {
     )]
     pub jobs: Option<Vec<RawJob>>,
 
+    // Timing model 4: the optimal periodic resource interface of a component's workload.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::object"
+    )]
+    pub interface: Option<RawInterface>,
+
     /// `"table"` (default: owns slots from the start) or `"admitted"` (declared and loaded, but
     /// owns no slot until a planner-mode `admit_periodic` admits it).
     #[serde(
@@ -214,6 +229,72 @@ pub struct RawQemu {
         deserialize_with = "strict::present"
     )]
     pub name: Option<String>,
+}
+
+/// A component's workload and local scheduler; the task's timing becomes the optimal interface
+/// Γ = (Π, Θ) of `planner::interface` (docs/plan-format.md, `interface`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInterface {
+    /// `"rm"` or `"edf"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub scheduler: Option<String>,
+    /// `"general"` (default) or `"aligned"`.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub supply: Option<String>,
+    /// An experiment's budget Θ in slots instead of Algorithm 1's (1 ≤ budget ≤ Π); below it
+    /// the workload is not guaranteed (docs/plan-format.md).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub budget: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::objects"
+    )]
+    pub tasks: Option<Vec<RawInterfaceTask>>,
+}
+
+/// One periodic task of a component's workload (slots, deadline = period), optionally naming
+/// the thread that runs it: `thread` (its comm) or `tid`, not both.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawInterfaceTask {
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub period: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub wcet: Option<u64>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub thread: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::present"
+    )]
+    pub tid: Option<u32>,
 }
 
 /// An explicit job: absolute slots inside the frame, deadline exclusive.
@@ -294,6 +375,7 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "cpus",
             "tasks",
             "table",
+            "server",
         ],
     ),
     ("cpus", &["managed", "housekeeping"]),
@@ -316,10 +398,13 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "utilization",
             "latency_us",
             "jobs",
+            "interface",
             "start",
             "completion",
         ],
     ),
+    ("interface", &["scheduler", "supply", "tasks"]),
+    ("interface_task", &["period", "wcet", "thread", "tid"]),
     ("qemu", &["pid", "name"]),
     ("job", &["release", "deadline", "wcet"]),
     ("cpu_table", &["cpu", "ranges"]),
@@ -359,6 +444,8 @@ mod tests {
         accepts::<RawJob>(fields("job"));
         accepts::<RawCpuTable>(fields("cpu_table"));
         accepts::<RawRange>(fields("range"));
+        accepts::<RawInterface>(fields("interface"));
+        accepts::<RawInterfaceTask>(fields("interface_task"));
         // A struct with all fields set serializes exactly the listed names.
         let task = RawTask {
             name: Some("a".into()),
@@ -377,6 +464,7 @@ mod tests {
             utilization: Some(0.5),
             latency_us: Some(1),
             jobs: Some(vec![]),
+            interface: Some(RawInterface::default()),
             start: Some("table".into()),
             completion: Some("yield".into()),
         };

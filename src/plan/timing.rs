@@ -12,9 +12,15 @@
 //!   Requires 0 < U < 1; a spec whose bound is below one slot is rejected.
 //! - `jobs`: explicit `[release, deadline)` windows with a `wcet` each, absolute slots inside the
 //!   frame, sorted with disjoint windows.
+//! - `interface`: a component's periodic workload and local scheduler (RM or EDF); the task is
+//!   periodic with the optimal interface Γ = (Π, Θ) of [`crate::planner::interface`]: period Π,
+//!   wcet Θ, offset 0, deadline Π ([`InterfaceTiming`] keeps the workload and the result).
 
 use super::error::Rule;
+use super::{LocalSched, LocalThread, ThreadSelector};
+use crate::planner::interface::{Interface, Scheduler, Supply};
 use crate::planner::offline::Slot;
+use serde::Serialize;
 
 /// Largest frame accepted: 1,000,000 slots (1000 s at 1 ms slots); the table, jobs and
 /// intervals grow linearly with it.
@@ -75,6 +81,67 @@ impl Timing {
             Timing::Periodic { period, wcet, .. } => frame / period * wcet,
             Timing::Jobs(j) => j.iter().map(|x| x.2).sum(),
         }
+    }
+}
+
+/// The timing of a `tt` task given by `interface`: its workload, local scheduler and supply,
+/// and the optimal interface computed for them. The task's timing is exactly
+/// `period: result.resource.period, wcet: result.resource.budget` (offset 0, deadline the
+/// period).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InterfaceTiming {
+    pub scheduler: Scheduler,
+    pub supply: Supply,
+    /// The workload in plan order.
+    pub workload: Vec<WorkloadTask>,
+    /// `planner::interface::optimal_interface` of the workload: Γ = `result.resource`.
+    pub result: Interface,
+    /// `interface.budget`: the budget the task gets instead of Γ's Θ (an experiment: below Θ
+    /// the workload is not guaranteed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<u64>,
+}
+
+/// One periodic task of an interface workload, in slots (deadline = period).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct WorkloadTask {
+    pub period: Slot,
+    pub wcet: u64,
+    /// The thread that runs it (`thread` or `tid` in the plan), if named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thread: Option<ThreadSelector>,
+}
+
+impl InterfaceTiming {
+    /// The periodic timing of Γ = (Π, Θ): period Π, wcet Θ (or `budget`), offset 0, deadline Π.
+    pub fn timing(&self) -> Timing {
+        let r = self.result.resource;
+        Timing::Periodic {
+            period: r.period,
+            wcet: self.budget.unwrap_or(r.budget),
+            offset: 0,
+            deadline: r.period,
+        }
+    }
+
+    /// The local scheduling of the task's threads when every workload task names its thread;
+    /// `None` when none does (validation refuses a mix).
+    pub fn local(&self) -> Option<LocalSched> {
+        let threads = self
+            .workload
+            .iter()
+            .map(|w| {
+                Some(LocalThread {
+                    thread: w.thread.clone()?,
+                    period: w.period,
+                    wcet: w.wcet,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(LocalSched {
+            scheduler: self.scheduler,
+            threads,
+        })
     }
 }
 
@@ -148,6 +215,71 @@ mod tests {
         assert_eq!(
             lcm([999_983, 999_979], 1_000_000),
             Err(999_983u128 * 999_979)
+        );
+    }
+
+    #[test]
+    fn an_interface_is_periodic_gamma_and_local_only_when_every_thread_is_named() {
+        use crate::planner::interface::{optimal_interface, Task, Workload};
+        let w = Workload::new(&[
+            Task { period: 5, wcet: 1 },
+            Task {
+                period: 10,
+                wcet: 2,
+            },
+        ])
+        .unwrap();
+        let result = optimal_interface(&w, Scheduler::Rm, Supply::General).unwrap();
+        let r = result.resource;
+        let named = |a: Option<ThreadSelector>, b: Option<ThreadSelector>| InterfaceTiming {
+            scheduler: Scheduler::Rm,
+            supply: Supply::General,
+            workload: vec![
+                WorkloadTask {
+                    period: 5,
+                    wcet: 1,
+                    thread: a,
+                },
+                WorkloadTask {
+                    period: 10,
+                    wcet: 2,
+                    thread: b,
+                },
+            ],
+            result: result.clone(),
+            budget: None,
+        };
+        let none = named(None, None);
+        assert_eq!(
+            none.timing(),
+            Timing::Periodic {
+                period: r.period,
+                wcet: r.budget,
+                offset: 0,
+                deadline: r.period
+            }
+        );
+        assert_eq!(none.local(), None);
+        let comm = ThreadSelector::Comm("a".into());
+        assert_eq!(named(Some(comm.clone()), None).local(), None);
+        let local = named(Some(comm.clone()), Some(ThreadSelector::Tid(9)))
+            .local()
+            .unwrap();
+        assert_eq!(local.scheduler, Scheduler::Rm);
+        assert_eq!(
+            local.threads,
+            vec![
+                LocalThread {
+                    thread: comm,
+                    period: 5,
+                    wcet: 1
+                },
+                LocalThread {
+                    thread: ThreadSelector::Tid(9),
+                    period: 10,
+                    wcet: 2
+                }
+            ]
         );
     }
 

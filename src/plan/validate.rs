@@ -1,8 +1,8 @@
 //! `Plan::try_from(RawPlan)`: every rule of `docs/plan-format.md`, checked in three stages.
 //!
-//! 1. Fields: version, slot_us, cpus, each task's name, selector, class, cpu and timing, and
-//!    the BPF scheduler's limits on them ([`limits`]: tasks, CPU ids, `tids`). All errors of
-//!    this stage are collected.
+//! 1. Fields: version, slot_us, cpus, server, each task's name, selector, class, cpu and timing
+//!    (an `interface` is computed here, [`check_interface`]), and the BPF scheduler's limits on
+//!    them ([`limits`]: tasks, CPU ids, `tids`). All errors of this stage are collected.
 //! 2. The frame: given or the lcm of the periods, under the cap; explicit jobs inside it; the
 //!    table it gives fits the BPF scheduler.
 //! 3. Per managed CPU: partitioning of `tt` tasks without `cpu` (worst-fit decreasing, see
@@ -13,12 +13,17 @@
 
 use super::error::{PlanError, PlanErrors, Rule};
 use super::limits;
-use super::raw::{RawPlan, RawTask};
+use super::raw::{RawInterface, RawPlan, RawTask};
 use super::table::check_table;
-use super::timing::{lcm, vm_period_wcet, Timing, FRAME_CAP_SLOTS};
-use super::{Class, Completion, CpuPlan, Plan, QemuSelector, Selector, ServerDesign, Start, Task};
+use super::timing::{lcm, vm_period_wcet, InterfaceTiming, Timing, WorkloadTask, FRAME_CAP_SLOTS};
+use super::{
+    Class, Completion, CpuPlan, Plan, QemuSelector, Selector, ServerDesign, Start, Task,
+    ThreadSelector,
+};
+use crate::planner::interface::{self, Scheduler, Supply, Workload};
 use crate::planner::offline::{edf, intervals, Job, Slot};
 use serde::Serialize;
+use std::cell::Cell;
 use std::collections::HashMap;
 
 /// Longest thread name the kernel keeps (`TASK_COMM_LEN` − 1).
@@ -58,6 +63,8 @@ struct Checked {
     class: Class,
     cpu: Option<u32>,
     timing: Option<Timing>,
+    /// The workload and Γ when the timing is an `interface` (then `timing` is Γ's).
+    interface: Option<InterfaceTiming>,
     start: Start,
     completion: Completion,
 }
@@ -68,6 +75,7 @@ struct Fields {
     managed: Vec<u32>,
     housekeeping: Vec<u32>,
     tasks: Vec<Checked>,
+    server: ServerDesign,
 }
 
 impl TryFrom<RawPlan> for Plan {
@@ -105,7 +113,8 @@ impl TryFrom<RawPlan> for Plan {
                 cpu,
                 start: t.start,
                 completion: t.completion,
-                local: None,
+                local: t.interface.as_ref().and_then(InterfaceTiming::local),
+                interface: t.interface.clone(),
             })
             .collect();
         let mut cpus: Vec<CpuPlan> = f
@@ -137,7 +146,7 @@ impl TryFrom<RawPlan> for Plan {
             housekeeping: f.housekeeping,
             tasks,
             cpus,
-            server: ServerDesign::default(),
+            server: f.server,
         })
     }
 }
@@ -164,6 +173,14 @@ fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
         Some(s) => Some(s),
     };
     let (managed, housekeeping) = check_cpus(raw, &mut errs);
+    let server = match raw.server.as_deref().map(str::parse::<ServerDesign>) {
+        None => ServerDesign::default(),
+        Some(Ok(s)) => s,
+        Some(Err(_)) => {
+            errs.value("server", raw.server.as_deref().unwrap_or(""), Rule::Server);
+            ServerDesign::default()
+        }
+    };
     let tasks: Vec<Checked> = match &raw.tasks {
         None => {
             errs.push("tasks", None, Rule::Missing);
@@ -178,6 +195,7 @@ fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
             limits::check_thread_count(t, &mut errs);
             let mut seen: HashMap<&str, usize> = HashMap::new();
             let mut out = Vec::new();
+            let interface_work = Cell::new(0);
             for (i, task) in t.iter().enumerate() {
                 if let Some(name) = task.name.as_deref() {
                     if let Some(first) = seen.insert(name, i) {
@@ -190,6 +208,7 @@ fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
                     slot_us,
                     managed: managed.as_deref(),
                     table_given: raw.table.is_some(),
+                    interface_work: &interface_work,
                 };
                 out.extend(check_task(task, &cx, &mut errs));
             }
@@ -203,6 +222,7 @@ fn check_fields(raw: &RawPlan) -> Result<Fields, PlanErrors> {
             managed,
             housekeeping,
             tasks,
+            server,
         }),
         _ => Err(PlanErrors(errs.0)),
     }
@@ -283,7 +303,20 @@ struct TaskCx<'a> {
     slot_us: Option<u64>,
     managed: Option<&'a [u32]>,
     table_given: bool,
+    /// Test-point evaluations the plan's interface searches have cost so far
+    /// ([`INTERFACE_WORK_CAP`]).
+    interface_work: &'a Cell<u64>,
 }
+
+/// Test-point evaluations of all the interface searches of one plan together: one search's cap
+/// (`interface::MAX_EVALUATIONS`, 1-2 s), so that a plan of many costly workloads cannot hold
+/// validation (and a run loop switching tables) for minutes. A search starts only below it,
+/// so a plan costs at most about two searches' worth.
+const INTERFACE_WORK_CAP: u64 = interface::MAX_EVALUATIONS;
+
+/// What a refused search is charged: all of the cap when it hit the cap, else the RM test-point
+/// cap twice (such a search stops at the dedicated-CPU test or earlier, tens of ms at most).
+const FAILED_SEARCH_COST: u64 = 2 * interface::MAX_TEST_POINTS;
 
 fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
     let p = &cx.path;
@@ -337,9 +370,12 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         }
         None => None,
     };
-    let timing = match timing {
-        Some(t) => Some(t?),
-        None => None,
+    let (timing, interface) = match timing {
+        Some(t) => {
+            let (timing, interface) = t?;
+            (Some(timing), interface)
+        }
+        None => (None, None),
     };
     let start = check_start(t, cx, class, timing.as_ref(), errs)?;
     let completion = check_completion(t, &cx.path, class, selector.as_ref(), errs)?;
@@ -349,6 +385,7 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         class: class?,
         cpu: t.cpu,
         timing,
+        interface,
         start,
         completion,
     })
@@ -443,7 +480,7 @@ fn check_start(
     start.filter(|_| errs.0.len() == before)
 }
 
-fn timing_fields(t: &RawTask) -> [(&'static str, bool); 7] {
+fn timing_fields(t: &RawTask) -> [(&'static str, bool); 8] {
     [
         ("period", t.period.is_some()),
         ("wcet", t.wcet.is_some()),
@@ -452,6 +489,7 @@ fn timing_fields(t: &RawTask) -> [(&'static str, bool); 7] {
         ("utilization", t.utilization.is_some()),
         ("latency_us", t.latency_us.is_some()),
         ("jobs", t.jobs.is_some()),
+        ("interface", t.interface.is_some()),
     ]
 }
 
@@ -547,8 +585,13 @@ fn check_selector(t: &RawTask, p: &str, errs: &mut Errors) -> Option<Selector> {
     (errs.0.len() == before).then_some(sel)
 }
 
-/// The single timing model of a `tt` task; `None` (with errors pushed) when invalid.
-fn check_timing(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Timing> {
+/// The single timing model of a `tt` task, with the workload and Γ when it is an `interface`;
+/// `None` (with errors pushed) when invalid.
+fn check_timing(
+    t: &RawTask,
+    cx: &TaskCx,
+    errs: &mut Errors,
+) -> Option<(Timing, Option<InterfaceTiming>)> {
     let p = &cx.path;
     let periodic =
         t.period.is_some() || t.wcet.is_some() || t.offset.is_some() || t.deadline.is_some();
@@ -558,6 +601,7 @@ fn check_timing(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Timing> {
         (periodic, "period+wcet"),
         (vm, "utilization+latency_us"),
         (jobs, "jobs"),
+        (t.interface.is_some(), "interface"),
     ]
     .iter()
     .filter(|m| m.0)
@@ -574,13 +618,241 @@ fn check_timing(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Timing> {
     }
     let before = errs.0.len();
     let timing = if periodic {
-        check_periodic(t, p, errs)
+        check_periodic(t, p, errs).map(|t| (t, None))
     } else if vm {
-        check_vm(t, cx, errs)
+        check_vm(t, cx, errs).map(|t| (t, None))
+    } else if jobs {
+        check_jobs(t.jobs.as_deref().unwrap_or_default(), p, errs).map(|t| (t, None))
     } else {
-        check_jobs(t.jobs.as_deref().unwrap_or_default(), p, errs)
+        let raw = t.interface.as_ref()?;
+        check_interface(raw, t, cx, errs).map(|i| (i.timing(), Some(i)))
     };
     timing.filter(|_| errs.0.len() == before)
+}
+
+/// `interface` timing: the workload's fields (every error collected), its thread names, then
+/// the optimal interface Γ of `planner::interface`, whose refusals (U_W > 1, not RM-schedulable,
+/// not harmonic under aligned supply, a search cap) are errors at `{p}.interface`, as is a
+/// search not started because the plan's searches reached [`INTERFACE_WORK_CAP`].
+fn check_interface(
+    raw: &RawInterface,
+    t: &RawTask,
+    cx: &TaskCx,
+    errs: &mut Errors,
+) -> Option<InterfaceTiming> {
+    let ip = format!("{}.interface", cx.path);
+    let before = errs.0.len();
+    let scheduler = match raw.scheduler.as_deref() {
+        None => {
+            errs.push(format!("{ip}.scheduler"), None, Rule::Missing);
+            None
+        }
+        Some(s) => match s.parse::<Scheduler>() {
+            Ok(s) => Some(s),
+            Err(_) => {
+                errs.value(format!("{ip}.scheduler"), s, Rule::Scheduler);
+                None
+            }
+        },
+    };
+    let supply = match raw.supply.as_deref() {
+        None => Some(Supply::General),
+        Some(s) => match s.parse::<Supply>() {
+            Ok(s) => Some(s),
+            Err(_) => {
+                errs.value(format!("{ip}.supply"), s, Rule::Supply);
+                None
+            }
+        },
+    };
+    let tp = format!("{ip}.tasks");
+    let workload = match raw.tasks.as_deref() {
+        None => {
+            errs.push(tp, None, Rule::Missing);
+            None
+        }
+        Some(w) if w.is_empty() => {
+            errs.value(tp, w, Rule::Empty);
+            None
+        }
+        Some(w) if w.len() > interface::MAX_TASKS => {
+            let rule = Rule::InterfaceTooManyTasks {
+                count: w.len(),
+                limit: interface::MAX_TASKS,
+            };
+            errs.push(tp, None, rule);
+            None
+        }
+        Some(w) => check_workload(w, t, &tp, errs),
+    };
+    if errs.0.len() != before {
+        return None;
+    }
+    let (scheduler, supply, workload) = (scheduler?, supply?, workload?);
+    let tasks: Vec<interface::Task> = workload
+        .iter()
+        .map(|w| interface::Task {
+            period: w.period,
+            wcet: w.wcet,
+        })
+        .collect();
+    let w = match Workload::new(&tasks) {
+        Ok(w) => w,
+        Err(e) => {
+            errs.push(ip, None, Rule::Interface(e));
+            return None;
+        }
+    };
+    let spent = cx.interface_work.get();
+    if spent >= INTERFACE_WORK_CAP {
+        let rule = Rule::InterfaceWorkCap {
+            spent,
+            cap: INTERFACE_WORK_CAP,
+        };
+        errs.push(ip, None, rule);
+        return None;
+    }
+    let result = interface::optimal_interface(&w, scheduler, supply);
+    let cost = match &result {
+        Ok(i) => i.evaluations,
+        Err(interface::InterfaceError::WorkCap { .. }) => interface::MAX_EVALUATIONS,
+        Err(_) => FAILED_SEARCH_COST,
+    };
+    cx.interface_work.set(spent.saturating_add(cost));
+    match result {
+        Ok(result) => {
+            let period = result.resource.period;
+            if let Some(b) = raw.budget.filter(|&b| b == 0 || b > period) {
+                let rule = Rule::OutOfRange {
+                    min: "1".into(),
+                    max: format!("{period} (the interface's period Π)"),
+                };
+                errs.value(format!("{ip}.budget"), &b, rule);
+                return None;
+            }
+            Some(InterfaceTiming {
+                scheduler,
+                supply,
+                workload,
+                result,
+                budget: raw.budget,
+            })
+        }
+        Err(e) => {
+            errs.push(ip, None, Rule::Interface(e));
+            None
+        }
+    }
+}
+
+/// The tasks of an interface workload (1 ..= `interface::MAX_TASKS` of them): period and wcet
+/// (1 ≤ wcet ≤ period ≤ `interface::MAX_PERIOD_SLOTS`), and the thread each names (`thread`, a
+/// comm of 1 to 15 bytes, or `tid` ≥ 1; unique; every task or none; none in a qemu task; a
+/// `tid` among the task's `tids` when it selects by `tids`). Every error is collected.
+fn check_workload(
+    w: &[super::raw::RawInterfaceTask],
+    t: &RawTask,
+    tp: &str,
+    errs: &mut Errors,
+) -> Option<Vec<WorkloadTask>> {
+    let before = errs.0.len();
+    let mut out = Vec::with_capacity(w.len());
+    let mut comms: HashMap<&str, usize> = HashMap::new();
+    let mut tids: HashMap<u32, usize> = HashMap::new();
+    let mut named: Option<usize> = None;
+    for (j, task) in w.iter().enumerate() {
+        let jp = format!("{tp}[{j}]");
+        for (field, v) in [("period", task.period), ("wcet", task.wcet)] {
+            if v.is_none() {
+                errs.push(format!("{jp}.{field}"), None, Rule::Missing);
+            }
+        }
+        let period = match task.period {
+            Some(0) => {
+                errs.value(format!("{jp}.period"), &0, Rule::Zero);
+                None
+            }
+            Some(x) if x > interface::MAX_PERIOD_SLOTS => {
+                let rule = Rule::PeriodAboveCap {
+                    cap: interface::MAX_PERIOD_SLOTS,
+                };
+                errs.value(format!("{jp}.period"), &x, rule);
+                None
+            }
+            x => x,
+        };
+        match (task.wcet, period) {
+            (Some(0), _) => errs.value(format!("{jp}.wcet"), &0, Rule::Zero),
+            (Some(e), Some(p)) if e > p => errs.value(
+                format!("{jp}.wcet"),
+                &e,
+                Rule::WcetExceedsPeriod { period: p },
+            ),
+            _ => {}
+        }
+        let thread = match (&task.thread, task.tid) {
+            (Some(_), Some(_)) => {
+                errs.push(jp.as_str(), None, Rule::ThreadAndTid);
+                None
+            }
+            (Some(comm), None) => {
+                let path = format!("{jp}.thread");
+                if comm.is_empty() {
+                    errs.value(path.as_str(), comm, Rule::Empty);
+                } else if comm.len() > COMM_MAX {
+                    errs.value(path.as_str(), comm, Rule::CommTooLong);
+                }
+                if let Some(first) = comms.insert(comm, j) {
+                    let rule = Rule::Duplicate(format!("{tp}[{first}].thread"));
+                    errs.value(path.as_str(), comm, rule);
+                }
+                Some((path, ThreadSelector::Comm(comm.clone())))
+            }
+            (None, Some(tid)) => {
+                let path = format!("{jp}.tid");
+                if tid == 0 {
+                    errs.value(path.as_str(), &tid, Rule::Zero);
+                }
+                if let Some(first) = tids.insert(tid, j) {
+                    let rule = Rule::Duplicate(format!("{tp}[{first}].tid"));
+                    errs.value(path.as_str(), &tid, rule);
+                }
+                if let Some(list) = t.tids.as_ref().filter(|l| tid != 0 && !l.contains(&tid)) {
+                    let rule = Rule::TidNotSelected { tids: json(list) };
+                    errs.value(path.as_str(), &tid, rule);
+                }
+                Some((path, ThreadSelector::Tid(tid)))
+            }
+            (None, None) => None,
+        };
+        if let Some((path, sel)) = &thread {
+            named.get_or_insert(j);
+            if t.qemu.is_some() {
+                let v = match sel {
+                    ThreadSelector::Comm(c) => json(c),
+                    ThreadSelector::Tid(x) => json(x),
+                };
+                errs.push(path.as_str(), Some(v), Rule::VmThread);
+            }
+        }
+        if let (Some(period), Some(wcet)) = (period, task.wcet) {
+            out.push(WorkloadTask {
+                period,
+                wcet,
+                thread: thread.map(|(_, sel)| sel),
+            });
+        }
+    }
+    // Either every task names its thread or none does (a qemu task's names are refused above).
+    if let (Some(first), None) = (named, t.qemu.as_ref()) {
+        for (j, task) in w.iter().enumerate() {
+            if task.thread.is_none() && task.tid.is_none() {
+                let named = format!("{tp}[{first}]");
+                errs.push(format!("{tp}[{j}]"), None, Rule::ThreadMix { named });
+            }
+        }
+    }
+    (errs.0.len() == before).then_some(out)
 }
 
 fn check_periodic(t: &RawTask, p: &str, errs: &mut Errors) -> Option<Timing> {
@@ -974,7 +1246,7 @@ mod tests {
             (
                 r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "jobs": [{ "release": 0, "deadline": 5, "wcet": 1 }], "start": "admitted" }"#,
                 false,
-                r#"tasks[1].start = "admitted": start = "admitted" needs period+wcet or utilization+latency_us timing"#,
+                r#"tasks[1].start = "admitted": start = "admitted" needs period+wcet, utilization+latency_us or interface timing"#,
             ),
             (
                 r#"{ "name": "v", "pid": 11, "class": "tt", "cpu": 1, "period": 20, "wcet": 3, "deadline": 10, "start": "admitted" }"#,

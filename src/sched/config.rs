@@ -2,7 +2,9 @@
 //! so the translation is tested without root or the `bpf` feature.
 
 use crate::plan::limits::table_entries;
-use crate::plan::{Class, Completion, Plan};
+use crate::plan::{Class, Completion, LocalSched, Plan, ServerDesign, Start, ThreadSelector};
+use crate::planner::interface::Scheduler as LocalScheduler;
+use crate::planner::offline::Job;
 use serde::{Deserialize, Deserializer};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -53,6 +55,47 @@ pub struct SchedConfig {
     /// (src/bpf/tt_sched.bpf.c K); `dpm_be`: be work may run in them instead (no deferral).
     pub dpm: bool,
     pub dpm_be: bool,
+    /// What an owner's unused slot time becomes (rodata `server_design`).
+    pub server: ServerDesign,
+    /// Per plan task: its local scheduling (`None`: FIFO), for `task_local` and the threads'
+    /// `period_ns` (src/bpf/tt_sched.bpf.c D).
+    pub local: Vec<Option<LocalSched>>,
+    /// Per plan task: its jobs as periodic `(period, offset, relative deadline)` in slots, for
+    /// reclaiming (crps, src/bpf/tt_sched.bpf.c C); `None` for a be task, a task admitted at run
+    /// time (it has no job until then) and a task whose jobs are not periodic.
+    pub periodic: Vec<Option<Periodic>>,
+}
+
+/// A task's jobs as released at `offset + k * period`, each due `deadline` slots later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Periodic {
+    pub period: u64,
+    pub offset: u64,
+    pub deadline: u64,
+}
+
+impl Periodic {
+    /// The jobs of one task in a frame of `frame` slots (any order) as periodic, when they
+    /// are: equally spaced releases covering the frame, one relative deadline.
+    pub fn of_jobs(jobs: &[&Job], frame: u64) -> Option<Periodic> {
+        let n = jobs.len() as u64;
+        if n == 0 || frame % n != 0 {
+            return None;
+        }
+        let period = frame / n;
+        let mut rel: Vec<(u64, u64)> = jobs.iter().map(|j| (j.release, j.deadline)).collect();
+        rel.sort_unstable();
+        let (offset, first_deadline) = rel[0];
+        let deadline = first_deadline.checked_sub(offset)?;
+        let periodic = rel.iter().enumerate().all(|(k, &(r, d))| {
+            r == offset + k as u64 * period && d.checked_sub(r) == Some(deadline)
+        });
+        (periodic && offset < period && deadline > 0 && deadline <= period).then_some(Periodic {
+            period,
+            offset,
+            deadline,
+        })
+    }
 }
 
 /// The environment variable that turns on the BPF test seam ([`TimerFault`]).
@@ -220,7 +263,64 @@ impl SchedConfig {
             perf: None,
             dpm: false,
             dpm_be: false,
+            server: plan.server,
+            local: plan.tasks.iter().map(|t| t.local.clone()).collect(),
+            periodic: plan
+                .tasks
+                .iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    if t.class != Class::Tt || t.start != Start::Table {
+                        return None;
+                    }
+                    let m = plan.tt_cpu_index(i)?;
+                    let jobs: Vec<&Job> =
+                        plan.cpus[m].jobs.iter().filter(|j| j.task == i).collect();
+                    Periodic::of_jobs(&jobs, frame)
+                })
+                .collect(),
         })
+    }
+
+    /// `task_local` of plan task `task` (`enum tt_local`); FIFO past the plan's tasks.
+    pub fn local_abi(&self, task: usize) -> u8 {
+        match self.local.get(task).and_then(Option::as_ref) {
+            None => abi::LOCAL_FIFO,
+            Some(l) => match l.scheduler {
+                LocalScheduler::Rm => abi::LOCAL_RM,
+                LocalScheduler::Edf => abi::LOCAL_EDF,
+            },
+        }
+    }
+
+    /// `period_ns` of thread `tid` (named `comm`) of plan task `task` under local scheduling:
+    /// the period of the workload thread it is (by tid first, then by name), 0 when the task
+    /// has no local scheduling or the workload does not name the thread.
+    pub fn thread_period_ns(&self, task: usize, tid: u32, comm: Option<&str>) -> u64 {
+        let Some(local) = self.local.get(task).and_then(Option::as_ref) else {
+            return 0;
+        };
+        let by_tid = local
+            .threads
+            .iter()
+            .find(|t| t.thread == ThreadSelector::Tid(tid));
+        let by_comm = || {
+            comm.and_then(|c| {
+                local
+                    .threads
+                    .iter()
+                    .find(|t| matches!(&t.thread, ThreadSelector::Comm(n) if n == c))
+            })
+        };
+        by_tid
+            .or_else(by_comm)
+            .map_or(0, |t| t.period.saturating_mul(self.slot_ns).max(1))
+    }
+
+    /// Whether any task schedules its own threads (then thread names are re-read while
+    /// running: a thread named after load gets its period).
+    pub fn has_local(&self) -> bool {
+        self.local.iter().any(Option::is_some)
     }
 
     /// Add a per-slot frequency table: for some managed CPUs (the others stay at 0, untouched),
@@ -296,6 +396,7 @@ mod tests {
                 Class::Be => Completion::None,
             },
             local: None,
+            interface: None,
         }
     }
 

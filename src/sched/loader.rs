@@ -404,6 +404,7 @@ impl<'a> Scheduler<'a> {
             ro.perf_enabled = cfg.perf.is_some();
             ro.dpm_enabled = cfg.dpm;
             ro.dpm_be = cfg.dpm_be;
+            ro.server_design = cfg.server.abi();
             if let Some(f) = TimerFault::from_env(&cfg.managed).map_err(LoadError::Open)? {
                 eprintln!(
                     "scx_tt: test seam: arming the slot timer of CPU {} for slot {} will fail \
@@ -430,6 +431,16 @@ impl<'a> Scheduler<'a> {
             }
             for (t, c) in cfg.completion.iter().enumerate().take(MAX_TASKS) {
                 bss.task_completion[t] = c.abi();
+            }
+            for t in 0..cfg.tasks.len().min(MAX_TASKS) {
+                bss.task_local[t] = cfg.local_abi(t);
+            }
+            for (t, p) in cfg.periodic.iter().enumerate().take(MAX_TASKS) {
+                if let Some(p) = p {
+                    bss.task_period[t] = p.period;
+                    bss.task_offset[t] = p.offset;
+                    bss.task_deadline[t] = p.deadline;
+                }
             }
         }
         let entries = (2 * cfg.table.len()).max(1) as u32;
@@ -463,7 +474,7 @@ impl<'a> Scheduler<'a> {
             let ctx = abi::tt_task_ctx {
                 task: task as u32,
                 inherited: 0,
-                period_ns: 0,
+                period_ns: cfg.thread_period_ns(task, tid, thread_comm(tid).as_deref()),
             };
             // SAFETY: tt_task_ctx is plain old data of the size checked above.
             let bytes: [u8; 16] = unsafe { std::mem::transmute(ctx) };
@@ -676,6 +687,47 @@ impl<'a> Scheduler<'a> {
         }
     }
 
+    /// Local scheduling (src/bpf/tt_sched.bpf.c D): give every thread in the task map whose
+    /// task schedules its own threads the period of the workload thread its name (or tid) says
+    /// now — a thread forked after load, or renamed since, starts unnamed (0: last). Returns
+    /// how many entries changed. Reads every entry of the map: call it only when
+    /// [`SchedConfig::has_local`].
+    pub fn refresh_local(&mut self, cfg: &SchedConfig) -> Result<usize, LoadError> {
+        let map = &self.skel.maps.task_ctx;
+        let mut changed = 0;
+        let keys: Vec<Vec<u8>> = map.keys().collect();
+        for key in keys {
+            let Ok(tid_bytes) = <[u8; 4]>::try_from(key.as_slice()) else {
+                continue;
+            };
+            let tid = u32::from_ne_bytes(tid_bytes);
+            let Ok(Some(value)) = map.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let Ok(bytes) = <[u8; 16]>::try_from(value.as_slice()) else {
+                continue;
+            };
+            // SAFETY: tt_task_ctx is plain old data of the size checked in abi.rs.
+            let mut ctx: abi::tt_task_ctx = unsafe { std::mem::transmute(bytes) };
+            let task = ctx.task as usize;
+            if cfg.local.get(task).is_none_or(Option::is_none) {
+                continue;
+            }
+            let period = cfg.thread_period_ns(task, tid, thread_comm(tid).as_deref());
+            if period == ctx.period_ns {
+                continue;
+            }
+            ctx.period_ns = period;
+            // SAFETY: as above.
+            let bytes: [u8; 16] = unsafe { std::mem::transmute(ctx) };
+            // BPF_EXIST: a thread that exited meanwhile (exit_task deleted it) stays deleted
+            if map.update(&key, &bytes, MapFlags::EXIST).is_ok() {
+                changed += 1;
+            }
+        }
+        Ok(changed)
+    }
+
     /// The task index the next [`Self::add_task`] gets (the tasks so far: the plan's, then those
     /// admitted at run time).
     pub fn nr_tasks(&mut self) -> Result<usize, LoadError> {
@@ -777,6 +829,7 @@ impl<'a> Scheduler<'a> {
                     run_ns: s.run_ns,
                     inside_ns: s.inside_ns,
                     jobs_done: s.jobs_done,
+                    reclaimed_ns: s.reclaimed_ns,
                 }
             })
             .collect();
@@ -1128,6 +1181,13 @@ impl Drop for Scheduler<'_> {
             }
         }
     }
+}
+
+/// The name of thread `tid` (`/proc/<tid>/comm`), `None` when it is gone.
+fn thread_comm(tid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{tid}/comm"))
+        .ok()
+        .map(|s| s.trim_end_matches('\n').to_string())
 }
 
 fn class_abi(class: Class) -> u8 {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and lib.sh, every scenario
 # folder's guest.sh and plans (tests/vm/scenarios/NAME/{guest.sh,*.json} -> /tt/scenarios/NAME/),
-# scx_tt, tt_timer_baseline and tt_jobs (release builds), stress-ng, cyclictest, bpftool, chrt and
+# scx_tt, tt_timer_baseline, tt_jobs and tt_component (release builds), stress-ng, cyclictest, bpftool, chrt and
 # qemu-system-x86_64 (with SeaBIOS) from Debian,
 # the shared libraries of every binary (found with ldd), the VM kernel's config
 # (/boot/config-RELEASE) and schedules/.
@@ -45,7 +45,7 @@ for entry in "${extra_entries[@]}"; do
   EXTRA_HOST+=("$host") EXTRA_GUEST+=("$guest")
 done
 
-BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline" "$BIN_DIR/tt_jobs"
+BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline" "$BIN_DIR/tt_jobs" "$BIN_DIR/tt_component"
           "$(command -v stress-ng || true)" "$(command -v cyclictest || true)"
           "$(command -v bpftool || true)" "$(command -v chrt || true)"
           "$(command -v qemu-system-x86_64 || true)")
@@ -74,7 +74,7 @@ cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.
 mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
 # Debug info is not needed in the guest and would double the archive.
-for b in scx_tt tt_timer_baseline tt_jobs; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
+for b in scx_tt tt_timer_baseline tt_jobs tt_component; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" \
    "$(command -v chrt)" "$(command -v qemu-system-x86_64)" "$ROOT/usr/bin/"
 # QEMU's SeaBIOS: the `admit` scenario boots real (nested TCG) VMs inside the guest

@@ -52,11 +52,13 @@ fn add_task(a: TaskCounters, b: TaskCounters) -> TaskCounters {
         run_ns,
         inside_ns,
         jobs_done,
+        reclaimed_ns,
     } = b;
     TaskCounters {
         run_ns: a.run_ns + run_ns,
         inside_ns: a.inside_ns + inside_ns,
         jobs_done: a.jobs_done + jobs_done,
+        reclaimed_ns: a.reclaimed_ns + reclaimed_ns,
     }
 }
 
@@ -85,6 +87,7 @@ mod tests {
                 run_ns: 10,
                 inside_ns: 8,
                 jobs_done: 2,
+                reclaimed_ns: 0,
             }],
             cpus: BTreeMap::from([(1, cpu(100, 1_000))]),
             progs: vec![prog("dispatch", 10, 1_000)],
@@ -95,11 +98,13 @@ mod tests {
                     run_ns: 5,
                     inside_ns: 5,
                     jobs_done: 3,
+                    reclaimed_ns: 0,
                 },
                 TaskCounters {
                     run_ns: 1,
                     inside_ns: 0,
                     jobs_done: 0,
+                    reclaimed_ns: 0,
                 },
             ],
             cpus: BTreeMap::from([(1, cpu(50, 2_000)), (2, cpu(7, 70))]),
@@ -112,12 +117,14 @@ mod tests {
                 TaskCounters {
                     run_ns: 15,
                     inside_ns: 13,
-                    jobs_done: 5
+                    jobs_done: 5,
+                    reclaimed_ns: 0,
                 },
                 TaskCounters {
                     run_ns: 1,
                     inside_ns: 0,
-                    jobs_done: 0
+                    jobs_done: 0,
+                    reclaimed_ns: 0,
                 }
             ]
         );

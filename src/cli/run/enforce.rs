@@ -245,10 +245,14 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             .args
             .stats
             .map(|s| Every::new(now, secs_ns(s.max(0.1))));
+        // local scheduling (src/bpf/tt_sched.bpf.c D): thread names are read again every
+        // 100 ms, so a thread forked or renamed after the start gets its period
+        let mut local = self.d.cfg.has_local().then(|| Every::new(now, 100_000_000));
         loop {
             let wake = [ring, control, checks]
                 .iter()
                 .chain(&stats)
+                .chain(&local)
                 .chain(&obs)
                 .map(Every::next_ns)
                 .chain(self.live.deadline_ns)
@@ -294,6 +298,15 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             }
             if stats.as_mut().is_some_and(|s| s.due(now)) {
                 self.print_stats();
+            }
+            if local.as_mut().is_some_and(|l| l.due(now)) {
+                match self.sched.refresh_local(&self.d.cfg) {
+                    Ok(n) if n > 0 => self
+                        .d
+                        .verbose(&format!("local scheduling: {n} thread(s) renamed")),
+                    Ok(_) => {}
+                    Err(e) => eprintln!("scx_tt: warning: local scheduling: {e}"),
+                }
             }
         }
     }
