@@ -621,4 +621,121 @@ mod tests {
         let err = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 300]).unwrap_err();
         assert_eq!(err, ConfigError::CpuTooLarge(300));
     }
+
+    fn jobs(task: usize, windows: &[(u64, u64)]) -> Vec<Job> {
+        windows
+            .iter()
+            .enumerate()
+            .map(|(i, &(release, deadline))| Job {
+                task,
+                instance: i as u32,
+                release,
+                deadline,
+                wcet: 1,
+            })
+            .collect()
+    }
+
+    /// The reference: a job of `p` is current at `slot` iff some `offset + k·period ≤ slot <
+    /// offset + k·period + deadline`, by brute force over k; the same for explicit windows
+    /// repeated every `frame`.
+    fn current_by_windows(windows: &[(u64, u64)], frame: u64, slot: u64) -> Option<u64> {
+        (0..=slot / frame + 1).find_map(|f| {
+            windows.iter().find_map(|&(r, d)| {
+                let (r, d) = (f * frame + r, f * frame + d);
+                (r <= slot && slot < d).then_some(d)
+            })
+        })
+    }
+
+    fn current_by_periodic(p: Periodic, slot: u64) -> Option<u64> {
+        // the BPF rule (current_deadline in src/bpf/tt_sched.bpf.c), in Rust
+        if slot < p.offset {
+            return None;
+        }
+        let r = p.offset + (slot - p.offset) / p.period * p.period;
+        (slot < r + p.deadline).then_some(r + p.deadline)
+    }
+
+    #[test]
+    fn periodic_jobs_are_recognised_and_give_the_current_deadline_of_their_windows() {
+        let frame = 20;
+        for (windows, want) in [
+            (vec![(0, 5), (5, 10), (10, 15), (15, 20)], Some((5, 0, 5))),
+            (vec![(2, 6), (12, 16)], Some((10, 2, 4))),
+            (vec![(12, 16), (2, 6)], Some((10, 2, 4))), // any order
+            (vec![(3, 20)], Some((20, 3, 17))),
+            (vec![(0, 5), (10, 14)], None),          // two deadlines
+            (vec![(0, 5), (7, 12)], None),           // not equally spaced
+            (vec![(0, 5), (5, 10), (10, 15)], None), // 3 does not divide 20
+            (vec![], None),
+        ] {
+            let js = jobs(0, &windows);
+            let refs: Vec<&Job> = js.iter().collect();
+            let got = Periodic::of_jobs(&refs, frame);
+            assert_eq!(
+                got.map(|p| (p.period, p.offset, p.deadline)),
+                want,
+                "{windows:?}"
+            );
+            if let Some(p) = got {
+                for slot in 0..5 * frame {
+                    assert_eq!(
+                        current_by_periodic(p, slot),
+                        current_by_windows(&windows, frame, slot),
+                        "{windows:?} at slot {slot}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_server_local_order_and_thread_periods_reach_the_config() {
+        use crate::plan::LocalThread;
+        let mut p = plan();
+        p.server = ServerDesign::Crps;
+        p.tasks[0].local = Some(LocalSched {
+            scheduler: LocalScheduler::Edf,
+            threads: vec![
+                LocalThread {
+                    thread: ThreadSelector::Comm("hi".into()),
+                    period: 4,
+                    wcet: 1,
+                },
+                LocalThread {
+                    thread: ThreadSelector::Tid(77),
+                    period: 8,
+                    wcet: 1,
+                },
+            ],
+        });
+        let cfg = SchedConfig::from_plan(&p, 50, &[0, 1, 2]).expect("config");
+        assert_eq!(cfg.server, ServerDesign::Crps);
+        assert!(cfg.has_local());
+        assert_eq!(
+            (cfg.local_abi(0), cfg.local_abi(1), cfg.local_abi(9)),
+            (abi::LOCAL_EDF, abi::LOCAL_FIFO, abi::LOCAL_FIFO)
+        );
+        // 1 ms slots: by name, by tid (before the name), unnamed, a task without local order
+        assert_eq!(cfg.thread_period_ns(0, 5, Some("hi")), 4_000_000);
+        assert_eq!(cfg.thread_period_ns(0, 77, Some("hi")), 8_000_000);
+        assert_eq!(cfg.thread_period_ns(0, 5, Some("other")), 0);
+        assert_eq!(cfg.thread_period_ns(0, 5, None), 0);
+        assert_eq!(cfg.thread_period_ns(1, 5, Some("hi")), 0);
+        // the fixture's jobs: a and b one job each in the frame of 4 (release 0, deadline 4)
+        assert_eq!(
+            cfg.periodic[0],
+            Some(Periodic {
+                period: 4,
+                offset: 0,
+                deadline: 4
+            })
+        );
+        assert_eq!(cfg.periodic[3], None, "a be task never reclaims");
+        assert_eq!(
+            SchedConfig::from_plan(&plan(), 50, &[0]).unwrap().server,
+            ServerDesign::Wcps
+        );
+    }
 }
