@@ -248,6 +248,10 @@ impl Engine for FakeEngine {
         Ok(self.next_task - 1)
     }
 
+    fn release_task(&mut self, _index: usize, _cpu: Option<u32>) -> Result<(), String> {
+        Ok(())
+    }
+
     fn note(&mut self, _line: &str) {}
 
     fn warn(&mut self, _line: &str) {}

@@ -68,43 +68,6 @@ pub fn sleep_until_ns(ns: u64) {
     {}
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slots_are_half_open_intervals_from_t0() {
-        let c = SlotClock::new(1_000, 10);
-        assert_eq!(c.slot_at(999), None);
-        assert_eq!(c.slot_or_first(999), 0);
-        assert_eq!(c.slot_at(1_000), Some(0));
-        assert_eq!(c.slot_at(1_009), Some(0));
-        assert_eq!(c.slot_at(1_010), Some(1));
-        assert_eq!(c.start_ns(3), 1_030);
-    }
-
-    #[test]
-    fn extreme_slots_saturate_instead_of_wrapping() {
-        let c = SlotClock::new(u64::MAX - 5, 10);
-        assert_eq!(c.start_ns(1), u64::MAX);
-        assert_eq!(c.slot_at(u64::MAX), Some(0));
-        assert_eq!(
-            SlotClock::new(0, 0).slot_ns,
-            1,
-            "a zero slot length cannot divide by 0"
-        );
-    }
-
-    #[test]
-    fn the_monotonic_clock_does_not_go_back() {
-        let a = monotonic_ns();
-        let b = monotonic_ns();
-        assert!(b >= a, "{a} then {b}");
-        sleep_until_ns(monotonic_ns() + 1_000_000);
-        assert!(monotonic_ns() >= b + 1_000_000);
-    }
-}
-
 // ---- helpers of the workload programs (src/bin/tt_jobs.rs, src/bin/tt_component.rs) ----
 
 /// The first release at or after `now`: `t0 + k * period`.
@@ -162,5 +125,42 @@ pub fn t0_from(path: &std::path::Path) -> Result<u64, String> {
             ));
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_are_half_open_intervals_from_t0() {
+        let c = SlotClock::new(1_000, 10);
+        assert_eq!(c.slot_at(999), None);
+        assert_eq!(c.slot_or_first(999), 0);
+        assert_eq!(c.slot_at(1_000), Some(0));
+        assert_eq!(c.slot_at(1_009), Some(0));
+        assert_eq!(c.slot_at(1_010), Some(1));
+        assert_eq!(c.start_ns(3), 1_030);
+    }
+
+    #[test]
+    fn extreme_slots_saturate_instead_of_wrapping() {
+        let c = SlotClock::new(u64::MAX - 5, 10);
+        assert_eq!(c.start_ns(1), u64::MAX);
+        assert_eq!(c.slot_at(u64::MAX), Some(0));
+        assert_eq!(
+            SlotClock::new(0, 0).slot_ns,
+            1,
+            "a zero slot length cannot divide by 0"
+        );
+    }
+
+    #[test]
+    fn the_monotonic_clock_does_not_go_back() {
+        let a = monotonic_ns();
+        let b = monotonic_ns();
+        assert!(b >= a, "{a} then {b}");
+        sleep_until_ns(monotonic_ns() + 1_000_000);
+        assert!(monotonic_ns() >= b + 1_000_000);
     }
 }

@@ -124,6 +124,12 @@ struct tt_arm_arg {
 	u32 pad;
 };
 
+/* Context of the SEC("syscall") program release_task (a task leaves the plan at run time). */
+struct tt_release_arg {
+	u32 task; /* its index */
+	s32 cpu; /* its managed CPU, or -1 */
+};
+
 /*
  * What arm_timer returns: 0 when the timer is armed; one of these when scx_tt's own checks
  * refuse; a negative errno when bpf_timer_init, bpf_timer_set_callback or bpf_timer_start
@@ -223,6 +229,7 @@ struct tt_cpu_stats {
 
 _Static_assert(sizeof(struct tt_task_ctx) == 16, "tt_task_ctx");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
+_Static_assert(sizeof(struct tt_release_arg) == 8, "tt_release_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
 _Static_assert(sizeof(struct tt_task_stats) == 40, "tt_task_stats");

@@ -157,7 +157,11 @@
  *     run time (scx_tt ctl admit) gets the next index: its entries are written first, then
  *     nr_tasks is raised, then its threads enter task_ctx (each thread's next enqueue routes
  *     it). Entries below nr_tasks never change, so a reader that sees a task index below
- *     nr_tasks sees its entries. Every task index has its DSQ from ops.init on;
+ *     nr_tasks sees its entries. Every task index has its DSQ from ops.init on. A task added
+ *     that way leaves the plan again (`scx_tt ctl remove`) by losing its threads: userspace
+ *     deletes their task_ctx entries (its forked children's too), then test-runs the
+ *     SEC("syscall") program release_task, which moves those still queued in the task's DSQ
+ *     or a be DSQ to the housekeeping DSQ and kicks the task's CPU; its index stays, unused;
  *   - nothing in rodata (slot length, guard, CPU roles) changes after load.
  *
  * G. Known limitations
@@ -1321,6 +1325,54 @@ int dpm_kick(struct tt_arm_arg *arg)
 		return TT_ARM_NOT_MANAGED;
 	scx_bpf_kick_cpu(arg->cpu, 0);
 	return 0;
+}
+
+/* Move the threads in @dsq that no longer belong to the plan to the housekeeping DSQ. */
+static __always_inline s32 release_from(u64 dsq)
+{
+	struct task_struct *p;
+	s32 moved = 0;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		if (lookup_ctx(p))
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, TT_DSQ_HOUSEKEEPING, 0))
+			moved++;
+	}
+	return moved;
+}
+
+/*
+ * A task leaves the plan at run time (`scx_tt ctl remove` of a task `admit` added; F):
+ * userspace has deleted its threads from task_ctx (their next enqueue routes them as any other
+ * process) and test-runs this. Threads of the task still queued in its DSQ (tt) or a be DSQ
+ * it used (be) would wait there for ever: move every thread there that is no longer in the
+ * plan to the housekeeping DSQ, wake idle housekeeping CPUs, and kick the task's CPU so that a
+ * thread of it running there now is re-enqueued. Returns how many threads were moved.
+ */
+SEC("syscall")
+int release_task(struct tt_release_arg *arg)
+{
+	s32 moved = 0;
+	u32 i;
+
+	if (arg->task >= TT_MAX_TASKS)
+		return -22; /* EINVAL */
+	/* a DSQ iterator outside a sched_ext op needs an RCU read-side section */
+	bpf_rcu_read_lock();
+	moved += release_from(task_dsq(arg->task));
+	moved += release_from(TT_DSQ_BE_ANY);
+	if (is_managed(arg->cpu))
+		moved += release_from(TT_DSQ_BE_CPU_BASE + arg->cpu);
+	bpf_rcu_read_unlock();
+	if (is_managed(arg->cpu))
+		scx_bpf_kick_cpu(arg->cpu, SCX_KICK_PREEMPT);
+	bpf_for(i, 0, nr_housekeeping) {
+		if (i >= TT_MAX_CPUS)
+			break;
+		scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_IDLE);
+	}
+	return moved;
 }
 
 /* ---- routing (D) ---- */

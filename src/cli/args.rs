@@ -31,9 +31,34 @@ pub fn stats_secs(text: &str) -> Result<f64, String> {
     secs_in(text, 0.1, 86_400.0)
 }
 
+/// `simulate --etf`: the execution-time factor of the local workloads, in (0, 1].
+pub fn etf(text: &str) -> Result<f64, String> {
+    let f: f64 = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?} is not a number: {e}"))?;
+    if !(f > 0.0 && f <= 1.0) {
+        return Err(format!(
+            "{text:?} must be an execution-time factor in (0, 1] (a job runs at most its WCET)"
+        ));
+    }
+    Ok(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn etf_is_a_factor_in_zero_one() {
+        assert_eq!(etf("1"), Ok(1.0));
+        assert_eq!(etf(" 0.1 "), Ok(0.1));
+        for bad in ["0", "-0.5", "1.01", "inf", "NaN", "x", ""] {
+            assert!(etf(bad).is_err(), "{bad}");
+        }
+        let e = etf("1.5").unwrap_err();
+        assert!(e.contains("\"1.5\"") && e.contains("(0, 1]"), "{e}");
+    }
 
     #[test]
     fn seconds_are_finite_and_within_the_flags_range() {

@@ -3,10 +3,12 @@
 use anyhow::{bail, Context};
 use clap::Args;
 use scx_tt::energy::model;
+use scx_tt::plan::ServerDesign;
 use scx_tt::plan::{self, LoadError};
 use scx_tt::planner::kernel_path::FirmOutcome;
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sim::model_power::ModelPower;
+use scx_tt::sim::servers::{self, PlanServers};
 use scx_tt::sim::{self, Arrival, ExecModel, SimConfig, SimReport};
 use scx_tt::trace::{SlotRecord, TraceHeader};
 use std::io::Write;
@@ -63,6 +65,14 @@ pub struct SimulateArgs {
     /// the replayed planner decided, and lists every difference.
     #[arg(long, value_name = "TRACE.jsonl", requires = "replay")]
     replay_trace: Option<PathBuf>,
+    /// Server design of the local-workload section: ptps | wcps | crps (default: the plan's
+    /// `server`). Only tasks with a local workload are affected (docs/servers.md).
+    #[arg(long, value_name = "DESIGN")]
+    server: Option<ServerDesign>,
+    /// Execution-time factor of the local workloads: every local job runs F x its WCET,
+    /// 0 < F <= 1.
+    #[arg(long, value_name = "F", default_value = "1.0", value_parser = super::args::etf)]
+    etf: f64,
 }
 
 /// The largest planner log or trace `--replay` reads, bytes.
@@ -367,10 +377,40 @@ pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
     if let Some(mut w) = trace {
         w.flush().context("writing the trace")?;
     }
+    // The local workloads (tasks with `local`) under the server design, after the planner's
+    // run and independent of it; `None` (no section) when no task has one.
+    let design = args.server.unwrap_or(plan.server);
+    let local = servers::simulate_plan(
+        &plan,
+        design.into(),
+        args.etf,
+        args.frames,
+        servers::DEFAULT_TICKS_PER_SLOT,
+    )
+    .context("simulating the local workloads")?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&out.report)?);
+        match &local {
+            None => println!("{}", serde_json::to_string_pretty(&out.report)?),
+            Some(l) => {
+                /// The report with the local-workload section after its fields.
+                #[derive(serde::Serialize)]
+                struct WithServers<'a> {
+                    #[serde(flatten)]
+                    report: &'a SimReport,
+                    servers: &'a PlanServers,
+                }
+                let v = WithServers {
+                    report: &out.report,
+                    servers: l,
+                };
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            }
+        }
     } else {
         print!("{}", render(&out.report, plan.slot_us, &model_name));
+        if let Some(l) = &local {
+            print!("{}", render_servers(l));
+        }
     }
     Ok(if out.report.guaranteed_misses > 0 {
         EXIT_MISS
@@ -443,5 +483,72 @@ fn render(r: &SimReport, slot_us: u64, model_name: &str) -> String {
         "energy total: {:.4} J (estimated, power model {model_name}; managed cores only)",
         r.energy_j
     );
+    s
+}
+
+/// The local-workload section (docs/simulate.md, "Local workloads").
+fn render_servers(l: &PlanServers) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "local workloads: server {}, ETF {}, {} ticks a slot (docs/servers.md)",
+        l.design, l.etf, l.ticks_per_slot
+    );
+    for c in &l.cpus {
+        let r = &c.report;
+        let t = r.time;
+        let all = (t.owner + t.reclaimed + t.be + t.idle).max(1) as f64;
+        let pct = |x: u64| 100.0 * x as f64 / all;
+        let _ = writeln!(
+            s,
+            "cpu {}: local jobs {}, missed {}; CPU time: owner {:.1}% reclaimed {:.1}% be {:.1}% idle {:.1}%",
+            c.cpu,
+            r.jobs,
+            r.misses,
+            pct(t.owner),
+            pct(t.reclaimed),
+            pct(t.be),
+            pct(t.idle)
+        );
+        for comp in &r.components {
+            if comp.opaque {
+                let _ = writeln!(
+                    s,
+                    "  {}: no local workload (taken to use all of its slots)",
+                    comp.name
+                );
+                continue;
+            }
+            let _ = writeln!(
+                s,
+                "  {}: jobs {}, missed {}, response/deadline mean {:.3} p99 {:.3} max {:.3}; of the CPU: ran {:.1}% in its slots + {:.1}% reclaimed, its slots {:.1}% to others + {:.1}% unused",
+                comp.name,
+                comp.jobs,
+                comp.misses,
+                comp.response.mean,
+                comp.response.p99,
+                comp.response.max,
+                pct(comp.ran_own),
+                pct(comp.ran_reclaimed),
+                pct(comp.given),
+                pct(comp.unused)
+            );
+            for th in &comp.tasks {
+                let _ = writeln!(
+                    s,
+                    "    {} (period {}, wcet {}): jobs {}, missed {}, response/deadline mean {:.3} p99 {:.3} max {:.3}",
+                    th.name,
+                    th.period,
+                    th.wcet,
+                    th.jobs,
+                    th.misses,
+                    th.response.mean,
+                    th.response.p99,
+                    th.response.max
+                );
+            }
+        }
+    }
     s
 }

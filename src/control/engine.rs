@@ -57,6 +57,11 @@ pub trait Engine {
         tids: &[u32],
     ) -> Result<usize, String>;
 
+    /// Task `index`, which [`Engine::add_task`] added on `cpu`, leaves the plan: its threads
+    /// (and those they forked) are no longer plan threads, and the ones queued on a managed
+    /// CPU move to the housekeeping CPUs (src/bpf/tt_sched.bpf.c F, `release_task`).
+    fn release_task(&mut self, index: usize, cpu: Option<u32>) -> Result<(), String>;
+
     /// A line for the run's log (stdout): what a request changed.
     fn note(&mut self, line: &str);
 

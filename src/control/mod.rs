@@ -597,8 +597,18 @@ impl Control {
     }
 
     /// Takes tt task `name`, which runs now (in the table and not removed, or admitted), out
-    /// of the planner.
+    /// of the planner; a task `admit` added (or every vCPU task of a VM it added, by the VM's
+    /// name) leaves the plan altogether ([`Control::remove_added`]).
     fn remove(&mut self, name: &str, engine: &mut impl Engine) -> Answered {
+        let added: Vec<usize> = (0..self.added.len())
+            .filter(|&i| {
+                let a = &self.added[i];
+                a.gone_from.is_none() && (a.name == name || base_name(&a.name) == name)
+            })
+            .collect();
+        if !added.is_empty() {
+            return self.remove_added(name, &added, engine);
+        }
         self.planner_mode("remove")?;
         let (task, _) = self.tt_task(name)?;
         self.running(name, task)?;
@@ -617,6 +627,61 @@ impl Control {
         engine.note(&format!(
             "remove (task {task}): no slots from slot {from_slot}"
         ));
+        Ok(Answer::Removed { from_slot })
+    }
+
+    /// Tasks `admit` added (`which`, indexes into `added`: one task, or every vCPU of a VM)
+    /// leave the plan: tt ones leave the planner from its next undecided slot (their capacity
+    /// is free at once), then BPF lets go of their threads, which run on the housekeeping
+    /// CPUs as any other process from then on (src/bpf/tt_sched.bpf.c F). The admission
+    /// leaves the journal once every task it added is gone or removed. A failure of BPF's part
+    /// is reported; the planner's part stays done (the task owns no slot either way).
+    fn remove_added(&mut self, name: &str, which: &[usize], engine: &mut impl Engine) -> Answered {
+        let tt: Vec<usize> = which
+            .iter()
+            .filter(|&&i| self.added[i].class == Class::Tt)
+            .map(|&i| self.added[i].index)
+            .collect();
+        let from_slot = if tt.is_empty() {
+            self.clock.slot_or_first(engine.now_ns())
+        } else {
+            engine
+                .with_planner(|p, _| {
+                    for &index in &tt {
+                        p.remove_admitted(index);
+                    }
+                    p.now()
+                })
+                .map_err(ControlError::PlannerUnavailable)?
+        };
+        let mut failed = Vec::new();
+        for &i in which {
+            let (index, cpu) = (self.added[i].index, self.added[i].cpu);
+            if let Err(e) = engine.release_task(index, cpu) {
+                failed.push(format!("{}: {e}", self.added[i].name));
+            }
+            self.added[i].gone_from = Some(from_slot);
+            let task = self.added[i].name.clone();
+            self.record(&task, TaskState::Removed, from_slot);
+        }
+        let base = base_name(name).to_string();
+        if self
+            .added
+            .iter()
+            .all(|a| base_name(&a.name) != base || a.gone_from.is_some())
+        {
+            self.journal.set(journal::Key::Task(base), None);
+        }
+        engine.note(&format!(
+            "remove {name}: {} task(s) left the plan: no slots from slot {from_slot}, their threads run on the housekeeping CPUs",
+            which.len()
+        ));
+        if !failed.is_empty() {
+            return Err(ControlError::Kernel(format!(
+                "removed from the planner, but BPF kept threads of {}",
+                failed.join("; ")
+            )));
+        }
         Ok(Answer::Removed { from_slot })
     }
 

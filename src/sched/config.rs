@@ -79,7 +79,7 @@ impl Periodic {
     /// are: equally spaced releases covering the frame, one relative deadline.
     pub fn of_jobs(jobs: &[&Job], frame: u64) -> Option<Periodic> {
         let n = jobs.len() as u64;
-        if n == 0 || frame % n != 0 {
+        if n == 0 || !frame.is_multiple_of(n) {
             return None;
         }
         let period = frame / n;

@@ -728,6 +728,58 @@ impl<'a> Scheduler<'a> {
         Ok(changed)
     }
 
+    /// Task `index` (added at run time, [`Self::add_task`]) leaves the plan
+    /// (src/bpf/tt_sched.bpf.c F): every thread of it in the task map is deleted (those forked
+    /// since too), then BPF moves the ones still queued on a managed CPU's queues to the
+    /// housekeeping CPUs. Returns (threads deleted from the map, threads BPF moved).
+    pub fn release_task(
+        &mut self,
+        index: usize,
+        cpu: Option<u32>,
+    ) -> Result<(usize, u32), LoadError> {
+        let map = &self.skel.maps.task_ctx;
+        let mut deleted = 0;
+        let keys: Vec<Vec<u8>> = map.keys().collect();
+        for key in keys {
+            let Ok(Some(value)) = map.lookup(&key, MapFlags::ANY) else {
+                continue;
+            };
+            let Ok(bytes) = <[u8; 16]>::try_from(value.as_slice()) else {
+                continue;
+            };
+            // SAFETY: tt_task_ctx is plain old data of the size checked in abi.rs.
+            let ctx: abi::tt_task_ctx = unsafe { std::mem::transmute(bytes) };
+            if ctx.task as usize == index && map.delete(&key).is_ok() {
+                deleted += 1;
+            }
+        }
+        let mut arg = abi::tt_release_arg {
+            task: index as u32,
+            cpu: cpu.map_or(-1, |c| c as i32),
+        };
+        // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg))
+        };
+        let input = ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        };
+        let out = self
+            .skel
+            .progs
+            .release_task
+            .test_run(input)
+            .map_err(map_err("release_task"))?;
+        match out.return_value as i32 {
+            n if n >= 0 => Ok((deleted, n as u32)),
+            e => Err(LoadError::Map {
+                map: "release_task",
+                msg: format!("task {index}: the BPF program returned {e}"),
+            }),
+        }
+    }
+
     /// The task index the next [`Self::add_task`] gets (the tasks so far: the plan's, then those
     /// admitted at run time).
     pub fn nr_tasks(&mut self) -> Result<usize, LoadError> {

@@ -27,6 +27,7 @@
 pub mod experiment;
 pub mod model_power;
 pub mod power;
+pub mod servers;
 
 use crate::plan::{strict, Plan};
 use crate::planner::cpu::{JobEvent, JobKind, MAX_JOB_SLOTS, UNIT};

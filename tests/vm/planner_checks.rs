@@ -286,12 +286,29 @@ pub fn admitted_run_closing(
     s: &Summary,
     joined: &[(&str, u64)],
 ) {
+    admitted_run_closing_left(c, out, plan, run, s, joined, &[]);
+}
+
+/// [`admitted_run_closing`] for a run that also removed tasks `admit` added: each task of
+/// `left` (name, `[from, until)` ns) left the plan in that window (`Bounds::left`).
+pub fn admitted_run_closing_left(
+    c: &mut Checks,
+    out: &VmOutput,
+    plan: &str,
+    run: &str,
+    s: &Summary,
+    joined: &[(&str, u64)],
+    left: &[(&str, (u64, u64))],
+) {
     conformance(c, out, &harness::repo().join(plan), run, 300);
     out.check_clean_exit(c, run);
     let mut b = crate::witness::Bounds::default();
+    let at = |slot: u64| s.t0_ns + slot * s.slot_us * 1000;
     for &(name, slot) in joined {
-        b.joined
-            .insert(name.into(), s.t0_ns + slot * s.slot_us * 1000);
+        b.joined.insert(name.into(), at(slot));
+    }
+    for &(name, window) in left {
+        b.left.insert(name.into(), window);
     }
     crate::witness::check(c, out, run, &b);
 }

@@ -239,6 +239,11 @@ pub struct Frame {
     /// task → when it joined the plan (a task admitted at run time, `scx_tt ctl admit`):
     /// before that its threads are outside the plan, judged as any other process.
     pub joined: HashMap<String, u64>,
+    /// task → `[from, until)`: it left the plan at `from` (`scx_tt ctl remove` of a task `admit`
+    /// added); in the window its threads are not judged (a thread running on the managed CPU
+    /// when BPF let go of it runs on until the kick reaches it), from `until` on they are
+    /// outside the plan, judged as any other process.
+    pub left: HashMap<String, (u64, u64)>,
 }
 
 /// What the witness saw, in figures.
@@ -444,8 +449,13 @@ impl Frame {
         }
         let class = |pid: u32, at: u64| -> Option<(&str, &String)> {
             let t = task_of.get(&pid)?;
-            if self.joined.get(t).is_some_and(|&j| at < j) {
+            if self.joined.get(t).is_some_and(|&j| at < j)
+                || self.left.get(t).is_some_and(|&(_, until)| at >= until)
+            {
                 return None;
+            }
+            if self.left.get(t).is_some_and(|&(from, _)| at >= from) {
+                return Some(("leaving", t));
             }
             Some((self.tasks.get(t)?.0.as_str(), t))
         };
@@ -780,6 +790,8 @@ pub struct Bounds {
     pub done: HashMap<String, Vec<(u64, u64)>>,
     /// per task admitted at run time, when it joined the plan ([`Frame::joined`])
     pub joined: HashMap<String, u64>,
+    /// per task removed at run time, when it left the plan ([`Frame::left`])
+    pub left: HashMap<String, (u64, u64)>,
     /// share of the tt records whose `ran_ns` may differ from the witness by more than
     /// [`agreement_tol_ns`] (timing: the host descheduling the vCPU thread between
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
@@ -793,6 +805,7 @@ impl Default for Bounds {
             allowed: Vec::new(),
             done: HashMap::new(),
             joined: HashMap::new(),
+            left: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
         }
@@ -845,6 +858,7 @@ pub fn check_files(
     let mut f = f;
     f.done = b.done.clone();
     f.joined = b.joined.clone();
+    f.left = b.left.clone();
     let r = f.analyse(&events);
     report(c, run, &f, &r, b);
 }

@@ -147,6 +147,19 @@ impl Engine for RunEngine<'_, '_> {
             .map_err(|e| e.to_string())
     }
 
+    fn release_task(&mut self, index: usize, cpu: Option<u32>) -> Result<(), String> {
+        let t0 = monotonic_ns();
+        let (deleted, moved) = self
+            .sched
+            .release_task(index, cpu)
+            .map_err(|e| e.to_string())?;
+        println!(
+            "scx_tt: task {index} left the plan in [{t0}, {}] ns (CLOCK_MONOTONIC): {deleted} thread(s) out of the task map, {moved} moved off the managed CPUs' queues",
+            monotonic_ns()
+        );
+        Ok(())
+    }
+
     fn with_planner<R>(
         &mut self,
         f: impl FnOnce(&mut KernelPlanner, u64) -> R,

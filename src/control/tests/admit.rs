@@ -329,3 +329,63 @@ fn a_be_task_joins_the_slack_at_once_without_timing_or_planner() {
     );
     assert_eq!(Request::parse(line_of(&r).trim_end()), Ok(r));
 }
+
+#[test]
+fn remove_takes_an_added_task_out_of_the_planner_and_bpf_and_frees_its_capacity() {
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e
+        .with_threads(&Selector::Pid(500), &[500])
+        .with_threads(&Selector::Pid(510), &[510])
+        .with_threads(&Selector::Pid(800), &[800]);
+    // app takes 2 of the 3 free slots of every 8; big (2 of 8) then does not fit
+    let line = e
+        .send(&mut c, &admit("app", AdmitSelector::Pid(500), 8, 2))
+        .to_line();
+    assert!(line.contains("\"accepted\":true"), "{line}");
+    let line = e
+        .send(&mut c, &admit("big", AdmitSelector::Pid(510), 8, 2))
+        .to_line();
+    assert!(line.contains("\"accepted\":false"), "{line}");
+    let mut be = admit_of("batch", AdmitSelector::Pid(800), None, None);
+    be.class = AdmitClass::Be;
+    assert!(e
+        .send(&mut c, &Request::Admit(be))
+        .to_line()
+        .contains("\"accepted\":true"));
+    assert!(c.take_journal().is_some());
+    let remove = |t: &str| Request::Remove(crate::control::request::TaskArg { task: t.into() });
+    // removing app: the planner lets go of it, BPF releases its threads (index 4, CPU 1)
+    let from = match answer(e.send(&mut c, &remove("app"))) {
+        Answer::Removed { from_slot } => from_slot,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(e.released, vec![(4, Some(1))]);
+    let tasks = e.planner_status(&mut c).tasks;
+    let app = tasks.iter().find(|t| t.task == "app").expect("listed");
+    assert_eq!((app.state, app.from_slot), (TaskState::Removed, from));
+    // its capacity is free at once: big fits now
+    let line = e
+        .send(&mut c, &admit("big", AdmitSelector::Pid(510), 8, 2))
+        .to_line();
+    assert!(line.contains("\"accepted\":true"), "{line}");
+    // the be task leaves without the planner; the journal keeps big only
+    let planner = e.planner.as_ref().map(|p| p.fingerprint());
+    assert!(matches!(
+        answer(e.send(&mut c, &remove("batch"))),
+        Answer::Removed { .. }
+    ));
+    assert_eq!(e.released, vec![(4, Some(1)), (5, None)]);
+    assert_eq!(e.planner.as_ref().map(|p| p.fingerprint()), planner);
+    let journal = c.take_journal().expect("changed").join("\n");
+    assert!(
+        journal.contains("\"name\":\"big\"")
+            && !journal.contains("\"app\"")
+            && !journal.contains("batch"),
+        "{journal}"
+    );
+    // removed once: a second remove is refused and changes nothing
+    let before = snapshot(&mut c, &mut e);
+    assert!(error(e.send(&mut c, &remove("app"))).contains("app"));
+    assert_eq!(snapshot(&mut c, &mut e), before);
+    assert_eq!(e.released.len(), 2);
+}

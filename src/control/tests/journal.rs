@@ -32,6 +32,7 @@ fn pool() -> Vec<Request> {
         Request::Remove(task("v")),
         Request::Remove(task("b")),
         Request::Remove(task("app")),
+        Request::Remove(task("vm")),
         Request::SetPolicy(SetPolicy {
             policy: Policy::Dvfs,
         }),
@@ -58,7 +59,8 @@ fn engine_with_threads(e: FakeEngine) -> FakeEngine {
 
 /// What the journal must rebuild: (task, state) of every task that runs by a request or was
 /// removed by one, sorted, and the policy. A task the plan declares admitted (v) that was
-/// removed is as the plan says: not running, as if never admitted.
+/// removed is as the plan says: not running, as if never admitted; so is a task `admit` added
+/// and a request removed (it left the plan: its admission left the journal).
 fn state_of(c: &mut Control, e: &mut FakeEngine) -> (Vec<(String, String)>, String) {
     let p = e.planner_status(c);
     let mut tasks: Vec<(String, String)> = p
@@ -66,6 +68,10 @@ fn state_of(c: &mut Control, e: &mut FakeEngine) -> (Vec<(String, String)>, Stri
         .iter()
         .filter(|t| t.state != TaskState::Gone)
         .filter(|t| !(t.task == "v" && t.state == TaskState::Removed))
+        .filter(|t| {
+            let planned = ["a", "b", "c", "v"].contains(&t.task.as_str());
+            planned || t.state != TaskState::Removed
+        })
         .map(|t| (t.task.clone(), format!("{:?}", t.state)))
         .collect();
     tasks.sort();

@@ -97,6 +97,8 @@ pub struct FakeEngine {
     /// The BPF task table: the next index, and the tasks added (CPU, threads).
     pub next_task: usize,
     pub added: Vec<(u32, Vec<u32>)>,
+    /// Tasks `release_task` took out of the plan: (index, cpu).
+    pub released: Vec<(usize, Option<u32>)>,
     /// ... and their classes.
     pub classes: Vec<crate::plan::Class>,
     /// Adding a task fails with this reason.
@@ -122,6 +124,7 @@ impl FakeEngine {
             threads: HashMap::new(),
             next_task: 0,
             added: Vec::new(),
+            released: Vec::new(),
             classes: Vec::new(),
             fail_add: None,
             clock: SlotClock::new(T0_NS, SLOT_NS),
@@ -265,6 +268,14 @@ impl Engine for FakeEngine {
         self.classes.push(class);
         self.next_task += 1;
         Ok(self.next_task - 1)
+    }
+
+    fn release_task(&mut self, index: usize, cpu: Option<u32>) -> Result<(), String> {
+        if let Some(e) = &self.fail_add {
+            return Err(e.clone());
+        }
+        self.released.push((index, cpu));
+        Ok(())
     }
 
     fn note(&mut self, line: &str) {

@@ -25,8 +25,9 @@
 //!   in 100 % of the slots;
 //! - scx_tt exits 0, sched_ext is disabled.
 
-use crate::harness::{Checks, Vm, VmOutput};
+use crate::harness::{Checks, Summary, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned};
+use crate::witness;
 
 const RUN: &str = "admit";
 const FRAME: u64 = 10;
@@ -193,6 +194,36 @@ fn check(out: &VmOutput, c: &mut Checks) {
         vm2b["tasks"][0]["from_slot"].as_u64().unwrap_or(u64::MAX),
     );
     let r1 = gone.unwrap_or(u64::MAX);
+    // app removed by request: from the reply's slot on it owns nothing, and its thread runs
+    // as any other process (on the housekeeping CPU; the witness judges CPU 1 below)
+    let rm = out.reply("rm_app");
+    println!("--- rm_app: rc {} {rm}", out.rc("rm_app"));
+    let rm_from = rm["removed"]["from_slot"]
+        .as_u64()
+        .or_else(|| rm["from_slot"].as_u64());
+    c.check(
+        out.rc("rm_app") == "0" && rm_from.is_some(),
+        format!("remove --task app: accepted with its first slot without app ({rm})"),
+    );
+    let rm_from = rm_from.unwrap_or(u64::MAX);
+    // "task I left the plan in [T1, T2] ns (CLOCK_MONOTONIC): 1 thread(s) out of the task map"
+    let released: Option<(u64, u64)> = log
+        .lines()
+        .find(|l| l.contains("left the plan in [") && l.contains("1 thread(s) out of the task map"))
+        .and_then(|l| {
+            let inner = l.split('[').nth(1)?.split(']').next()?;
+            let (a, b) = inner.split_once(',')?;
+            Some((a.trim().parse().ok()?, b.trim().parse().ok()?))
+        });
+    c.check(
+        released.is_some(),
+        format!("the run's log says when app's thread left BPF's task map ({released:?})"),
+    );
+    // not judged until the kick reached a thread running on CPU 1 then
+    let left = released.map(|(a, b)| (a, b + LEAVE_GRACE_NS));
+    if let Some(w) = left {
+        check_app_left(c, out, &s, pid, w.1);
+    }
     let trace = pc::trace_of(c, out, RUN);
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
@@ -218,7 +249,14 @@ fn check(out: &VmOutput, c: &mut Checks) {
         };
         frames += 1;
         let at_least = |t: &str, w: u64| if w == 0 { got(t) == 0 } else { got(t) >= w };
-        let ok = at_least("app", 3)
+        let app_ok = if b <= rm_from {
+            at_least("app", 3)
+        } else if a >= rm_from {
+            got("app") == 0
+        } else {
+            true
+        };
+        let ok = app_ok
             && at_least("tt-a", 4)
             && want_vm(f1, r1).is_none_or(|w| at_least("vm1", w))
             && want_vm(f2, u64::MAX).is_none_or(|w| at_least("vm2", w));
@@ -232,8 +270,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
         late,
         frames >= 10 && wrong.is_empty(),
         format!(
-            "from slot {f}: each of {frames} frames: app >= 3, tt-a >= 4, vm1 >= 2 in [{f1}, \
-             {r1}) (0 outside), vm2 >= 2 from {f2} (wrong: (slot, app, tt-a, vm1, vm2) {wrong:?})"
+            "from slot {f}: each of {frames} frames: app >= 3 until {rm_from} (0 after), tt-a >= \
+             4, vm1 >= 2 in [{f1}, {r1}) (0 outside), vm2 >= 2 from {f2} (wrong: (slot, app, \
+             tt-a, vm1, vm2) {wrong:?})"
         ),
     );
     let before = owned(&cpu1, "app", 0, f);
@@ -241,13 +280,60 @@ fn check(out: &VmOutput, c: &mut Checks) {
         before == 0,
         format!("app owns no slot before its first ({before})"),
     );
-    pc::admitted_run_closing(
+    pc::admitted_run_closing_left(
         c,
         out,
         "tests/vm/scenarios/admit/admit.json",
         RUN,
         &s,
         &[("app", f), ("vm1", f1), ("vm2", f2)],
+        &left.map(|w| vec![("app", w)]).unwrap_or_default(),
+    );
+}
+
+/// After a thread that ran on the managed CPU when BPF let go of it got the kick (timer + IPI
+/// under TCG: a few ms), it is outside the plan.
+const LEAVE_GRACE_NS: u64 = 20_000_000;
+
+/// After its removal app's busy thread runs on the housekeeping CPU 0 (BPF moved it off CPU
+/// 1's queue and out of the task map): never on CPU 1 (exact), and at least a quarter of the
+/// time from `from` to the end on CPU 0 (timing: CPU 0 is shared with the QEMU main threads and
+/// the guest's own work).
+fn check_app_left(c: &mut Checks, out: &VmOutput, s: &Summary, pid: u32, from: u64) {
+    let end = s.t0_ns + s.duration_ns;
+    let events = match out
+        .file(&format!("{RUN}.witness"))
+        .and_then(|t| witness::parse(&t).map_err(|e| e.to_string()))
+    {
+        Ok(e) => e,
+        Err(e) => return c.check(false, format!("witness: {e}")),
+    };
+    let on = |cpu: u32| -> u64 {
+        witness::segments(&events, end)
+            .iter()
+            .filter(|g| g.pid == pid && g.cpu == cpu)
+            .map(|g| g.end.min(end).saturating_sub(g.start.max(from)))
+            .sum()
+    };
+    let (cpu0, cpu1) = (on(0), on(1));
+    let window = end.saturating_sub(from);
+    println!(
+        "  app after its removal ({:.2} s): {:.1} ms on CPU 0, {:.1} ms on CPU 1",
+        window as f64 / 1e9,
+        cpu0 as f64 / 1e6,
+        cpu1 as f64 / 1e6
+    );
+    c.check(
+        window > 0 && cpu1 == 0,
+        format!("app never ran on the managed CPU after its removal ({cpu1} ns)"),
+    );
+    c.check_timing(
+        window > 0 && cpu0 * 4 >= window,
+        format!(
+            "app's thread ran on the housekeeping CPU after its removal ({:.1} of {:.1} ms)",
+            cpu0 as f64 / 1e6,
+            window as f64 / 1e6
+        ),
     );
 }
 

@@ -9,10 +9,11 @@
 #   big  `admit --pid` 5 slots every 10                      -> rejected (exit 3)
 #   rt   a SCHED_FIFO sleeper                                -> refused (exit 1, says what to do)
 # then vm1 is killed (its capacity is freed once its vCPU thread is gone) and vm2 is asked again
-# (vm2b: accepted). Leaves the trace, the summary, the witness, the planner log, every reply,
+# (vm2b: accepted); 2 s later `remove --task app` takes app out of the plan: its thread
+# leaves the managed CPU for the housekeeping one. Leaves the trace, the summary, the witness, the planner log, every reply,
 # the vCPU threads' names and the results.
 . /tt/lib.sh
-DEFAULT_DURATION_S=14
+DEFAULT_DURATION_S=18
 PLAN=$HERE/admit.json
 APP=$(start_busy_loop)
 BIG=$(start_busy_loop)
@@ -48,6 +49,10 @@ kill -9 $VM1
 wait $VM1 2> /dev/null
 sleep 1
 ctl vm2b admit --name vm2 --qemu vm2 --util 0.2 --latency-us 100000
+# app leaves the plan: its busy thread runs on the housekeeping CPU from then on
+sleep 2
+ctl rm_app remove --task app
+sleep 2
 finish_scx_tt admit
 kill $APP $BIG $RT $VM2 2> /dev/null
 exit 0
