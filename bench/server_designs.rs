@@ -26,6 +26,11 @@
 //! - `be` work present (always ready), so wcps's time for `be` is visible.
 //! - Lowest-priority component: the largest Π (ties: the last one).
 
+#[path = "planner_common.rs"]
+#[allow(dead_code)]
+mod common;
+
+use common::machine;
 use scx_tt::plan::gen::SplitMix64;
 use scx_tt::planner::interface::{optimal_interface, Scheduler, Supply, Task, Workload};
 use scx_tt::sim::servers::{
@@ -97,20 +102,6 @@ fn parse_opts() -> Result<Opts, String> {
         }
     }
     Ok(o)
-}
-
-fn machine() -> String {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let cpu = read("/proc/cpuinfo")
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU".to_string(), |s| s.trim().to_string());
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!(
-        "{cpu}, {cpus} CPUs, Linux {}",
-        read("/proc/sys/kernel/osrelease").trim()
-    )
 }
 
 /// One point of the grid: experiment 0 (period range `v`) or 1 (ETF index `v`), U_W index.

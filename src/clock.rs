@@ -39,12 +39,17 @@ impl SlotClock {
 
 /// Nanoseconds of CLOCK_MONOTONIC, the clock of `bpf_ktime_get_ns()`.
 pub fn monotonic_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+/// Nanoseconds of clock `id`.
+fn clock_ns(id: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime writes into the timespec we own.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(id, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -80,13 +85,7 @@ pub fn first_release(t0: u64, period: u64, now: u64) -> u64 {
 
 /// CPU time of the calling thread, ns.
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec for the call.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Spins until the calling thread has used `ns` more CPU time (preemption does not shorten it).

@@ -237,3 +237,19 @@ witness_stop() {
   fi
   echo > $TRACING/trace
 }
+
+# measured_run RUN PLAN SECONDS [ARGS...]: scx_tt on PLAN for an unmeasured 2 s warm-up (TCG
+# translates new code paths on first use), then RUN itself for SECONDS with the witness,
+# --trace $OUT/RUN.trace.jsonl and --summary-json $OUT/RUN.json (and ARGS). The warm-up writes
+# the same trace header, for workloads that wait for it; its trace and the workloads' logs
+# $OUT/RUN-*.log are removed before the measured run.
+measured_run() {
+  local run=$1 plan=$2 secs=$3
+  shift 3
+  run_scx_tt "${run}_warmup" --table "$plan" --duration-s 2 --trace "$OUT/$run.trace.jsonl"
+  rm -f "$OUT/$run.trace.jsonl" "$OUT/$run"-*.log
+  witness_start
+  run_scx_tt "$run" --table "$plan" --duration-s "$secs" --trace "$OUT/$run.trace.jsonl" \
+    --summary-json "$OUT/$run.json" "$@"
+  witness_stop "$run"
+}

@@ -4,19 +4,7 @@
 # computes from the workload (RM), so scx_tt orders the threads by RM in comp's slots;
 # `filler` is be work in the free slot. compositional_short.json is the same with the budget
 # one slot smaller (Θ = 3): the workload no longer fits. Leaves RUN.{json,trace.jsonl,out,err,
-# witness} and the threads' own logs RUN-{hi,mid,lo}.log for RUN in both.
-# Argument: tt.duration_s (default 8).
-. /tt/lib.sh
-D=$(cmdline_arg tt.duration_s); D=${D:-8}
-for RUN in compositional compositional_short; do
-  PLAN=$HERE/$RUN.json
-  # warm-up, not measured (TCG translates new code paths on first use); the component waits for
-  # the trace header, so the warm-up writes one too
-  run_scx_tt ${RUN}_warmup --table $PLAN --duration-s 2 --trace $OUT/$RUN.trace.jsonl
-  rm -f $OUT/$RUN.trace.jsonl $OUT/$RUN-*.log
-  witness_start
-  run_scx_tt $RUN --table $PLAN --duration-s "$D" --trace $OUT/$RUN.trace.jsonl \
-    --summary-json $OUT/$RUN.json --timeline-slots 20
-  witness_stop $RUN
+# witness} and the threads' own logs RUN-{hi,mid,lo}.log for RUN in compositional compositional_short; do
+  measured_run $RUN $HERE/$RUN.json "$D" --timeline-slots 20
 done
 exit 0

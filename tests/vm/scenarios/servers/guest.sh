@@ -8,13 +8,6 @@
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-8}
 for RUN in servers_ptps servers_crps; do
-  PLAN=$HERE/$RUN.json
-  # warm-up, not measured; the workloads wait for the trace header, so it writes one too
-  run_scx_tt ${RUN}_warmup --table $PLAN --duration-s 2 --trace $OUT/$RUN.trace.jsonl
-  rm -f $OUT/$RUN.trace.jsonl $OUT/$RUN-*.log
-  witness_start
-  run_scx_tt $RUN --table $PLAN --duration-s "$D" --trace $OUT/$RUN.trace.jsonl \
-    --summary-json $OUT/$RUN.json --timeline-slots 20
-  witness_stop $RUN
+  measured_run $RUN $HERE/$RUN.json "$D" --timeline-slots 20
 done
 exit 0
