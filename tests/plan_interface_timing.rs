@@ -553,9 +553,9 @@ fn unknown_fields_and_nulls_are_refused_with_their_path() {
             "unknown field `prio`, expected one of `period`, `wcet`, `thread`, `tid`",
         ),
         (
-            json!({ "scheduler": "rm", "budget": 3, "tasks": [{ "period": 5, "wcet": 1 }] }),
-            "tasks[1].interface.budget: ",
-            "unknown field `budget`, expected one of `scheduler`, `supply`, `tasks`",
+            json!({ "scheduler": "rm", "quantum": 3, "tasks": [{ "period": 5, "wcet": 1 }] }),
+            "tasks[1].interface.quantum: ",
+            "unknown field `quantum`, expected one of `scheduler`, `supply`, `budget`, `tasks`",
         ),
         (
             json!({ "scheduler": null, "tasks": [{ "period": 5, "wcet": 1 }] }),
@@ -738,4 +738,53 @@ fn the_interface_searches_of_a_plan_share_one_work_cap() {
     // one search, not three (one takes 0.5-2.5 s on this machine in release)
     let bound = if cfg!(debug_assertions) { 120 } else { 8 };
     assert!(took < std::time::Duration::from_secs(bound), "{took:?}");
+}
+
+/// `interface.budget` (an experiment's Θ): the task gets it instead of Algorithm 1's Θ; 0 and
+/// more than Π are refused at its path, naming Π.
+#[test]
+fn an_interface_budget_replaces_theta_within_one_to_pi() {
+    // (4, 1), (8, 2), (16, 4) under RM: Γ from the library (Θ ≥ 2); budgets Θ − 1 and 1 are
+    // taken, 0 and Π + 1 refused
+    let tasks = json!([
+        { "period": 4, "wcet": 1 },
+        { "period": 8, "wcet": 2 },
+        { "period": 16, "wcet": 4 }
+    ]);
+    let w = Workload::new(&[
+        WTask { period: 4, wcet: 1 },
+        WTask { period: 8, wcet: 2 },
+        WTask {
+            period: 16,
+            wcet: 4,
+        },
+    ])
+    .unwrap();
+    let gamma = optimal_interface(&w, Scheduler::Rm, Supply::General)
+        .unwrap()
+        .resource;
+    let wcet_of = |budget: u64| {
+        let p = load(&plan_with(component(
+            json!({ "scheduler": "rm", "budget": budget, "tasks": tasks }),
+        )));
+        let jobs: Vec<_> = p.cpus[0].jobs.iter().filter(|j| j.task == 1).collect();
+        assert!(!jobs.is_empty());
+        assert!(jobs.iter().all(|j| j.deadline - j.release == gamma.period));
+        jobs[0].wcet
+    };
+    assert!(gamma.budget >= 2, "{gamma:?}");
+    assert_eq!(wcet_of(gamma.budget - 1), gamma.budget - 1);
+    assert_eq!(wcet_of(1), 1);
+    for bad in [0, gamma.period + 1] {
+        let errs = errors(&plan_with(component(
+            json!({ "scheduler": "rm", "budget": bad, "tasks": tasks }),
+        )));
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        let shown = errs[0].to_string();
+        assert!(
+            shown.starts_with(&format!("tasks[1].interface.budget = {bad}: "))
+                && shown.contains(&format!("{} (the interface's period Π)", gamma.period)),
+            "{shown}"
+        );
+    }
 }
