@@ -392,7 +392,17 @@ fn schema_cases_for_interface_timing_and_server() {
         ),
         (
             "unknown interface field",
+            |v| v["tasks"][0]["interface"]["quantum"] = json!(1),
+            false,
+        ),
+        (
+            "an interface budget",
             |v| v["tasks"][0]["interface"]["budget"] = json!(1),
+            true,
+        ),
+        (
+            "an interface budget of 0",
+            |v| v["tasks"][0]["interface"]["budget"] = json!(0),
             false,
         ),
     ];

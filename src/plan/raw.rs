@@ -403,7 +403,7 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "completion",
         ],
     ),
-    ("interface", &["scheduler", "supply", "tasks"]),
+    ("interface", &["scheduler", "supply", "budget", "tasks"]),
     ("interface_task", &["period", "wcet", "thread", "tid"]),
     ("qemu", &["pid", "name"]),
     ("job", &["release", "deadline", "wcet"]),
