@@ -4,7 +4,11 @@
 # computes from the workload (RM), so scx_tt orders the threads by RM in comp's slots;
 # `filler` is be work in the free slot. compositional_short.json is the same with the budget
 # one slot smaller (Θ = 3): the workload no longer fits. Leaves RUN.{json,trace.jsonl,out,err,
-# witness} and the threads' own logs RUN-{hi,mid,lo}.log for RUN in compositional compositional_short; do
+# witness} and the threads' own logs RUN-{hi,mid,lo}.log for RUN in both.
+# Argument: tt.duration_s (default 8).
+. /tt/lib.sh
+D=$(cmdline_arg tt.duration_s); D=${D:-8}
+for RUN in compositional compositional_short; do
   measured_run $RUN $HERE/$RUN.json "$D" --timeline-slots 20
 done
 exit 0
