@@ -10,6 +10,11 @@
 //! Writes `DIR/energy_experiment.svg` and `DIR/energy_experiment.txt` (default `bench/results`).
 //! See docs/energy.md for the set-up and every difference from the paper.
 
+#[path = "planner_common.rs"]
+#[allow(dead_code)]
+mod common;
+
+use common::machine;
 use scx_tt::energy::model::{self, PowerModel};
 use scx_tt::sim::experiment::{run, task_set, Case, Exec, RunResult, Variant, VARIANTS};
 use std::collections::BTreeMap;
@@ -70,20 +75,6 @@ fn parse_opts() -> Result<Opts, String> {
         }
     }
     Ok(o)
-}
-
-fn machine() -> String {
-    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-    let cpu = read("/proc/cpuinfo")
-        .lines()
-        .find(|l| l.starts_with("model name"))
-        .and_then(|l| l.split(':').nth(1))
-        .map_or("unknown CPU".to_string(), |s| s.trim().to_string());
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    format!(
-        "{cpu}, {cpus} CPUs, Linux {}",
-        read("/proc/sys/kernel/osrelease").trim()
-    )
 }
 
 /// Sums of one (exec, variant, u_sched, u_new, slot_ms) cell.
@@ -216,7 +207,9 @@ fn main() {
     let elapsed = started.elapsed();
     let report = render(&opts, &model, &res, errors, elapsed.as_secs_f64());
     print!("{report}");
-    if let Err(e) = write_outputs(&opts, &report, &svg(&model, &res)) {
+    if let Err(e) =
+        common::write_outputs(&opts.out, "energy_experiment", &report, &svg(&model, &res))
+    {
         eprintln!("energy_experiment: writing results: {e}");
         std::process::exit(1);
     }
@@ -224,17 +217,6 @@ fn main() {
     if misses > 0 || errors > 0 {
         std::process::exit(1);
     }
-}
-
-fn write_outputs(opts: &Opts, report: &str, svg: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(&opts.out)?;
-    std::fs::write(opts.out.join("energy_experiment.txt"), report)?;
-    std::fs::write(opts.out.join("energy_experiment.svg"), svg)?;
-    println!(
-        "wrote {} and energy_experiment.svg",
-        opts.out.join("energy_experiment.txt").display()
-    );
-    Ok(())
 }
 
 fn variant(name: &str) -> usize {

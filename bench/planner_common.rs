@@ -139,3 +139,20 @@ pub fn stats(samples: &mut [u64]) -> (f64, u64, u64) {
 pub fn median(sorted: &[u64]) -> u64 {
     sorted.get(sorted.len() / 2).copied().unwrap_or(0)
 }
+
+/// Writes an experiment's `STEM.txt` (its printed table) and `STEM.svg` (its plot) into `dir`
+/// and says so. (Only the experiments write files; the other benchmarks include this module too.)
+#[allow(dead_code)]
+pub fn write_outputs(
+    dir: &std::path::Path,
+    stem: &str,
+    report: &str,
+    svg: &str,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let txt = dir.join(format!("{stem}.txt"));
+    std::fs::write(&txt, report)?;
+    std::fs::write(dir.join(format!("{stem}.svg")), svg)?;
+    println!("wrote {} and {stem}.svg", txt.display());
+    Ok(())
+}

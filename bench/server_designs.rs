@@ -378,7 +378,7 @@ fn main() {
     let secs = started.elapsed().as_secs_f64();
     let report = render(&opts, &res, secs);
     print!("{report}");
-    if let Err(e) = write_outputs(&opts, &report, &svg(&res)) {
+    if let Err(e) = common::write_outputs(&opts.out, "server_designs", &report, &svg(&res)) {
         eprintln!("server_designs: writing results: {e}");
         std::process::exit(1);
     }
@@ -386,17 +386,6 @@ fn main() {
     if errors > 0 {
         std::process::exit(1);
     }
-}
-
-fn write_outputs(opts: &Opts, report: &str, svg: &str) -> std::io::Result<()> {
-    std::fs::create_dir_all(&opts.out)?;
-    std::fs::write(opts.out.join("server_designs.txt"), report)?;
-    std::fs::write(opts.out.join("server_designs.svg"), svg)?;
-    println!(
-        "wrote {} and server_designs.svg",
-        opts.out.join("server_designs.txt").display()
-    );
-    Ok(())
 }
 
 fn variant_name(exp: usize, v: usize) -> String {
