@@ -96,12 +96,7 @@ fn costs(frame: u64) {
     black_box(p.admit_firm(&worst, cur));
     let walk = t0.elapsed().as_nanos() as u64;
     // a periodic task of 1 slot every frame/10, then its removal
-    let t = PeriodicTask {
-        task: 0,
-        cpu: 0,
-        period: frame / 10,
-        wcet: 1,
-    };
+    let t = PeriodicTask::implicit(0, 0, frame / 10, 1);
     let t0 = Instant::now();
     let outcome = black_box(p.admit_periodic(&t));
     let periodic = t0.elapsed().as_nanos() as u64;

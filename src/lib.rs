@@ -34,6 +34,7 @@ mod bpf_intf;
 mod bpf_skel;
 pub mod clock;
 pub mod control;
+pub mod demos;
 pub mod energy;
 pub mod plan;
 pub mod planner;

@@ -256,3 +256,174 @@ fn admit_class_be_takes_no_timing_flags_it_needs_none() {
     ));
     assert!(err.contains("invalid value 'rt' for '--class"), "{err}");
 }
+
+#[test]
+fn admit_sends_windows_and_aperiodic_timing_and_refuses_flags_out_of_place() {
+    let dir = temp_dir("admit-win");
+    let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"j","cpu":1,"from_slot":6,"period_slots":0,"wcet_slots":2,"deadline_slot":16,"after":"leave","tids":[9]}]}"#;
+    assert_eq!(
+        exchange(
+            &dir,
+            &[
+                "admit",
+                "--name",
+                "w",
+                "--pid",
+                "9",
+                "--period-slots",
+                "8",
+                "--wcet-slots",
+                "2",
+                "--offset-slots",
+                "1",
+                "--deadline-slots",
+                "4"
+            ],
+            ok,
+            0
+        ),
+        "{\"op\":\"admit\",\"name\":\"w\",\"select\":{\"pid\":9},\"period_slots\":8,\
+         \"wcet_slots\":2,\"offset_slots\":1,\"deadline_slots\":4}\n"
+    );
+    assert_eq!(
+        exchange(
+            &dir,
+            &[
+                "admit",
+                "--name",
+                "j",
+                "--pid",
+                "9",
+                "--wcet-slots",
+                "2",
+                "--deadline-slots",
+                "10",
+                "--after",
+                "leave"
+            ],
+            ok,
+            0
+        ),
+        "{\"op\":\"admit\",\"name\":\"j\",\"select\":{\"pid\":9},\"wcet_slots\":2,\
+         \"deadline_slots\":10,\"after\":\"leave\"}\n"
+    );
+    // flags out of place never reach the socket: usage errors naming the flag
+    let nobody = dir.join("nobody");
+    for (args, flag) in [
+        (
+            &["--wcet-slots", "2", "--after", "be"][..],
+            "--deadline-slots",
+        ),
+        (
+            &["--wcet-slots", "2", "--offset-slots", "1"][..],
+            "--period-slots",
+        ),
+        (
+            &[
+                "--period-slots",
+                "8",
+                "--wcet-slots",
+                "2",
+                "--deadline-slots",
+                "4",
+                "--after",
+                "be",
+            ][..],
+            "--after",
+        ),
+        (
+            &[
+                "--wcet-slots",
+                "2",
+                "--deadline-slots",
+                "4",
+                "--after",
+                "never",
+            ][..],
+            "--after",
+        ),
+    ] {
+        let mut all = vec!["admit", "--name", "x", "--pid", "9"];
+        all.extend_from_slice(args);
+        let err = exit_2(&ctl(&nobody, &all));
+        assert!(err.contains(flag), "{args:?}: {err}");
+        assert!(
+            !err.contains("cannot reach"),
+            "{args:?} reached for the socket: {err}"
+        );
+    }
+}
+
+/// `ctl batch`: stdin's request lines over one connection, each after the previous reply, the
+/// replies printed in order; the exit code is the worst reply's.
+#[test]
+fn batch_sends_every_line_over_one_connection_and_exits_by_the_worst_reply() {
+    use std::process::Stdio;
+    let dir = temp_dir("batch");
+    let replies = [
+        r#"{"ok":true,"slot":4,"frame_slots":8,"table":"/p.json"}"#,
+        r#"{"ok":true,"accepted":false,"why":"x: 9 slots every 8 slots on cpu 1: too much"}"#,
+        r#"{"ok":false,"error":"op = \"reboot\": unknown operation"}"#,
+    ];
+    for (n, want) in [(1usize, 0), (2, 3), (3, 1)] {
+        let sock = dir.join(format!("b{n}"));
+        let listener = UnixListener::bind(&sock).expect("bind");
+        let answers: Vec<String> = replies[..n].iter().map(|r| format!("{r}\n")).collect();
+        let server = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().expect("accept");
+            listener.set_nonblocking(true).expect("nonblocking");
+            let mut reader = BufReader::new(&stream);
+            let mut got = Vec::new();
+            for a in &answers {
+                let mut line = String::new();
+                reader.read_line(&mut line).expect("request");
+                got.push(line);
+                (&stream).write_all(a.as_bytes()).expect("reply");
+            }
+            let mut rest = String::new();
+            let _ = reader.read_line(&mut rest);
+            // one connection: nobody else connected
+            assert!(listener.accept().is_err(), "a second connection");
+            (got, rest)
+        });
+        let requests = [
+            r#"{"op":"status"}"#,
+            r#"{"op":"admit","name":"x","select":{"pid":9},"period_slots":8,"wcet_slots":9}"#,
+            r#"{"op":"reboot"}"#,
+        ];
+        // the requests, with a comment and a blank line after the first (skipped)
+        let mut input = String::new();
+        for (k, r) in requests[..n].iter().enumerate() {
+            input += &format!("{r}\n");
+            if k == 0 {
+                input += "# a comment\n\n";
+            }
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+            .args(["ctl", "--socket"])
+            .arg(&sock)
+            .arg("batch")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("runs scx_tt");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.as_bytes())
+            .expect("input");
+        let out = child.wait_with_output().expect("output");
+        let (got, rest) = server.join().expect("server");
+        let sent: Vec<String> = input
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(got, sent, "the requests, in order");
+        assert_eq!(rest, "", "nothing after the last request");
+        let printed: String = replies[..n].iter().map(|r| format!("{r}\n")).collect();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), printed);
+        assert_eq!(out.status.code(), Some(want), "{n} requests");
+    }
+}

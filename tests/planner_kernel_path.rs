@@ -704,12 +704,7 @@ mod periodic {
         let Start::Admitted { period, wcet } = plan.tasks[task].start else {
             panic!("{} is not declared admitted", plan.tasks[task].name);
         };
-        PeriodicTask {
-            task,
-            cpu: 0,
-            period,
-            wcet,
-        }
+        PeriodicTask::implicit(task, 0, period, wcet)
     }
 
     /// Runs the kernel-side loop with lead 2 over `slots` slots: before slot `s` starts (the
@@ -874,12 +869,7 @@ mod periodic {
                 for s in 0..30 {
                     p.advance(Some(s)).expect("step");
                 }
-                let task = PeriodicTask {
-                    task: V,
-                    cpu: 0,
-                    period,
-                    wcet,
-                };
+                let task = PeriodicTask::implicit(V, 0, period, wcet);
                 let fits = 40 + FRAME / period * wcet <= FRAME;
                 let got = p.admit_periodic(&task);
                 assert_eq!(

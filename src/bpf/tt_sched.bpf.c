@@ -156,7 +156,9 @@
  *   - the task table (nr_tasks, task_class, task_cpu, task_completion; .bss): a task admitted at
  *     run time (scx_tt ctl admit) gets the next index: its entries are written first, then
  *     nr_tasks is raised, then its threads enter task_ctx (each thread's next enqueue routes
- *     it). Entries below nr_tasks never change, so a reader that sees a task index below
+ *     it), then userspace test-runs the SEC("syscall") program join_task, which preempts the
+ *     housekeeping CPUs so that a thread of it running there is enqueued again at once instead
+ *     of at its slice's end. Entries below nr_tasks never change, so a reader that sees a task index below
  *     nr_tasks sees its entries. Every task index has its DSQ from ops.init on. A task added
  *     that way leaves the plan again (`scx_tt ctl remove`) by losing its threads: userspace
  *     deletes their task_ctx entries (its forked children's too), then test-runs the
@@ -1375,6 +1377,28 @@ int release_task(struct tt_release_arg *arg)
 	return moved;
 }
 
+/*
+ * A task joins the plan at run time (`scx_tt ctl admit`; F): userspace has written its class and
+ * CPU and its threads into task_ctx and test-runs this. A thread of it running on a housekeeping
+ * CPU now would go on there until its slice ends (up to SCX_SLICE_DFL): preempt the
+ * housekeeping CPUs so that every running thread is enqueued again, a new plan thread now routed
+ * to its task (D). Returns 0, or -EINVAL for an index beyond the table.
+ */
+SEC("syscall")
+int join_task(struct tt_release_arg *arg)
+{
+	u32 i;
+
+	if (arg->task >= TT_MAX_TASKS)
+		return -22; /* EINVAL */
+	bpf_for(i, 0, nr_housekeeping) {
+		if (i >= TT_MAX_CPUS)
+			break;
+		scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_PREEMPT);
+	}
+	return 0;
+}
+
 /* ---- routing (D) ---- */
 
 static bool housekeeping_allowed(const struct task_struct *p)
@@ -1752,7 +1776,24 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 	a->be_started_over_owner = false;
 	a->reclaiming = false;
 
-	if (!is_managed(cpu) || !started(now))
+	if (!is_managed(cpu)) {
+		/*
+		 * A tt thread that joined the plan (F) while it waited in a housekeeping CPU's queue
+		 * would run here for a whole slice: end its run at once, so that its enqueue routes it
+		 * to its task (D). Not when its affinity excludes its plan CPU (G).
+		 */
+		if (tctx && is_tt(tctx->task)) {
+			s32 own = task_cpu[tctx->task & (TT_MAX_TASKS - 1)];
+
+			if (is_managed(own) && bpf_cpumask_test_cpu(own, p->cpus_ptr) &&
+			    !is_migration_disabled(p)) {
+				p->scx.slice = 0;
+				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+			}
+		}
+		return;
+	}
+	if (!started(now))
 		return;
 	slot = slot_of(now);
 	if (tctx && tctx->task < TT_MAX_TASKS &&

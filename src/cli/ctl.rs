@@ -7,13 +7,13 @@
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use scx_tt::control::request::{
-    Admit, AdmitClass, AdmitFirm, AdmitSelector, SetPolicy, SwitchTable, TaskArg,
+    Admit, AdmitClass, AdmitFirm, AdmitSelector, AfterJob, SetPolicy, SwitchTable, TaskArg,
 };
 use scx_tt::control::Request;
 use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Args, Debug)]
@@ -74,6 +74,12 @@ pub enum CtlCmd {
     /// QEMU VM: one task per vCPU thread, all or none). Exit 0 accepted (per task: CPU, first
     /// slot, timing), 3 rejected with the planner's reason.
     Admit(AdmitArgs),
+    /// Sends the protocol's request lines (docs/control.md, one JSON object per line) read from
+    /// standard input over one connection, each after the previous one's reply, and prints the
+    /// replies in order. Blank lines and lines starting with `#` are skipped. Exit 0 when
+    /// every reply says ok, 3 when any admission was rejected (and none failed), 1 when any
+    /// reply is an error, 2 when the socket cannot be reached or stops answering.
+    Batch,
 }
 
 #[derive(Args, Debug)]
@@ -105,9 +111,22 @@ pub struct AdmitArgs {
     /// Slots per period (must divide the frame) ...
     #[arg(long, value_name = "P", requires = "wcet_slots", conflicts_with_all = ["util", "latency_us"])]
     period_slots: Option<u64>,
-    /// ... and slots of each period the task owns.
-    #[arg(long, value_name = "W", requires = "period_slots")]
+    /// ... and slots of each period the task owns (with --deadline-slots and no
+    /// --period-slots: the slots of an aperiodic task's one job).
+    #[arg(long, value_name = "W")]
     wcet_slots: Option<u64>,
+    /// With --period-slots: each job's release after its period's start (default 0).
+    #[arg(long, value_name = "O", requires = "period_slots")]
+    offset_slots: Option<u64>,
+    /// With --period-slots: each job's relative deadline (default the period; offset +
+    /// deadline <= period). Without: an aperiodic task's one job has its --wcet-slots before
+    /// D slots from now.
+    #[arg(long, value_name = "D", requires = "wcet_slots", conflicts_with_all = ["util", "latency_us"])]
+    deadline_slots: Option<u64>,
+    /// An aperiodic task: once its job has had its slots, its threads run as a be task on the
+    /// same CPU (be, the default) or leave the managed CPUs (leave).
+    #[arg(long, value_name = "be|leave", requires = "deadline_slots", conflicts_with = "period_slots", value_parser = ["be", "leave"])]
+    after: Option<String>,
     /// Or: the share of a CPU per task (vCPU), in (0, 1) ...
     #[arg(long, value_name = "U", requires = "latency_us")]
     util: Option<f64>,
@@ -145,6 +164,12 @@ impl AdmitArgs {
             },
             period_slots: self.period_slots,
             wcet_slots: self.wcet_slots,
+            offset_slots: self.offset_slots,
+            deadline_slots: self.deadline_slots,
+            after: self.after.map(|a| match a.as_str() {
+                "leave" => AfterJob::Leave,
+                _ => AfterJob::Be,
+            }),
             util: self.util,
             latency_us: self.latency_us,
             cpu: self.cpu,
@@ -158,6 +183,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
         CtlCmd::AdmitFirm { .. } | CtlCmd::AdmitPeriodic { .. } | CtlCmd::Admit(_)
     );
     let request = match args.cmd {
+        CtlCmd::Batch => return batch(&args.socket, args.timeout_s),
         CtlCmd::Status => Request::Status,
         CtlCmd::SwitchTable { plan } => Request::SwitchTable(SwitchTable {
             plan: std::path::absolute(&plan)
@@ -178,63 +204,129 @@ pub fn run(args: CtlArgs) -> Result<i32> {
         CtlCmd::Admit(a) => Request::Admit(a.request()),
     };
     let line = request.to_line().context("encoding the request")?;
-    let unreachable = |what: &str, e: std::io::Error| {
-        eprintln!(
-            "scx_tt ctl: {what} the control socket {}: {e} (is `scx_tt --table PLAN.json \
-             --control {}` running?)",
-            args.socket.display(),
-            args.socket.display()
-        );
-        Ok(2)
+    let stream = match connect(&args.socket, args.timeout_s) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
     };
-    let stream = match UnixStream::connect(&args.socket) {
+    let mut reader = BufReader::new(&stream);
+    let reply = match exchange(&stream, &mut reader, &line) {
+        Ok(r) => r,
+        Err((what, e)) => return Ok(unreachable(&args.socket, what, e)),
+    };
+    print_reply(&reply);
+    Ok(exit_code(&reply, admission))
+}
+
+/// `ctl batch`: stdin's request lines over one connection, each after the previous reply.
+fn batch(socket: &Path, timeout_s: f64) -> Result<i32> {
+    let stream = match connect(socket, timeout_s) {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let mut reader = BufReader::new(&stream);
+    let (mut failed, mut rejected) = (false, false);
+    for (n, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.with_context(|| format!("reading standard input, line {}", n + 1))?;
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let reply = match exchange(&stream, &mut reader, &format!("{line}\n")) {
+            Ok(r) => r,
+            Err((what, e)) => {
+                eprintln!("scx_tt ctl batch: at input line {}:", n + 1);
+                return Ok(unreachable(socket, what, e));
+            }
+        };
+        print_reply(&reply);
+        // whether the request was an admission is the reply's to say: `accepted` is set
+        match exit_code(&reply, true) {
+            0 => {}
+            3 => rejected = true,
+            _ => failed = true,
+        }
+    }
+    Ok(match (failed, rejected) {
+        (true, _) => 1,
+        (false, true) => 3,
+        _ => 0,
+    })
+}
+
+/// A connection to `socket` with `timeout_s` on every read and write; `Err`: the exit code,
+/// once the cause is printed.
+fn connect(socket: &Path, timeout_s: f64) -> Result<UnixStream, i32> {
+    let stream = match UnixStream::connect(socket) {
         Ok(s) => s,
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
             eprintln!(
                 "scx_tt ctl: {}: {e}: only root, scx_tt's user and the members of the group \
                  scx_tt was started with (--control-group) may use its control socket",
-                args.socket.display()
+                socket.display()
             );
-            return Ok(2);
+            return Err(2);
         }
-        Err(e) => return unreachable("cannot reach", e),
+        Err(e) => return Err(unreachable(socket, "cannot reach", e)),
     };
-    let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
+    let timeout = Duration::from_secs_f64(timeout_s.max(0.001));
     if let Err(e) = stream
         .set_read_timeout(Some(timeout))
         .and_then(|()| stream.set_write_timeout(Some(timeout)))
     {
-        return unreachable("cannot configure", e);
+        return Err(unreachable(socket, "cannot configure", e));
     }
+    Ok(stream)
+}
+
+/// Writes request `line` and reads its reply line; `Err`: (what failed, why).
+fn exchange(
+    stream: &UnixStream,
+    reader: &mut BufReader<&UnixStream>,
+    line: &str,
+) -> Result<String, (&'static str, std::io::Error)> {
     // a write that fails may still have a reply to read: a refused peer gets one line and
     // is closed before its request is read
-    let written = (&stream).write_all(line.as_bytes());
-    let mut line = String::new();
-    match BufReader::new(&stream).read_line(&mut line) {
-        Ok(0) | Err(_) if written.is_err() => {
-            return unreachable("cannot write to", written.unwrap_err())
-        }
-        Ok(0) => {
-            return unreachable(
-                "no reply from",
-                std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
-            )
-        }
-        Ok(_) => {}
-        Err(e) => return unreachable("no reply from", e),
+    let written = (&*stream).write_all(line.as_bytes());
+    let mut reply = String::new();
+    match reader.read_line(&mut reply) {
+        Ok(0) | Err(_) if written.is_err() => Err(("cannot write to", written.unwrap_err())),
+        Ok(0) => Err((
+            "no reply from",
+            std::io::Error::from(std::io::ErrorKind::UnexpectedEof),
+        )),
+        Ok(_) => Ok(reply),
+        Err(e) => Err(("no reply from", e)),
     }
+}
+
+/// Prints why the socket failed; the exit code 2.
+fn unreachable(socket: &Path, what: &str, e: std::io::Error) -> i32 {
+    eprintln!(
+        "scx_tt ctl: {what} the control socket {}: {e} (is `scx_tt --table PLAN.json \
+         --control {}` running?)",
+        socket.display(),
+        socket.display()
+    );
+    2
+}
+
+fn print_reply(line: &str) {
     print!("{line}");
     if !line.ends_with('\n') {
         println!();
     }
-    let reply = serde_json::from_str::<serde_json::Value>(&line).ok();
+}
+
+/// 0 the reply says ok, 3 an admission rejected, 1 an error (or no protocol reply).
+fn exit_code(line: &str, admission: bool) -> i32 {
+    let reply = serde_json::from_str::<serde_json::Value>(line).ok();
     let ok = reply
         .as_ref()
         .and_then(|v| v.get("ok").and_then(serde_json::Value::as_bool));
     let accepted = reply
         .as_ref()
         .and_then(|v| v.get("accepted").and_then(serde_json::Value::as_bool));
-    Ok(match ok {
+    match ok {
         Some(true) if admission && accepted == Some(false) => 3,
         Some(true) => 0,
         Some(false) => 1,
@@ -242,5 +334,5 @@ pub fn run(args: CtlArgs) -> Result<i32> {
             eprintln!("scx_tt ctl: the reply is not a control protocol reply");
             1
         }
-    })
+    }
 }

@@ -1,4 +1,4 @@
-//! `scx_tt plan check|explain|gen|interface`.
+//! `scx_tt plan check|explain|gen|interface|import`.
 
 use anyhow::Context;
 use clap::Subcommand;
@@ -35,6 +35,27 @@ pub enum PlanCmd {
     /// The optimal periodic resource interface (period, budget) of a periodic workload under
     /// its local RM or EDF scheduler (docs/plan-format.md, "Compositional interfaces").
     Interface(InterfaceArgs),
+    /// Import a DEmOS configuration (YAML, canonical or simplified form) as a plan
+    /// (docs/demos.md): windows → frame, SC processes → tt jobs, BE processes → be tasks.
+    Import(ImportArgs),
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    /// The DEmOS configuration file.
+    #[arg(long, value_name = "CONFIG.yaml")]
+    demos: PathBuf,
+    /// Slot length in microseconds; must divide every window length and budget. Default: their
+    /// gcd (at most 1 s).
+    #[arg(long, allow_negative_numbers = true)]
+    slot_us: Option<u64>,
+    /// The CPUs `cpu: all` means, as a CPU list. Default: this machine's online CPUs but CPU 0
+    /// (the housekeeping CPU).
+    #[arg(long, value_name = "LIST", value_parser = scx_tt::demos::parse_cpus_flag)]
+    all_cpus: Option<scx_tt::demos::CpuSet>,
+    /// Write the plan here instead of stdout.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 #[derive(clap::Args, Debug)]
@@ -119,7 +140,63 @@ pub fn run(cmd: PlanCmd) -> anyhow::Result<i32> {
         }
         PlanCmd::Gen(args) => gen(args),
         PlanCmd::Interface(args) => interface(args),
+        PlanCmd::Import(args) => import(args),
     }
+}
+
+/// `plan import --demos`: exit 0 with the plan written, 2 for a configuration DEmOS (or the
+/// import) refuses, with one message naming the YAML path.
+fn import(a: ImportArgs) -> anyhow::Result<i32> {
+    use scx_tt::demos::{self, Config, ImportOptions};
+    let config = match Config::from_file(&a.demos) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("scx_tt: error: plan import: {e:#}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let dir = a
+        .demos
+        .parent()
+        .map(|d| {
+            if d.as_os_str().is_empty() {
+                std::path::Path::new(".")
+            } else {
+                d
+            }
+        })
+        .and_then(|d| std::fs::canonicalize(d).ok());
+    let opts = ImportOptions {
+        slot_us: a.slot_us,
+        all_cpus: a.all_cpus.unwrap_or_else(demos::import_all_cpus),
+        config_dir: dir,
+    };
+    let imported = match demos::import(&config, &opts) {
+        Ok(i) => i,
+        Err(e) => {
+            eprintln!("scx_tt: error: plan import: {}: {e}", a.demos.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    for w in &imported.warnings {
+        eprintln!("plan import: warning: {w}");
+    }
+    let text = serde_json::to_string_pretty(&imported.raw)? + "\n";
+    match &a.out {
+        Some(path) => std::fs::write(path, text)
+            .with_context(|| format!("writing the plan to {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    eprintln!(
+        "plan import: {}: {} windows, major frame {} ms = {} slots x {} us; {} tasks",
+        a.demos.display(),
+        config.windows.len(),
+        config.major_frame_ms(),
+        imported.frame_slots,
+        imported.slot_us,
+        imported.plan.tasks.len()
+    );
+    Ok(0)
 }
 
 /// `plan interface --json`: the input, Γ and the figures of the text form.

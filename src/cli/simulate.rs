@@ -23,8 +23,28 @@ const EXIT_INVALID: i32 = 2;
 #[derive(Args, Debug)]
 pub struct SimulateArgs {
     /// Plan file (docs/plan-format.md).
-    #[arg(long)]
-    table: PathBuf,
+    #[arg(long, required_unless_present = "demos")]
+    table: Option<PathBuf>,
+    /// Simulate a DEmOS configuration (YAML) with DEmOS's semantics instead of a plan, writing
+    /// DEmOS's schedule log (docs/demos.md). --frames counts major frames; --seed is
+    /// DEMOS_RAND_SEED for budget jitter (default 5489).
+    #[arg(long, value_name = "CONFIG.yaml", conflicts_with_all = ["table", "arrivals", "replay", "trace", "json"])]
+    demos: Option<PathBuf>,
+    /// With --demos: write the schedule log here (default: stdout).
+    #[arg(long, value_name = "FILE", requires = "demos")]
+    schedule_log: Option<PathBuf>,
+    /// With --demos: run this many milliseconds instead of --frames (demos-sched -t).
+    #[arg(
+        long,
+        value_name = "MS",
+        requires = "demos",
+        allow_negative_numbers = true
+    )]
+    demos_ms: Option<u64>,
+    /// With --demos: the CPUs `cpu: all` means, as a CPU list (default: this machine's online
+    /// CPUs, as DEmOS).
+    #[arg(long, value_name = "LIST", requires = "demos", value_parser = scx_tt::demos::parse_cpus_flag)]
+    demos_cpus: Option<scx_tt::demos::CpuSet>,
     /// Arrivals: JSON list of {at_slot, name, kind, wcet, deadline|period, cpu?}.
     #[arg(long)]
     arrivals: Option<PathBuf>,
@@ -193,6 +213,9 @@ fn replay(
             scx_tt::planner::kernel_path::LogEvent::AdmitTask { task, name } => {
                 Some((name.clone(), task.task as u32))
             }
+            scx_tt::planner::kernel_path::LogEvent::AdmitAperiodic { job, name, .. } => {
+                Some((name.clone(), job.task as u32))
+            }
             _ => None,
         })
         .collect();
@@ -269,8 +292,83 @@ fn power_for(args: &SimulateArgs) -> anyhow::Result<(ModelPower, String)> {
     Ok((ModelPower { cluster, idle }, m.name))
 }
 
+/// `simulate --demos CONFIG`: exit 0 with the log written, 2 for a refused configuration.
+fn demos(config: &std::path::Path, args: &SimulateArgs) -> anyhow::Result<i32> {
+    use scx_tt::demos::{self, Config, SimOptions};
+    let c = match Config::from_file(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: {e:#}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let seed = match args.seed {
+        None => scx_tt::demos::rng::Mt19937::DEFAULT_SEED,
+        Some(s) => match u32::try_from(s) {
+            Ok(s) => s,
+            Err(_) => {
+                eprintln!("scx_tt: error: simulate: --seed {s}: DEmOS seeds are 32-bit");
+                return Ok(EXIT_INVALID);
+            }
+        },
+    };
+    let until_ms = match args.demos_ms {
+        Some(ms) => ms,
+        None => match c.major_frame_ms().checked_mul(args.frames) {
+            Some(ms) => ms,
+            None => {
+                eprintln!(
+                    "scx_tt: error: simulate: --frames {} is too many",
+                    args.frames
+                );
+                return Ok(EXIT_INVALID);
+            }
+        },
+    };
+    let opts = SimOptions {
+        all_cpus: args.demos_cpus.unwrap_or_else(demos::machine_cpus),
+        until_ms,
+        seed,
+    };
+    let r = match demos::simulate(&c, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: {}: {e}", config.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    for w in &r.warnings {
+        eprintln!("simulate: warning: {w}");
+    }
+    let log = demos::render_log(&r.log);
+    match &args.schedule_log {
+        Some(path) => std::fs::write(path, log)
+            .with_context(|| format!("writing the schedule log to {}", path.display()))?,
+        None => print!("{log}"),
+    }
+    eprintln!(
+        "simulate: {}: {} ms, {} process starts{}",
+        config.display(),
+        r.end_ms,
+        r.log.len(),
+        if r.all_exited {
+            " (every process exited)"
+        } else {
+            ""
+        }
+    );
+    Ok(0)
+}
+
 pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {
-    let plan = match plan::from_file(&args.table) {
+    if let Some(config) = &args.demos {
+        return demos(config, &args);
+    }
+    let table = args
+        .table
+        .clone()
+        .context("--table is required without --demos")?;
+    let plan = match plan::from_file(&table) {
         Ok(p) => p,
         Err(LoadError::Invalid { path, errors }) => {
             eprintln!("{}: invalid plan:", path.display());

@@ -90,7 +90,7 @@ use crate::planner::kernel_path::{
 };
 use crate::planner::Policy;
 use reply::AdmittedTask;
-use request::{Admit, AdmitClass, AdmitFirm, AdmitSelector};
+use request::{Admit, AdmitClass, AdmitFirm, AdmitSelector, AfterJob};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -222,6 +222,118 @@ pub struct AddedTask {
     pub from_slot: u64,
     /// Its threads are all gone: it owns no slot from this slot on ([`Control::reap`]).
     pub gone_from: Option<u64>,
+    /// An aperiodic task's one job (`period` = 0, `wcet` its slots).
+    pub job: Option<AperiodicJob>,
+}
+
+/// The job of an aperiodic task `admit` added (`wcet_slots` + `deadline_slots`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AperiodicJob {
+    /// It has had its slots before this slot (the planner's guarantee).
+    pub deadline_slot: u64,
+    /// What its threads do once it has had them.
+    pub after: AfterJob,
+    /// The request's selector (the journal's be admission after the job).
+    pub select: AdmitSelector,
+    /// The first slot decided without it, once the planner has decided all its slots; its
+    /// threads change ([`Control::finish_jobs`]) once the kernel is past it.
+    pub done_from: Option<u64>,
+}
+
+/// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic
+/// one's job is due before `deadline_slot`.
+struct Placed {
+    cpu: usize,
+    from_slot: u64,
+    deadline_slot: Option<u64>,
+}
+
+/// The planner's admission of BPF task `index` with `timing` on managed CPU index `cpu` only,
+/// `cur` the kernel slot in progress; `Err`: why not (nothing changed).
+fn place(
+    p: &mut KernelPlanner,
+    cur: u64,
+    timing: AdmitTiming,
+    index: usize,
+    cpu: usize,
+    name: &str,
+) -> Result<Placed, String> {
+    match timing {
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } => {
+            let t = PeriodicTask {
+                offset,
+                deadline: Some(deadline).filter(|&d| d != period),
+                ..PeriodicTask::implicit(index, cpu, period, wcet)
+            };
+            match p.admit_task(&t, name) {
+                PeriodicOutcome::Accepted { cpu, from_slot } => Ok(Placed {
+                    cpu,
+                    from_slot,
+                    deadline_slot: None,
+                }),
+                PeriodicOutcome::Rejected(why) => Err(why.to_string()),
+            }
+        }
+        AdmitTiming::Aperiodic { wcet, deadline } => {
+            let job = FirmJob {
+                task: index,
+                cpu,
+                wcet,
+                deadline_slots: deadline,
+            };
+            match p.admit_aperiodic(&job, cur, name) {
+                FirmOutcome::Accepted {
+                    cpu,
+                    deadline_slot,
+                    first_slot,
+                } => Ok(Placed {
+                    cpu,
+                    from_slot: first_slot,
+                    deadline_slot: Some(deadline_slot),
+                }),
+                FirmOutcome::Rejected(cap) => Err(capacity_text(cap)),
+            }
+        }
+    }
+}
+
+/// A failed acceptance test as a rejection says it.
+fn capacity_text(cap: crate::planner::cpu::Capacity) -> String {
+    format!(
+        "{} slots free before slot {}, {} needed",
+        cap.available.max(0),
+        cap.deadline,
+        cap.needed
+    )
+}
+
+/// `timing` as a rejection says it.
+fn timing_text(timing: AdmitTiming) -> String {
+    match timing {
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } if offset == 0 && deadline == period => format!("{wcet} slots every {period} slots"),
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } => format!(
+            "{wcet} slots every {period} slots in [{offset}, {}) of each period",
+            offset + deadline
+        ),
+        AdmitTiming::Aperiodic { wcet, deadline } => {
+            format!("one job of {wcet} slots within {deadline} slots")
+        }
+    }
 }
 
 impl Control {
@@ -305,6 +417,116 @@ impl Control {
                 .all(|a| base_name(&a.name) != base || a.gone_from.is_some())
             {
                 self.journal.set(journal::Key::Task(base.into()), None);
+            }
+        }
+    }
+
+    /// Aperiodic tasks `admit` added whose job has had its slots: once the kernel is past the
+    /// last slot the planner decided for the job, the task leaves the planner and BPF, and its
+    /// threads go on as its `after` says — a be task `NAME/be` on the same managed CPU (a new
+    /// BPF index) or the housekeeping CPUs. The run calls it every 100 ms: a thread waits at
+    /// most that long between its job's last slot and the be slack. Listed by `status` as
+    /// `done`; the journal then holds the be admission (or nothing).
+    pub fn finish_jobs(&mut self, engine: &mut impl Engine) {
+        for i in 0..self.added.len() {
+            let a = &self.added[i];
+            let Some(job) = a.job.as_ref().filter(|_| a.gone_from.is_none()) else {
+                continue;
+            };
+            let (index, known) = (a.index, job.done_from);
+            let Ok((done, cur)) = engine.with_planner(|p, cur| (p.admitted_job_done(index), cur))
+            else {
+                return;
+            };
+            let Some(from) = known.or(done) else {
+                continue;
+            };
+            if let Some(j) = self.added[i].job.as_mut() {
+                j.done_from = Some(from);
+            }
+            if cur < from {
+                continue;
+            }
+            let _ = engine.with_planner(|p, _| p.remove_admitted(index));
+            let a = self.added[i].clone();
+            let Some(job) = a.job else { continue };
+            if let Err(e) = engine.release_task(index, a.cpu) {
+                engine.warn(&format!(
+                    "admit {}: releasing its threads after its job: {e}",
+                    a.name
+                ));
+            }
+            self.added[i].gone_from = Some(from);
+            self.record(&a.name, TaskState::Done, from);
+            let to = match job.after {
+                AfterJob::Leave => "on the housekeeping CPUs".to_string(),
+                AfterJob::Be => {
+                    let be = format!("{}/be", a.name);
+                    match engine.add_task(Class::Be, a.cpu, &a.tids) {
+                        Ok(index) => {
+                            self.record(&be, TaskState::Admitted, cur);
+                            self.added.push(AddedTask {
+                                index,
+                                name: be.clone(),
+                                class: Class::Be,
+                                cpu: a.cpu,
+                                tids: a.tids.clone(),
+                                period: 0,
+                                wcet: 0,
+                                from_slot: cur,
+                                gone_from: None,
+                                job: None,
+                            });
+                            format!("as be task {be}")
+                        }
+                        Err(e) => {
+                            engine.warn(&format!(
+                                "admit {}: its threads cannot run as be ({e}): they run on the \
+                                 housekeeping CPUs",
+                                a.name
+                            ));
+                            "on the housekeeping CPUs".to_string()
+                        }
+                    }
+                }
+            };
+            engine.note(&format!(
+                "admit {}: its job had its {} slots before slot {from}: its threads run {to} \
+                 from slot {cur}",
+                a.name, a.wcet
+            ));
+            // the journal: once every job of the request is over, what its threads do now
+            let base = base_name(&a.name).to_string();
+            let same = |t: &AddedTask| base_name(&t.name) == base;
+            if self
+                .added
+                .iter()
+                .all(|t| !same(t) || t.job.is_none() || t.gone_from.is_some())
+            {
+                let be = self
+                    .added
+                    .iter()
+                    .any(|t| same(t) && t.class == Class::Be && t.gone_from.is_none());
+                let line = be
+                    .then(|| {
+                        Request::Admit(Admit {
+                            name: base.clone(),
+                            select: job.select.clone(),
+                            class: AdmitClass::Be,
+                            period_slots: None,
+                            wcet_slots: None,
+                            offset_slots: None,
+                            deadline_slots: None,
+                            after: None,
+                            util: None,
+                            latency_us: None,
+                            cpu: None,
+                        })
+                        .to_line()
+                        .ok()
+                    })
+                    .flatten();
+                self.journal.set(journal::Key::Task(base), line);
             }
         }
     }
@@ -732,18 +954,21 @@ impl Control {
             .iter()
             .any(Option::is_some)
             || r.util.is_some();
-        let (period, wcet) = match r.class {
-            AdmitClass::Tt => timing(r, self.plan.frame_slots, self.plan.slot_us)
-                .map_err(|(f, v, rule)| bad(f, v, &rule))?,
-            AdmitClass::Be if timed => {
+        let timing = match r.class {
+            AdmitClass::Tt => Some(
+                timing(r, self.plan.frame_slots, self.plan.slot_us)
+                    .map_err(|(f, v, rule)| bad(f, v, &rule))?,
+            ),
+            AdmitClass::Be if timed || r.deadline_slots.is_some() || r.after.is_some() => {
                 return Err(bad(
                     "class",
                     "\"be\"".into(),
-                    "a be task takes no timing (period_slots, wcet_slots, util, latency_us): \
-                     it runs in the slack of the managed CPUs, without a guarantee",
+                    "a be task takes no timing (period_slots, wcet_slots, deadline_slots, \
+                     after, util, latency_us): it runs in the slack of the managed CPUs, \
+                     without a guarantee",
                 ))
             }
-            AdmitClass::Be => (0, 0),
+            AdmitClass::Be => None,
         };
         let sel = match &r.select {
             AdmitSelector::Pid(p) => Selector::Pid(*p),
@@ -759,10 +984,10 @@ impl Control {
         if tids.is_empty() {
             return Err(bad("select", selector_text(&r.select), "selects no thread"));
         }
-        if r.class == AdmitClass::Be {
+        let Some(timing) = timing else {
             // (r.cpu was checked to be a managed CPU above)
             return self.admit_be(name, r, r.cpu, tids, engine);
-        }
+        };
         // a VM: one task per vCPU thread; anything else: one task of all its threads
         let groups: Vec<Vec<u32>> = match sel {
             Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
@@ -779,39 +1004,76 @@ impl Control {
                 ),
             ));
         }
+        let n = groups.len();
+        let task_name = |k: usize| match n {
+            1 => name.to_string(),
+            _ => format!("{name}/vcpu{k}"),
+        };
+        let managed = self.plan.managed.clone();
+        let on = |c: usize| managed.get(c).map_or(c.to_string(), u32::to_string);
         let outcome = engine
-            .with_planner(|p, _| {
+            .with_planner(|p, cur| {
+                // an aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test
+                // alone, so that a rejection has changed nothing to undo
+                let mut chosen: Vec<usize> = Vec::new();
+                if let AdmitTiming::Aperiodic { wcet, deadline } = timing {
+                    if n > cpus.len() {
+                        return Err(format!(
+                            "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
+                             and {} can be used",
+                            cpus.len()
+                        ));
+                    }
+                    for _ in 0..n {
+                        let mut order: Vec<usize> = cpus
+                            .iter()
+                            .copied()
+                            .filter(|c| !chosen.contains(c))
+                            .collect();
+                        order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+                        let mut last = None;
+                        for c in order {
+                            match p.aperiodic_fits(c, wcet, deadline, cur) {
+                                Ok(()) => {
+                                    chosen.push(c);
+                                    last = None;
+                                    break;
+                                }
+                                Err(cap) => last = Some((c, capacity_text(cap))),
+                            }
+                        }
+                        if let Some((c, why)) = last {
+                            return Err(format!("{} on cpu {}: {why}", timing_text(timing), on(c)));
+                        }
+                    }
+                }
                 let mut placed = Vec::new();
-                for (k, _) in groups.iter().enumerate() {
-                    let taken: Vec<usize> = placed.iter().map(|&(c, _)| c).collect();
-                    let mut order: Vec<usize> = cpus.clone();
-                    // siblings apart when possible, then the least loaded
-                    order.sort_by_key(|&c| {
-                        (
-                            taken.contains(&c),
-                            std::cmp::Reverse(p.free_template_slots(c)),
-                            c,
-                        )
-                    });
+                for k in 0..n {
+                    let order = match chosen.get(k) {
+                        Some(&c) => vec![c],
+                        None => {
+                            let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
+                            let mut order: Vec<usize> = cpus.clone();
+                            // siblings apart when possible, then the least loaded
+                            order.sort_by_key(|&c| {
+                                (
+                                    taken.contains(&c),
+                                    std::cmp::Reverse(p.free_template_slots(c)),
+                                    c,
+                                )
+                            });
+                            order
+                        }
+                    };
                     let mut last = None;
                     let mut ok = None;
                     for c in order {
-                        let t = PeriodicTask {
-                            task: first + k,
-                            cpu: c,
-                            period,
-                            wcet,
-                        };
-                        let task_name = match groups.len() {
-                            1 => name.to_string(),
-                            _ => format!("{name}/vcpu{k}"),
-                        };
-                        match p.admit_task(&t, &task_name) {
-                            PeriodicOutcome::Accepted { cpu, from_slot } => {
-                                ok = Some((cpu, from_slot));
+                        match place(p, cur, timing, first + k, c, &task_name(k)) {
+                            Ok(x) => {
+                                ok = Some(x);
                                 break;
                             }
-                            PeriodicOutcome::Rejected(why) => last = Some((c, why)),
+                            Err(why) => last = Some((c, why)),
                         }
                     }
                     match ok {
@@ -821,7 +1083,12 @@ impl Control {
                             for j in 0..placed.len() {
                                 p.rollback_admitted(first + j);
                             }
-                            return Err(last);
+                            return Err(match last {
+                                Some((c, why)) => {
+                                    format!("{} on cpu {}: {why}", timing_text(timing), on(c))
+                                }
+                                None => "no managed CPU".into(),
+                            });
                         }
                     }
                 }
@@ -830,14 +1097,7 @@ impl Control {
             .map_err(ControlError::PlannerUnavailable)?;
         let placed = match outcome {
             Ok(p) => p,
-            Err(last) => {
-                let why = match last {
-                    Some((c, why)) => format!(
-                        "{wcet} slots every {period} slots on cpu {}: {why}",
-                        self.cpu_id(c)
-                    ),
-                    None => "no managed CPU".into(),
-                };
+            Err(why) => {
                 let answer = Answer::PeriodicRejected {
                     why: format!("{name}: {why}"),
                 };
@@ -848,10 +1108,9 @@ impl Control {
                 return Ok(answer);
             }
         };
-        let n = groups.len();
         let mut vcpus = Vec::new();
-        for (k, (g, &(cpu, from_slot))) in groups.iter().zip(&placed).enumerate() {
-            let cpu_id = self.cpu_id(cpu);
+        for (k, (g, x)) in groups.iter().zip(&placed).enumerate() {
+            let cpu_id = self.cpu_id(x.cpu);
             let index = match engine.add_task(Class::Tt, Some(cpu_id), g) {
                 Ok(i) if i == first + k => i,
                 other => {
@@ -868,31 +1127,58 @@ impl Control {
                     return Err(ControlError::Kernel(msg));
                 }
             };
-            let task_name = if n > 1 {
-                format!("{name}/vcpu{k}")
-            } else {
-                name.to_string()
+            let task_name = task_name(k);
+            self.record(&task_name, TaskState::Admitted, x.from_slot);
+            let (period, wcet, offset, deadline, job) = match timing {
+                AdmitTiming::Periodic {
+                    period,
+                    wcet,
+                    offset,
+                    deadline,
+                } => (
+                    period,
+                    wcet,
+                    offset,
+                    Some(deadline).filter(|&d| d != period),
+                    None,
+                ),
+                AdmitTiming::Aperiodic { wcet, .. } => (
+                    0,
+                    wcet,
+                    0,
+                    None,
+                    Some(AperiodicJob {
+                        deadline_slot: x.deadline_slot.unwrap_or(0),
+                        after: r.after.unwrap_or(AfterJob::Be),
+                        select: r.select.clone(),
+                        done_from: None,
+                    }),
+                ),
             };
-            self.record(&task_name, TaskState::Admitted, from_slot);
+            vcpus.push(AdmittedTask {
+                task: task_name.clone(),
+                class: AdmitClass::Tt,
+                cpu: Some(cpu_id),
+                from_slot: x.from_slot,
+                period_slots: period,
+                wcet_slots: wcet,
+                offset_slots: offset,
+                deadline_slots: deadline,
+                deadline_slot: x.deadline_slot,
+                after: job.as_ref().map(|j| j.after),
+                tids: g.clone(),
+            });
             self.added.push(AddedTask {
                 index,
-                name: task_name.clone(),
+                name: task_name,
                 class: Class::Tt,
                 cpu: Some(cpu_id),
                 tids: g.clone(),
                 period,
                 wcet,
-                from_slot,
+                from_slot: x.from_slot,
                 gone_from: None,
-            });
-            vcpus.push(AdmittedTask {
-                task: task_name,
-                class: AdmitClass::Tt,
-                cpu: Some(cpu_id),
-                from_slot,
-                period_slots: period,
-                wcet_slots: wcet,
-                tids: g.clone(),
+                job,
             });
         }
         let line = Request::Admit(r.clone()).to_line().ok();
@@ -944,6 +1230,7 @@ impl Control {
             wcet: 0,
             from_slot,
             gone_from: None,
+            job: None,
         });
         let line = Request::Admit(r.clone()).to_line().ok();
         self.journal.set(journal::Key::Task(name.into()), line);
@@ -955,6 +1242,10 @@ impl Control {
                 from_slot,
                 period_slots: 0,
                 wcet_slots: 0,
+                offset_slots: 0,
+                deadline_slots: None,
+                deadline_slot: None,
+                after: None,
                 tids,
             }],
         };
@@ -1014,12 +1305,12 @@ impl Control {
         let found = self
             .find(name)
             .and_then(|task| match self.plan.tasks[task].start {
-                Start::Admitted { period, wcet } => Some(PeriodicTask {
+                Start::Admitted { period, wcet } => Some(PeriodicTask::implicit(
                     task,
-                    cpu: self.plan.tt_cpu_index(task)?,
+                    self.plan.tt_cpu_index(task)?,
                     period,
                     wcet,
-                }),
+                )),
                 Start::Table => None,
             });
         found.ok_or_else(|| ControlError::NotAdmittable {
@@ -1094,16 +1385,49 @@ fn selector_text(s: &AdmitSelector) -> String {
     serde_json::to_string(s).unwrap_or_default()
 }
 
-/// The (period, wcet) of an `admit` in slots: given as `period_slots` + `wcet_slots`, or as
-/// `util` + `latency_us` (seed 000's and Tableau's VM model): the longest period P dividing the
-/// frame whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q)
-/// slots (the budget at the start of one period, then at the end of the next). `Err`: (field,
-/// value, rule).
+/// The timing of a tt `admit`, in slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdmitTiming {
+    /// `wcet` slots of every `period` (dividing the frame), released `offset` slots after the
+    /// period's start and due `deadline` slots after the release.
+    Periodic {
+        period: u64,
+        wcet: u64,
+        offset: u64,
+        deadline: u64,
+    },
+    /// One job of `wcet` slots due `deadline` slots after the slot the request arrives in.
+    Aperiodic { wcet: u64, deadline: u64 },
+}
+
+/// The timing of a tt `admit`: `period_slots` + `wcet_slots` (+ `offset_slots`,
+/// `deadline_slots`: the plan's rule `1 ≤ wcet ≤ deadline`, `offset + deadline ≤ period`), or
+/// `wcet_slots` + `deadline_slots` alone (an aperiodic task: one job), or `util` +
+/// `latency_us` (seed 000's and Tableau's VM model): the longest period P dividing the frame
+/// whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q) slots
+/// (the budget at the start of one period, then at the end of the next). `Err`: (field, value,
+/// rule).
 pub fn timing(
     r: &Admit,
     frame: u64,
     slot_us: u64,
-) -> Result<(u64, u64), (&'static str, String, String)> {
+) -> Result<AdmitTiming, (&'static str, String, String)> {
+    if r.after.is_some() && (r.period_slots.is_some() || r.util.is_some()) {
+        return Err((
+            "after",
+            format!("{:?}", r.after),
+            "only an aperiodic task (wcet_slots and deadline_slots without period_slots) has \
+             a job after which its threads change"
+                .into(),
+        ));
+    }
+    if r.offset_slots.is_some() && r.period_slots.is_none() {
+        return Err((
+            "offset_slots",
+            format!("{:?}", r.offset_slots),
+            "needs period_slots: the offset is of each period's job".into(),
+        ));
+    }
     match (r.period_slots, r.wcet_slots, r.util, r.latency_us) {
         (Some(p), Some(w), None, None) => {
             if !frame.is_multiple_of(p) {
@@ -1113,16 +1437,68 @@ pub fn timing(
                     format!("must divide the frame of {frame} slots"),
                 ));
             }
-            if w > p {
+            let offset = r.offset_slots.unwrap_or(0);
+            let deadline = r.deadline_slots.unwrap_or(p);
+            if offset.checked_add(deadline).is_none_or(|end| end > p) {
+                let (field, value) = match r.deadline_slots {
+                    Some(d) => ("deadline_slots", d),
+                    None => ("offset_slots", offset),
+                };
+                return Err((
+                    field,
+                    value.to_string(),
+                    format!(
+                        "offset_slots {offset} + deadline_slots {deadline} must be at most \
+                         period_slots = {p} (each job inside its period)"
+                    ),
+                ));
+            }
+            if w > deadline {
+                let rule = match r.deadline_slots {
+                    Some(d) => format!("must be at most deadline_slots = {d}"),
+                    None => format!("must be at most period_slots = {p}"),
+                };
+                return Err(("wcet_slots", w.to_string(), rule));
+            }
+            Ok(AdmitTiming::Periodic {
+                period: p,
+                wcet: w,
+                offset,
+                deadline,
+            })
+        }
+        (None, Some(w), None, None) => {
+            let Some(d) = r.deadline_slots else {
+                return Err((
+                    "deadline_slots",
+                    "None".into(),
+                    "give period_slots and wcet_slots (periodic), wcet_slots and \
+                     deadline_slots (aperiodic), or util and latency_us"
+                        .into(),
+                ));
+            };
+            if w > d {
                 return Err((
                     "wcet_slots",
                     w.to_string(),
-                    format!("must be at most period_slots = {p}"),
+                    format!("must be at most deadline_slots = {d}"),
                 ));
             }
-            Ok((p, w))
+            Ok(AdmitTiming::Aperiodic {
+                wcet: w,
+                deadline: d,
+            })
         }
         (None, None, Some(u), Some(l)) => {
+            if r.deadline_slots.is_some() {
+                return Err((
+                    "deadline_slots",
+                    format!("{:?}", r.deadline_slots),
+                    "util and latency_us give the timing; a deadline goes with period_slots \
+                     or an aperiodic wcet_slots"
+                        .into(),
+                ));
+            }
             if !(u > 0.0 && u < 1.0) {
                 return Err((
                     "util",
@@ -1138,7 +1514,14 @@ pub fn timing(
             (1..=frame)
                 .rev()
                 .filter(|p| frame.is_multiple_of(*p))
-                .find_map(|p| fits(p).map(|q| (p, q)))
+                .find_map(|p| {
+                    fits(p).map(|q| AdmitTiming::Periodic {
+                        period: p,
+                        wcet: q,
+                        offset: 0,
+                        deadline: p,
+                    })
+                })
                 .ok_or_else(|| {
                     (
                         "latency_us",
@@ -1153,7 +1536,9 @@ pub fn timing(
         _ => Err((
             "period_slots",
             format!("{:?}", r.period_slots),
-            "give period_slots and wcet_slots, or util and latency_us".into(),
+            "give period_slots and wcet_slots (periodic), wcet_slots and deadline_slots \
+             (aperiodic), or util and latency_us"
+                .into(),
         )),
     }
 }

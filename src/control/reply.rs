@@ -73,9 +73,26 @@ pub struct AdmittedTask {
     /// `null` for a be task on any managed CPU.
     pub cpu: Option<u32>,
     pub from_slot: u64,
+    /// 0 for a be or an aperiodic task.
     pub period_slots: u64,
     pub wcet_slots: u64,
+    /// A periodic task's offset, when not 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub offset_slots: u64,
+    /// A periodic task's relative deadline, when not its period.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_slots: Option<u64>,
+    /// An aperiodic task: its job has had `wcet_slots` before this slot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_slot: Option<u64>,
+    /// An aperiodic task: what its threads do after the job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<super::request::AfterJob>,
     pub tids: Vec<u32>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// The answer to `status`.
@@ -124,6 +141,9 @@ pub enum TaskState {
     Removed,
     /// A task `admit` added whose threads are all gone: owns no slot, its capacity is free.
     Gone,
+    /// An aperiodic task `admit` added whose job has had its slots: its threads left it (to
+    /// the be task `NAME/be`, or to the housekeeping CPUs).
+    Done,
 }
 
 impl Answer {

@@ -110,6 +110,16 @@ impl AdmitClass {
     }
 }
 
+/// What the threads of an aperiodic `admit` (one job of `wcet_slots` before `deadline_slots`)
+/// do once the job has had its slots: `be`, run on in the slack of the same managed CPU
+/// without a guarantee; `leave`, leave the plan and run on the housekeeping CPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterJob {
+    Be,
+    Leave,
+}
+
 /// A task the plan does not name, admitted at run time (`scx_tt ctl admit`, docs/control.md):
 /// `name`, its threads (`select`), its timing — `period_slots` and `wcet_slots`, or `util` (of a
 /// CPU, per vCPU) and `latency_us` (the longest the task may wait for the CPU) — and optionally
@@ -133,6 +143,21 @@ pub struct Admit {
         deserialize_with = "some_slots"
     )]
     pub wcet_slots: Option<u64>,
+    /// With `period_slots`: each job's release after its period's start (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_slots: Option<u64>,
+    /// With `period_slots`: each job's relative deadline (default the period). Without
+    /// `period_slots`: the deadline of an aperiodic task's one job of `wcet_slots`, counted
+    /// from the slot the request arrives in.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "some_slots"
+    )]
+    pub deadline_slots: Option<u64>,
+    /// An aperiodic task: what its threads do once its job has had its slots (default `be`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<AfterJob>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub util: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

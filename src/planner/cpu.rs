@@ -427,6 +427,12 @@ impl CpuState {
         self.ivs.range(..n)
     }
 
+    /// Whether planner task `task` has a guaranteed job here that still needs slots (within the
+    /// horizon or beyond it).
+    pub fn has_unfinished(&self, task: usize) -> bool {
+        self.jobs.iter().any(|j| j.task == task && !j.done)
+    }
+
     /// Unfinished guaranteed jobs of the horizon.
     pub fn live_jobs(&self) -> impl Iterator<Item = &LiveJob> + '_ {
         let end = self.horizon_end();

@@ -160,6 +160,13 @@ pub enum LogEvent {
         #[serde(default)]
         name: String,
     },
+    /// An aperiodic task the plan does not name (`ctl admit --wcet-slots C --deadline-slots
+    /// D`): `job.task` is its BPF task index.
+    AdmitAperiodic {
+        job: FirmJob,
+        cur: u64,
+        name: String,
+    },
     Remove {
         task: usize,
     },
@@ -257,6 +264,30 @@ pub struct PeriodicTask {
     pub cpu: usize,
     pub period: u64,
     pub wcet: u64,
+    /// Release of each job after its period's start (`ctl admit --offset-slots`; 0 otherwise).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offset: u64,
+    /// Relative deadline (`ctl admit --deadline-slots`); `None`: the period.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<u64>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+impl PeriodicTask {
+    /// `wcet` slots every `period` slots, released at the period's start, due at its end.
+    pub fn implicit(task: usize, cpu: usize, period: u64, wcet: u64) -> Self {
+        PeriodicTask {
+            task,
+            cpu,
+            period,
+            wcet,
+            offset: 0,
+            deadline: None,
+        }
+    }
 }
 
 /// The planner's answer to a [`PeriodicTask`].
@@ -807,18 +838,16 @@ impl KernelPlanner {
             name: name.into(),
         });
         let id = self.task_of.len();
-        match self
-            .planner
-            .admit_periodic(id, t.wcet, t.period, Placement::Only(t.cpu))
-        {
+        match self.planner.admit_periodic_window(
+            id,
+            t.wcet,
+            t.period,
+            t.offset,
+            t.deadline.unwrap_or(t.period),
+            Placement::Only(t.cpu),
+        ) {
             Admission::Accepted { cpu, bound } => {
-                self.task_of.push(t.task as u32);
-                self.admitted.push(id);
-                for l in &mut self.last_job {
-                    if l.len() <= t.task {
-                        l.resize(t.task + 1, usize::MAX);
-                    }
-                }
+                self.adopt(id, t.task);
                 PeriodicOutcome::Accepted {
                     cpu,
                     from_slot: bound,
@@ -826,6 +855,81 @@ impl KernelPlanner {
             }
             Admission::Rejected(r) => PeriodicOutcome::Rejected(r),
         }
+    }
+
+    /// Planner id `id` (just given) runs the threads of BPF task `index`, a task added at run
+    /// time.
+    fn adopt(&mut self, id: usize, index: usize) {
+        self.task_of.push(index as u32);
+        self.admitted.push(id);
+        for l in &mut self.last_job {
+            if l.len() <= index {
+                l.resize(index + 1, usize::MAX);
+            }
+        }
+    }
+
+    /// Admission of an aperiodic task the plan does not name (`scx_tt ctl admit --wcet-slots C
+    /// --deadline-slots D`, docs/control.md): one firm job of `job.wcet` slots for BPF task
+    /// index `job.task` (after the plan's tasks and earlier admissions) on managed CPU index
+    /// `job.cpu` only, due `job.deadline_slots` after `cur`, the kernel slot in progress —
+    /// the same test and guarantee as [`Self::admit_firm`]. The task gets a planner id of its
+    /// own; [`Self::admitted_job_done`] says when its job has had every slot, and
+    /// [`Self::remove_admitted`] takes it out before. A rejection changes nothing.
+    pub fn admit_aperiodic(&mut self, job: &FirmJob, cur: Slot, name: &str) -> FirmOutcome {
+        self.record(|| LogEvent::AdmitAperiodic {
+            job: job.clone(),
+            cur,
+            name: name.into(),
+        });
+        let now = self.planner.now();
+        let deadline = cur.saturating_add(job.deadline_slots);
+        let id = self.task_of.len();
+        match self
+            .planner
+            .admit_firm(id, job.wcet, deadline, Placement::Only(job.cpu))
+        {
+            Admission::Accepted { cpu, bound } => {
+                self.adopt(id, job.task);
+                FirmOutcome::Accepted {
+                    cpu,
+                    deadline_slot: bound,
+                    first_slot: now,
+                }
+            }
+            Admission::Rejected(Rejection::Capacity { cap, .. }) => FirmOutcome::Rejected(cap),
+            Admission::Rejected(_) => FirmOutcome::Rejected(Capacity {
+                needed: job.wcet,
+                available: 0,
+                deadline,
+            }),
+        }
+    }
+
+    /// The acceptance test alone of an aperiodic job of `wcet` slots due `deadline_slots` after
+    /// `cur` on managed CPU index `cpu` (nothing changes): `Err` with the numbers when it does
+    /// not fit. An [`Self::admit_aperiodic`] of the same job right after it accepts.
+    pub fn aperiodic_fits(
+        &self,
+        cpu: usize,
+        wcet: u64,
+        deadline_slots: u64,
+        cur: Slot,
+    ) -> Result<(), Capacity> {
+        self.planner
+            .firm_fits(cpu, wcet, cur.saturating_add(deadline_slots))
+    }
+
+    /// Whether the firm job of the aperiodic task with BPF index `index`
+    /// ([`Self::admit_aperiodic`]) has had all its slots decided (or was taken out): `Some(s)`
+    /// with `s` the first slot decided without it ([`Self::now`]); `None` while it still needs
+    /// slots, or when `index` is no admitted task.
+    pub fn admitted_job_done(&self, index: usize) -> Option<u64> {
+        let id = (self.nr_plan_tasks..self.task_of.len())
+            .rev()
+            .find(|&id| self.task_of[id] as usize == index && self.admitted.contains(&id))?;
+        let pending = self.planner.cpus().iter().any(|c| c.has_unfinished(id));
+        (!pending).then(|| self.planner.now())
     }
 
     /// The frame's slots CPU index `cpu`'s template leaves free (placement of `admit`).

@@ -159,6 +159,10 @@ pub fn replay(mut p: KernelPlanner, events: &[LogEvent]) -> Result<Replayed, Ste
             LogEvent::AdmitTask { task, name } => {
                 p.admit_task(task, name);
             }
+            LogEvent::AdmitAperiodic { job, cur, name } => {
+                resolve(&mut entries, &table, Some(*cur));
+                firm.push((*cur, p.admit_aperiodic(job, *cur, name)));
+            }
             LogEvent::Remove { task } => {
                 p.remove(*task);
             }

@@ -427,6 +427,26 @@ impl Planner {
         }
     }
 
+    /// The acceptance test alone of a firm job released now, `wcet` slots before slot
+    /// `deadline` on CPU `i` (as [`Self::admit_firm`] with [`Placement::Only`] would run it;
+    /// nothing changes): `Err` with the count when it does not fit.
+    pub fn firm_fits(&self, i: usize, wcet: u64, deadline: Slot) -> Result<(), Capacity> {
+        let refuse = || Capacity {
+            needed: wcet,
+            available: 0,
+            deadline,
+        };
+        if wcet > MAX_JOB_SLOTS {
+            return Err(refuse());
+        }
+        let cpu = self.cpus.get(i).ok_or_else(refuse)?;
+        let cap = cpu.acceptance_until(self.next_slot, wcet, deadline, wcet as i64);
+        match cap.available >= wcet as i64 {
+            true => Ok(()),
+            false => Err(cap),
+        }
+    }
+
     /// Acceptance test of a firm job on CPU `i`, counting only until the job fits, and the
     /// guarantee routine if it does. A rejection returns the complete count (it never reached
     /// `wcet`).
@@ -461,6 +481,22 @@ impl Planner {
         period: Slot,
         place: Placement,
     ) -> Admission {
+        self.admit_periodic_window(task, wcet, period, 0, period, place)
+    }
+
+    /// [`Self::admit_periodic`] with constrained windows: job `k` of the frame is released at
+    /// `k·period + offset` and due `deadline` slots later. The plan's rule:
+    /// `1 ≤ wcet ≤ deadline` and `offset + deadline ≤ period`, so every job lies inside its
+    /// period and inside the frame.
+    pub fn admit_periodic_window(
+        &mut self,
+        task: usize,
+        wcet: u64,
+        period: Slot,
+        offset: Slot,
+        deadline: Slot,
+        place: Placement,
+    ) -> Admission {
         if wcet > MAX_JOB_SLOTS {
             return Admission::Rejected(Rejection::Invalid(too_long("wcet", wcet)));
         }
@@ -470,17 +506,23 @@ impl Planner {
                 self.frame
             )));
         }
-        if wcet == 0 || wcet > period {
+        if offset.checked_add(deadline).is_none_or(|end| end > period) {
             return Admission::Rejected(Rejection::Invalid(format!(
-                "wcet {wcet} must be in 1..={period} (the period)"
+                "offset {offset} + deadline {deadline} must be at most the period {period}"
             )));
+        }
+        if wcet == 0 || wcet > deadline {
+            return Admission::Rejected(Rejection::Invalid(match deadline == period {
+                true => format!("wcet {wcet} must be in 1..={period} (the period)"),
+                false => format!("wcet {wcet} must be in 1..={deadline} (the deadline)"),
+            }));
         }
         let instances: Vec<Job> = (0..self.frame / period)
             .map(|k| Job {
                 task,
                 instance: k as u32,
-                release: k * period,
-                deadline: (k + 1) * period,
+                release: k * period + offset,
+                deadline: k * period + offset + deadline,
                 wcet,
             })
             .collect();

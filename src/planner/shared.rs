@@ -385,12 +385,7 @@ mod tests {
                 while !stop.load(Ordering::SeqCst) {
                     let t0 = Instant::now();
                     let ok = if ops % 4 == 3 {
-                        let t = PeriodicTask {
-                            task: 0,
-                            cpu: 0,
-                            period: 100,
-                            wcet: 1,
-                        };
+                        let t = PeriodicTask::implicit(0, 0, 100, 1);
                         let a = h.with_planner(now, |p, _| p.admit_periodic(&t)).unwrap();
                         h.with_planner(now, |p, _| p.remove(0)).unwrap();
                         matches!(

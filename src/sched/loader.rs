@@ -825,7 +825,32 @@ impl<'a> Scheduler<'a> {
                 .update(&tid.to_ne_bytes(), &bytes, MapFlags::ANY)
                 .map_err(map_err("task_ctx"))?;
         }
-        Ok(index)
+        // a thread running on a housekeeping CPU now is enqueued again, as a plan thread
+        let mut arg = abi::tt_release_arg {
+            task: index as u32,
+            cpu: cpu.map_or(-1, |c| c as i32),
+        };
+        // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
+        let ctx = unsafe {
+            std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg))
+        };
+        let input = ProgramInput {
+            context_in: Some(ctx),
+            ..Default::default()
+        };
+        let out = self
+            .skel
+            .progs
+            .join_task
+            .test_run(input)
+            .map_err(map_err("join_task"))?;
+        match out.return_value as i32 {
+            0 => Ok(index),
+            e => Err(LoadError::Map {
+                map: "join_task",
+                msg: format!("task {index}: the BPF program returned {e}"),
+            }),
+        }
     }
 
     /// The writer of the DPM idle period ends (`dpm_until`) and the kick that makes a

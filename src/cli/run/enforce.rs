@@ -358,6 +358,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         if turn == Turn::Full {
             // admitted tasks whose threads are gone free their capacity
             control.reap(&mut engine, |tid| d.procfs.tid_alive(tid));
+            // aperiodic tasks whose job is over: their threads go on as be, or leave
+            control.finish_jobs(&mut engine);
             store_control_state(args, control);
         }
         // tasks `admit` added: into the accounting and the summary, at their BPF index

@@ -142,9 +142,17 @@ impl Engine for RunEngine<'_, '_> {
     }
 
     fn add_task(&mut self, class: Class, cpu: Option<u32>, tids: &[u32]) -> Result<usize, String> {
-        self.sched
+        let t0 = monotonic_ns();
+        let index = self
+            .sched
             .add_task(class, cpu, Completion::None, tids)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        println!(
+            "scx_tt: task {index} joined the plan in [{t0}, {}] ns (CLOCK_MONOTONIC): {} thread(s) in the task map",
+            monotonic_ns(),
+            tids.len()
+        );
+        Ok(index)
     }
 
     fn release_task(&mut self, index: usize, cpu: Option<u32>) -> Result<(), String> {

@@ -23,6 +23,9 @@ fn admit_of(
         class: AdmitClass::Tt,
         period_slots: slots.map(|s| s.0),
         wcet_slots: slots.map(|s| s.1),
+        offset_slots: None,
+        deadline_slots: None,
+        after: None,
         util: ul.map(|x| x.0),
         latency_us: ul.map(|x| x.1),
         cpu: None,
@@ -31,7 +34,7 @@ fn admit_of(
 
 /// The planner's state, the engine's BPF task table and the control's status: what a refused
 /// request must leave as it was.
-fn snapshot(c: &mut Control, e: &mut FakeEngine) -> String {
+pub(super) fn snapshot(c: &mut Control, e: &mut FakeEngine) -> String {
     let status = e.status(c);
     let planner = e.planner.as_ref().map(|p| p.fingerprint());
     format!("{status:?}\n{planner:?}\n{:?} {}", e.added, e.next_task)
@@ -171,7 +174,7 @@ fn bad_admissions_name_the_field_the_value_and_the_rule_and_change_nothing() {
                 a.period_slots = None;
                 a.wcet_slots = None;
             }),
-            "period_slots = None: give period_slots and wcet_slots, or util and latency_us",
+            "period_slots = None: give period_slots and wcet_slots (periodic), wcet_slots and deadline_slots (aperiodic), or util and latency_us",
         ),
         (
             with(&|a| {
@@ -234,7 +237,10 @@ fn util_and_latency_choose_the_longest_period_whose_worst_wait_fits() {
                 .filter(|p| frame % p == 0)
                 .map(|p| (p, (u * p as f64).ceil() as u64))
                 .find(|&(p, q)| q <= p && worst_wait(p, q) <= l_slots);
-            let got = timing(&r, frame, slot_us).ok();
+            let got = timing(&r, frame, slot_us).ok().map(|t| match t {
+                AdmitTiming::Periodic { period, wcet, .. } => (period, wcet),
+                other => panic!("util and latency gave {other:?}"),
+            });
             assert_eq!(got, want, "util {u} latency {l_slots} slots");
         }
     }
@@ -288,8 +294,8 @@ fn a_be_task_joins_the_slack_at_once_without_timing_or_planner() {
     let before = snapshot(&mut c, &mut e);
     assert_eq!(
         error(e.send(&mut c, &be(None, Some((8, 1))))),
-        "class = \"be\": a be task takes no timing (period_slots, wcet_slots, util, \
-         latency_us): it runs in the slack of the managed CPUs, without a guarantee"
+        "class = \"be\": a be task takes no timing (period_slots, wcet_slots, deadline_slots, \
+         after, util, latency_us): it runs in the slack of the managed CPUs, without a guarantee"
     );
     assert!(error(e.send(&mut c, &be(Some(0), None))).starts_with("cpu = 0: must be a managed CPU"));
     assert_eq!(snapshot(&mut c, &mut e), before);

@@ -6,6 +6,7 @@
 //! given.
 
 mod admit;
+mod aperiodic;
 mod compat;
 mod journal;
 mod planner;

@@ -10,10 +10,11 @@
 #   rt   a SCHED_FIFO sleeper                                -> refused (exit 1, says what to do)
 # then vm1 is killed (its capacity is freed once its vCPU thread is gone) and vm2 is asked again
 # (vm2b: accepted); 2 s later `remove --task app` takes app out of the plan: its thread
-# leaves the managed CPU for the housekeeping one. Leaves the trace, the summary, the witness, the planner log, every reply,
+# leaves the managed CPU for the housekeeping one; then `job`, a new busy process, is admitted
+# aperiodic (6 slots within 30, `--after leave`) and leaves the plan after its job. Leaves the trace, the summary, the witness, the planner log, every reply,
 # the vCPU threads' names and the results.
 . /tt/lib.sh
-DEFAULT_DURATION_S=18
+DEFAULT_DURATION_S=22
 PLAN=$HERE/admit.json
 APP=$(start_busy_loop)
 BIG=$(start_busy_loop)
@@ -52,7 +53,16 @@ ctl vm2b admit --name vm2 --qemu vm2 --util 0.2 --latency-us 100000
 # app leaves the plan: its busy thread runs on the housekeeping CPU from then on
 sleep 2
 ctl rm_app remove --task app
+# an aperiodic task: one job of 6 slots within 30 slots (0.3 s, within the planner's horizon), then its thread leaves the
+# plan (`--after leave`) and runs on the housekeeping CPUs again
+sleep 1
+JOB=$(start_busy_loop)
+result job_pid $JOB
+ctl job admit --name job --pid $JOB --wcet-slots 6 --deadline-slots 30 --after leave
 sleep 2
+ctl st status
+kill $JOB
+sleep 1
 finish_scx_tt admit
-kill $APP $BIG $RT $VM2 2> /dev/null
+kill $APP $BIG $RT $VM2 $JOB 2> /dev/null
 exit 0

@@ -1,0 +1,406 @@
+//! A DEmOS configuration → a scx_tt plan (`scx_tt plan import --demos`; docs/demos.md).
+//!
+//! - **Slot**: by default the gcd of every window length and every process's largest budget
+//!   (`budget + jitter − jitter/2`), in ms, as µs; when that exceeds the plan's largest slot
+//!   (1 s) the largest divisor of it that fits. `--slot-us N` must divide every one of them.
+//! - **Frame**: the major frame (sum of the window lengths) in slots. Cap: the plan's frame cap,
+//!   [`FRAME_CAP_SLOTS`] (1,000,000 slots), and managed CPUs × frame ≤
+//!   [`MAX_CPU_FRAME_SLOTS`]; a finer slot is refused with both numbers in the message.
+//! - **CPUs**: managed = every CPU of every slice (`all` = `ImportOptions::all_cpus`);
+//!   housekeeping = the lowest CPU not managed.
+//! - **SC processes** → `tt` tasks with explicit `jobs` and an explicit `table`: in each window
+//!   where the partition is a slice's SC partition, its processes own consecutive slots from the
+//!   window start, each its largest budget, clipped at the window end (DEmOS's nominal
+//!   schedule), one job per window, window `[window start, window end)`.
+//! - **BE processes** → `be` tasks on the partition's CPU.
+//!
+//! Not representable (each a warning; the plan is the closest faithful one):
+//! - a `tt` task owns one CPU: a partition runs on the lowest CPU of the first slice it appears
+//!   in (its *home*), the other CPUs of a multi-CPU slice are managed but left free (`be`
+//!   work); an appearance in a slice without the home CPU is dropped;
+//! - the SC sequence is static: a process that completes early leaves the rest of its slots to
+//!   `be` work instead of starting the next process early;
+//! - BE budgets, BE sequencing, carry-over and "BE only after all SC" are not in the plan
+//!   format: `be` tasks run in any free slot of their CPU;
+//! - jitter reserves the largest budget; `init` has no init phase; a process whose budget
+//!   never fits its window owns no slot and is left out.
+
+use super::config::{Config, ConfigError};
+use super::cpuset::CpuSet;
+use super::sim::check_runnable;
+use crate::plan::limits::MAX_CPU_FRAME_SLOTS;
+use crate::plan::raw::{RawCpuTable, RawCpus, RawJob, RawPlan, RawRange, RawTask};
+use crate::plan::timing::FRAME_CAP_SLOTS;
+use crate::plan::Plan;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+/// The plan's slot range (µs).
+pub const SLOT_US_MIN: u64 = 100;
+pub const SLOT_US_MAX: u64 = 1_000_000;
+
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// The slot (µs); default: the gcd of the lengths and budgets.
+    pub slot_us: Option<u64>,
+    /// What `cpu: all` means.
+    pub all_cpus: CpuSet,
+    /// With `set_cwd`: the directory the commands run in (the configuration file's).
+    pub config_dir: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Imported {
+    /// The plan as written (`plan.json`).
+    pub raw: RawPlan,
+    /// The same plan, validated by `Plan::try_from`.
+    pub plan: Plan,
+    pub warnings: Vec<String>,
+    pub slot_us: u64,
+    pub frame_slots: u64,
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+fn err(path: &str, message: String) -> ConfigError {
+    ConfigError {
+        path: path.to_string(),
+        message,
+    }
+}
+
+/// Every time (ms) the slot must divide, with its YAML path.
+fn times(config: &Config) -> Vec<(u64, String)> {
+    let mut v: Vec<(u64, String)> = config
+        .windows
+        .iter()
+        .map(|w| (w.length, format!("{}.length", w.path)))
+        .collect();
+    for p in &config.partitions {
+        for q in &p.processes {
+            v.push((
+                q.max_budget(),
+                format!(
+                    "{} (budget {} ms, jitter {} ms)",
+                    q.path, q.budget, q.jitter
+                ),
+            ));
+        }
+    }
+    v
+}
+
+/// The default slot: gcd of `times` in µs, or its largest divisor ≤ 1 s.
+fn default_slot_us(times: &[(u64, String)]) -> u64 {
+    let g_us = times.iter().fold(0, |g, (t, _)| gcd(g, *t)) * 1000;
+    (1..=g_us)
+        .filter(|k| g_us % k == 0)
+        .map(|k| g_us / k)
+        .find(|&s| s <= SLOT_US_MAX)
+        .unwrap_or(1000)
+}
+
+fn quote_sh(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigError> {
+    check_runnable(config)?;
+    let mut warnings = Vec::new();
+    let times = times(config);
+    let slot_us = match opts.slot_us {
+        Some(s) => {
+            if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) {
+                return Err(err(
+                    "--slot-us",
+                    format!(
+                        "{s} must be in {SLOT_US_MIN}..={SLOT_US_MAX} (the plan's slot_us range)"
+                    ),
+                ));
+            }
+            if let Some((t, path)) = times.iter().find(|(t, _)| (t * 1000) % s != 0) {
+                return Err(err(
+                    "--slot-us",
+                    format!(
+                        "{s} us does not divide {path} = {t} ms: DEmOS times must be whole slots"
+                    ),
+                ));
+            }
+            s
+        }
+        None => default_slot_us(&times),
+    };
+    let per_ms = |ms: u64| ms * 1000 / slot_us;
+    let mf_ms = config.major_frame_ms();
+    let frame = per_ms(mf_ms);
+    let gcd_ms = times.iter().fold(0, |g, (t, _)| gcd(g, *t));
+    if frame > FRAME_CAP_SLOTS {
+        return Err(err(
+            "windows",
+            format!(
+                "the major frame of {mf_ms} ms is {frame} slots of {slot_us} us, above the plan's \
+                 cap of {FRAME_CAP_SLOTS} slots: the slot ({}) is too fine for this frame; the gcd \
+                 of the window lengths and budgets is {gcd_ms} ms",
+                if opts.slot_us.is_some() {
+                    "--slot-us"
+                } else {
+                    "the gcd"
+                }
+            ),
+        ));
+    }
+    let index: HashMap<&str, usize> = config
+        .partitions
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.as_str(), i))
+        .collect();
+
+    // CPUs and each partition's home CPU (lowest CPU of its first slice)
+    let mut managed = CpuSet::EMPTY;
+    let mut home: Vec<Option<u32>> = vec![None; config.partitions.len()];
+    let mut is_sc = vec![false; config.partitions.len()];
+    let mut is_be = vec![false; config.partitions.len()];
+    for w in &config.windows {
+        for s in w.slices() {
+            let cpus = s.cpus(opts.all_cpus);
+            let Some(low) = cpus.lowest() else {
+                return Err(err(
+                    &format!("{}.cpu", s.path),
+                    format!("'{}' selects no CPU (all = '{}')", s.cpu, opts.all_cpus),
+                ));
+            };
+            managed = managed.or(cpus);
+            for (p, sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
+                if let Some(p) = p {
+                    let i = index[p.as_str()];
+                    home[i].get_or_insert(low);
+                    if sc {
+                        is_sc[i] = true;
+                    } else {
+                        is_be[i] = true;
+                    }
+                    if cpus.count() > 1 && home[i] == Some(low) {
+                        let key = format!(
+                            "{}.cpu: slice CPUs '{cpus}': partition '{p}' runs on CPU {low} only \
+                             (a tt task owns one CPU); the others are managed but free",
+                            s.path
+                        );
+                        if !warnings.contains(&key) {
+                            warnings.push(key);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let Some(hk) = (0..256u32).find(|c| !managed.contains(*c)) else {
+        return Err(err(
+            "windows",
+            "every CPU is managed: no housekeeping CPU left".into(),
+        ));
+    };
+    let managed_list: Vec<u32> = managed.iter().collect();
+    if managed_list.len() as u64 * frame > MAX_CPU_FRAME_SLOTS {
+        return Err(err(
+            "windows",
+            format!(
+                "{} managed CPUs × {frame} slots exceed the plan's limit of {MAX_CPU_FRAME_SLOTS} \
+                 CPU slots: the slot of {slot_us} us is too fine",
+                managed_list.len()
+            ),
+        ));
+    }
+    for (i, p) in config.partitions.iter().enumerate() {
+        if is_sc[i] && is_be[i] {
+            warnings.push(format!(
+                "{}: partition '{}' is both SC and BE: imported as SC only",
+                p.path, p.name
+            ));
+        }
+    }
+
+    // SC jobs and table ranges
+    let mut jobs: Vec<Vec<Vec<RawJob>>> = config
+        .partitions
+        .iter()
+        .map(|p| vec![Vec::new(); p.processes.len()])
+        .collect();
+    let mut ranges: BTreeMap<u32, Vec<(u64, u64, usize, usize)>> = BTreeMap::new();
+    let mut start_ms = 0;
+    for w in &config.windows {
+        let end_ms = start_ms + w.length;
+        for s in w.slices() {
+            let cpus = s.cpus(opts.all_cpus);
+            for (p, sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
+                let Some(p) = p else { continue };
+                let i = index[p.as_str()];
+                let h = home[i].expect("set above");
+                if !cpus.contains(h) {
+                    warnings.push(format!(
+                        "{}: partition '{p}' runs on CPU {h} elsewhere, not in this slice's CPUs \
+                         '{cpus}': this appearance is dropped",
+                        s.path
+                    ));
+                    continue;
+                }
+                if !sc {
+                    continue;
+                }
+                let mut t = start_ms;
+                for (k, q) in config.partitions[i].processes.iter().enumerate() {
+                    let until = (t + q.max_budget()).min(end_ms);
+                    if t + q.max_budget() > end_ms {
+                        warnings.push(format!(
+                            "{}: in {} ({} ms), SC process '{}' gets {} of its {} ms: the \
+                             partition does not fit the window",
+                            q.path,
+                            w.path,
+                            w.length,
+                            q.cmd,
+                            until - t,
+                            q.max_budget()
+                        ));
+                    }
+                    if until > t {
+                        jobs[i][k].push(RawJob {
+                            release: Some(per_ms(start_ms)),
+                            deadline: Some(per_ms(end_ms)),
+                            wcet: Some(per_ms(until - t)),
+                        });
+                        ranges
+                            .entry(h)
+                            .or_default()
+                            .push((per_ms(t), per_ms(until), i, k));
+                    }
+                    t = until;
+                }
+            }
+        }
+        start_ms = end_ms;
+    }
+
+    // tasks
+    let cwd = if config.set_cwd {
+        opts.config_dir.as_ref()
+    } else {
+        None
+    };
+    let cmd = |c: &str| -> Vec<String> {
+        let line = match cwd {
+            Some(d) => format!("cd {} && {c}", quote_sh(&d.display().to_string())),
+            None => c.to_string(),
+        };
+        vec!["/bin/sh".into(), "-c".into(), line]
+    };
+    let name = |i: usize, k: usize| format!("{}.{k}", config.partitions[i].name);
+    let mut tasks = Vec::new();
+    for (i, p) in config.partitions.iter().enumerate() {
+        let Some(h) = home[i] else { continue };
+        for (k, q) in p.processes.iter().enumerate() {
+            if q.init {
+                warnings.push(format!(
+                    "{}.init: no init phase in scx_tt: the process starts in its first slot",
+                    q.path
+                ));
+            }
+            if q.jitter > 0 {
+                warnings.push(format!(
+                    "{}.jitter: the plan reserves the largest budget, {} ms",
+                    q.path,
+                    q.max_budget()
+                ));
+            }
+            if is_sc[i] {
+                if jobs[i][k].is_empty() {
+                    warnings.push(format!(
+                        "{}: SC process '{}' never fits its windows: left out of the plan",
+                        q.path, q.cmd
+                    ));
+                    continue;
+                }
+                tasks.push(RawTask {
+                    name: Some(name(i, k)),
+                    cmd: Some(cmd(&q.cmd)),
+                    class: Some("tt".into()),
+                    cpu: Some(h),
+                    jobs: Some(std::mem::take(&mut jobs[i][k])),
+                    ..RawTask::default()
+                });
+            } else {
+                tasks.push(RawTask {
+                    name: Some(name(i, k)),
+                    cmd: Some(cmd(&q.cmd)),
+                    class: Some("be".into()),
+                    cpu: Some(h),
+                    ..RawTask::default()
+                });
+            }
+        }
+        if !is_sc[i] && !p.processes.is_empty() {
+            warnings.push(format!(
+                "{}: BE partition '{}': budgets, sequencing and carry-over are not in the plan \
+                 format; its processes are be tasks on CPU {h} (any free slot)",
+                p.path, p.name
+            ));
+        }
+    }
+    if tasks.is_empty() {
+        return Err(err(
+            "windows",
+            "no process is scheduled in any window: nothing to import".into(),
+        ));
+    }
+    let table = ranges
+        .into_iter()
+        .map(|(cpu, rs)| RawCpuTable {
+            cpu: Some(cpu),
+            ranges: Some(
+                rs.into_iter()
+                    .map(|(a, b, i, k)| RawRange {
+                        start: Some(a),
+                        end: Some(b),
+                        task: Some(name(i, k)),
+                    })
+                    .collect(),
+            ),
+        })
+        .collect();
+    let raw = RawPlan {
+        version: Some(1),
+        slot_us: Some(slot_us),
+        frame_slots: Some(frame),
+        cpus: Some(RawCpus {
+            managed: Some(managed_list),
+            housekeeping: Some(vec![hk]),
+        }),
+        tasks: Some(tasks),
+        table: Some(table),
+        server: None,
+    };
+    let plan = Plan::try_from(raw.clone()).map_err(|errs| {
+        err(
+            "",
+            format!(
+                "the imported plan is invalid (a bug or a limit of the plan format): {}",
+                errs.iter()
+                    .map(|e| e.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        )
+    })?;
+    Ok(Imported {
+        raw,
+        plan,
+        warnings,
+        slot_us,
+        frame_slots: frame,
+    })
+}

@@ -1,0 +1,59 @@
+//! DEmOS configurations on scx_tt (issue 18, seed 002; docs/demos.md).
+//!
+//! DEmOS (CTU-IIG/demos-sched) is a userspace static scheduler: a major frame of windows; in
+//! each window, slices bind a safety-critical (SC) and an optional best-effort (BE) partition to
+//! a CPU set; the processes of a partition run one after another, each until its budget runs
+//! out or it signals completion; BE runs after all the SC work of the window and keeps its
+//! unused budget across windows.
+//!
+//! - [`config`]: both YAML forms (canonical and simplified) → one normalised [`Config`], with
+//!   DEmOS's validation and an error naming the YAML path of every problem.
+//! - [`sim`]: DEmOS's semantics on a millisecond clock, writing DEmOS's schedule log
+//!   (`scx_tt simulate --demos`); reproduces DEmOS's own golden schedules
+//!   (tests/demos_golden.rs).
+//! - [`import`]: a configuration → a scx_tt plan (`scx_tt plan import --demos`).
+//! - [`cpuset`], [`rng`]: DEmOS's CPU lists and its jitter generator.
+
+pub mod config;
+pub mod cpuset;
+pub mod import;
+pub mod rng;
+pub mod sim;
+
+pub use config::{Config, ConfigError, Source};
+pub use cpuset::CpuSet;
+pub use import::{import, ImportOptions, Imported};
+pub use sim::{render_log, simulate, LogLine, ProcessModel, SimOptions, SimResult};
+
+/// This machine's online CPUs (`/sys/devices/system/cpu/online`; else `0..nproc`), at most
+/// [`cpuset::MAX_CPUS`]: what DEmOS's `cpu: all` means when it runs here.
+pub fn machine_cpus() -> CpuSet {
+    match crate::plan::read_online_cpus() {
+        Ok(cpus) if !cpus.is_empty() => CpuSet::from_cpus(cpus),
+        _ => CpuSet::first_n(std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
+    }
+}
+
+/// `cpu: all` for `plan import`: the machine's CPUs without CPU 0, which stays the
+/// housekeeping CPU (a one-CPU machine keeps CPU 0).
+pub fn import_all_cpus() -> CpuSet {
+    let all = machine_cpus();
+    let without0 = CpuSet(all.0 & !1);
+    if without0.is_empty() {
+        all
+    } else {
+        without0
+    }
+}
+
+/// A `--...-cpus` flag's value: `all` is not allowed here, a CPU list is.
+pub fn parse_cpus_flag(text: &str) -> Result<CpuSet, String> {
+    let s = CpuSet::parse(text.trim())?;
+    if s.is_empty() {
+        return Err(format!(
+            "{text:?} selects no CPU below {}",
+            cpuset::MAX_CPUS
+        ));
+    }
+    Ok(s)
+}
