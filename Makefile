@@ -50,7 +50,7 @@ test: unit test-vm
 
 # The pure benchmarks (no VM); bench-lateness boots the VM.
 bench: build
-	$(CARGO) bench --bench plan_load --bench planner_step --bench planner_admission --bench planner_latency --bench energy_experiment --bench control_admission --bench server_designs
+	$(CARGO) bench --bench plan_load --bench planner_step --bench planner_admission --bench planner_latency --bench energy_experiment --bench control_admission --bench server_designs --bench adaptive_experiment
 
 bench-lateness: vm-initrd
 	$(CARGO) bench --bench lateness

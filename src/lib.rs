@@ -28,6 +28,7 @@
 
 pub mod abi;
 pub mod accounting;
+pub mod adaptive;
 #[cfg(feature = "bpf")]
 mod bpf_intf;
 #[cfg(feature = "bpf")]
