@@ -24,6 +24,8 @@ mod compositional;
 mod cpuperf;
 #[path = "vm/scenarios/delivery/check.rs"]
 mod delivery;
+#[path = "vm/scenarios/demos/check.rs"]
+mod demos;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
 #[path = "vm/scenarios/faults/check.rs"]

@@ -1380,13 +1380,15 @@ int release_task(struct tt_release_arg *arg)
 /*
  * A task joins the plan at run time (`scx_tt ctl admit`; F): userspace has written its class and
  * CPU and its threads into task_ctx and test-runs this. A thread of it running on a housekeeping
- * CPU now would go on there until its slice ends (up to SCX_SLICE_DFL): preempt the
+ * CPU now would go on there until its slice ends (up to SCX_SLICE_DFL): preempt the other
  * housekeeping CPUs so that every running thread is enqueued again, a new plan thread now routed
- * to its task (D). Returns 0, or -EINVAL for an index beyond the table.
+ * to its task (D); one queued or running on the caller's CPU is caught by ops.running. Returns
+ * 0, or -EINVAL for an index beyond the table.
  */
 SEC("syscall")
 int join_task(struct tt_release_arg *arg)
 {
+	s32 self = bpf_get_smp_processor_id();
 	u32 i;
 
 	if (arg->task >= TT_MAX_TASKS)
@@ -1394,7 +1396,13 @@ int join_task(struct tt_release_arg *arg)
 	bpf_for(i, 0, nr_housekeeping) {
 		if (i >= TT_MAX_CPUS)
 			break;
-		scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_PREEMPT);
+		/*
+		 * Not the caller's own CPU: preempting the caller (scx_tt, holding its planner while
+		 * it registers a task) would let every queued thread there run a slice first. A
+		 * thread of the task queued here is caught when it starts running (ops.running, D).
+		 */
+		if (housekeeping_cpus[i] != self)
+			scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_PREEMPT);
 	}
 	return 0;
 }

@@ -41,6 +41,14 @@ pub struct SimulateArgs {
         allow_negative_numbers = true
     )]
     demos_ms: Option<u64>,
+    /// With --demos: instead of simulating, write the SC lines of the schedule log of this slot
+    /// trace (a kernel run's --trace, or simulate --trace) of the plan `plan import --demos`
+    /// made of the configuration (docs/demos.md, "A kernel run's schedule log").
+    #[arg(long, value_name = "RUN.trace.jsonl", requires = "demos")]
+    from_trace: Option<PathBuf>,
+    /// With --demos: write only the SC processes' lines (the ones --from-trace gives).
+    #[arg(long, requires = "demos")]
+    sc_only: bool,
     /// With --demos: the CPUs `cpu: all` means, as a CPU list (default: this machine's online
     /// CPUs, as DEmOS).
     #[arg(long, value_name = "LIST", requires = "demos", value_parser = scx_tt::demos::parse_cpus_flag)]
@@ -325,8 +333,40 @@ fn demos(config: &std::path::Path, args: &SimulateArgs) -> anyhow::Result<i32> {
             }
         },
     };
+    let all_cpus = args.demos_cpus.unwrap_or_else(demos::machine_cpus);
+    let write = |log: String| -> anyhow::Result<()> {
+        match &args.schedule_log {
+            Some(path) => std::fs::write(path, log)
+                .with_context(|| format!("writing the schedule log to {}", path.display())),
+            None => {
+                print!("{log}");
+                Ok(())
+            }
+        }
+    };
+    if let Some(trace) = &args.from_trace {
+        let text = read_text(trace, "trace")?;
+        let (header, records) = scx_tt::trace::read_trace(&text)
+            .map_err(|e| anyhow::anyhow!("trace {}: {e}", trace.display()))?;
+        let Some(header) = header else {
+            eprintln!(
+                "scx_tt: error: simulate: trace {}: no header line (its slot length is needed)",
+                trace.display()
+            );
+            return Ok(EXIT_INVALID);
+        };
+        let lines = demos::trace_log::sc_log(&c, all_cpus, header.slot_ns / 1000, &records);
+        write(demos::render_log(&lines))?;
+        eprintln!(
+            "simulate: {}: {} SC process starts in {} slot records",
+            trace.display(),
+            lines.len(),
+            records.len()
+        );
+        return Ok(0);
+    }
     let opts = SimOptions {
-        all_cpus: args.demos_cpus.unwrap_or_else(demos::machine_cpus),
+        all_cpus,
         until_ms,
         seed,
     };
@@ -340,12 +380,11 @@ fn demos(config: &std::path::Path, args: &SimulateArgs) -> anyhow::Result<i32> {
     for w in &r.warnings {
         eprintln!("simulate: warning: {w}");
     }
-    let log = demos::render_log(&r.log);
-    match &args.schedule_log {
-        Some(path) => std::fs::write(path, log)
-            .with_context(|| format!("writing the schedule log to {}", path.display()))?,
-        None => print!("{log}"),
-    }
+    let log = match args.sc_only {
+        true => demos::render_log(&demos::trace_log::sc_lines(&c, &r.log)),
+        false => demos::render_log(&r.log),
+    };
+    write(log)?;
     eprintln!(
         "simulate: {}: {} ms, {} process starts{}",
         config.display(),

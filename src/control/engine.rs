@@ -11,6 +11,14 @@ use crate::plan::{LoadError, Plan};
 use crate::planner::kernel_path::KernelPlanner;
 use std::path::Path;
 
+/// A task for BPF's task table ([`Engine::add_task`]'s arguments).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewTask {
+    pub class: crate::plan::Class,
+    pub cpu: Option<u32>,
+    pub tids: Vec<u32>,
+}
+
 pub trait Engine {
     /// The time now, ns of CLOCK_MONOTONIC (the clock of the BPF slot grid).
     fn now_ns(&self) -> u64;
@@ -56,6 +64,23 @@ pub trait Engine {
         cpu: Option<u32>,
         tids: &[u32],
     ) -> Result<usize, String>;
+
+    /// Planner mode: [`Engine::with_planner`], then, before the planner is let go, the
+    /// additions to BPF's task table `f` asks for ([`NewTask`]), each answered with its index
+    /// or why not, in order: the planner thread cannot decide a slot of an admitted task before
+    /// BPF has its threads (an aperiodic task's first slot is the planner's next undecided
+    /// one). The default does the additions after `f` (for engines without a planner thread).
+    fn with_planner_adding<R>(
+        &mut self,
+        f: impl FnOnce(&mut KernelPlanner, u64) -> (R, Vec<NewTask>),
+    ) -> Result<(R, Vec<Result<usize, String>>), String> {
+        let (r, adds) = self.with_planner(f)?;
+        let added = adds
+            .into_iter()
+            .map(|t| self.add_task(t.class, t.cpu, &t.tids))
+            .collect();
+        Ok((r, added))
+    }
 
     /// Task `index`, which [`Engine::add_task`] added on `cpu`, leaves the plan: its threads
     /// (and those they forked) are no longer plan threads, and the ones queued on a managed

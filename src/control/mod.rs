@@ -78,7 +78,7 @@ pub mod socket;
 
 pub use crate::planner::kernel_path::KernelPlanner;
 pub use compat::{mismatches, Mismatch};
-pub use engine::Engine;
+pub use engine::{Engine, NewTask};
 pub use reply::{Answer, PlannerStatus, Reply, Status, TaskChange, TaskState};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
@@ -1011,88 +1011,111 @@ impl Control {
         };
         let managed = self.plan.managed.clone();
         let on = |c: usize| managed.get(c).map_or(c.to_string(), u32::to_string);
-        let outcome = engine
-            .with_planner(|p, cur| {
-                // an aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test
-                // alone, so that a rejection has changed nothing to undo
-                let mut chosen: Vec<usize> = Vec::new();
-                if let AdmitTiming::Aperiodic { wcet, deadline } = timing {
-                    if n > cpus.len() {
-                        return Err(format!(
-                            "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
+        let (outcome, added) = engine
+            .with_planner_adding(|p, cur| {
+                let outcome = (|| {
+                    // an aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test
+                    // alone, so that a rejection has changed nothing to undo
+                    let mut chosen: Vec<usize> = Vec::new();
+                    if let AdmitTiming::Aperiodic { wcet, deadline } = timing {
+                        if n > cpus.len() {
+                            return Err(format!(
+                                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
                              and {} can be used",
-                            cpus.len()
-                        ));
+                                cpus.len()
+                            ));
+                        }
+                        for _ in 0..n {
+                            let mut order: Vec<usize> = cpus
+                                .iter()
+                                .copied()
+                                .filter(|c| !chosen.contains(c))
+                                .collect();
+                            order
+                                .sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+                            let mut last = None;
+                            for c in order {
+                                match p.aperiodic_fits(c, wcet, deadline, cur) {
+                                    Ok(()) => {
+                                        chosen.push(c);
+                                        last = None;
+                                        break;
+                                    }
+                                    Err(cap) => last = Some((c, capacity_text(cap))),
+                                }
+                            }
+                            if let Some((c, why)) = last {
+                                return Err(format!(
+                                    "{} on cpu {}: {why}",
+                                    timing_text(timing),
+                                    on(c)
+                                ));
+                            }
+                        }
                     }
-                    for _ in 0..n {
-                        let mut order: Vec<usize> = cpus
-                            .iter()
-                            .copied()
-                            .filter(|c| !chosen.contains(c))
-                            .collect();
-                        order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+                    let mut placed = Vec::new();
+                    for k in 0..n {
+                        let order = match chosen.get(k) {
+                            Some(&c) => vec![c],
+                            None => {
+                                let taken: Vec<usize> =
+                                    placed.iter().map(|x: &Placed| x.cpu).collect();
+                                let mut order: Vec<usize> = cpus.clone();
+                                // siblings apart when possible, then the least loaded
+                                order.sort_by_key(|&c| {
+                                    (
+                                        taken.contains(&c),
+                                        std::cmp::Reverse(p.free_template_slots(c)),
+                                        c,
+                                    )
+                                });
+                                order
+                            }
+                        };
                         let mut last = None;
+                        let mut ok = None;
                         for c in order {
-                            match p.aperiodic_fits(c, wcet, deadline, cur) {
-                                Ok(()) => {
-                                    chosen.push(c);
-                                    last = None;
+                            match place(p, cur, timing, first + k, c, &task_name(k)) {
+                                Ok(x) => {
+                                    ok = Some(x);
                                     break;
                                 }
-                                Err(cap) => last = Some((c, capacity_text(cap))),
+                                Err(why) => last = Some((c, why)),
                             }
                         }
-                        if let Some((c, why)) = last {
-                            return Err(format!("{} on cpu {}: {why}", timing_text(timing), on(c)));
-                        }
-                    }
-                }
-                let mut placed = Vec::new();
-                for k in 0..n {
-                    let order = match chosen.get(k) {
-                        Some(&c) => vec![c],
-                        None => {
-                            let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
-                            let mut order: Vec<usize> = cpus.clone();
-                            // siblings apart when possible, then the least loaded
-                            order.sort_by_key(|&c| {
-                                (
-                                    taken.contains(&c),
-                                    std::cmp::Reverse(p.free_template_slots(c)),
-                                    c,
-                                )
-                            });
-                            order
-                        }
-                    };
-                    let mut last = None;
-                    let mut ok = None;
-                    for c in order {
-                        match place(p, cur, timing, first + k, c, &task_name(k)) {
-                            Ok(x) => {
-                                ok = Some(x);
-                                break;
-                            }
-                            Err(why) => last = Some((c, why)),
-                        }
-                    }
-                    match ok {
-                        Some(x) => placed.push(x),
-                        None => {
-                            // all or none: the vCPUs admitted so far leave again
-                            for j in 0..placed.len() {
-                                p.rollback_admitted(first + j);
-                            }
-                            return Err(match last {
-                                Some((c, why)) => {
-                                    format!("{} on cpu {}: {why}", timing_text(timing), on(c))
+                        match ok {
+                            Some(x) => placed.push(x),
+                            None => {
+                                // all or none: the vCPUs admitted so far leave again
+                                for j in 0..placed.len() {
+                                    p.rollback_admitted(first + j);
                                 }
-                                None => "no managed CPU".into(),
-                            });
+                                return Err(match last {
+                                    Some((c, why)) => {
+                                        format!("{} on cpu {}: {why}", timing_text(timing), on(c))
+                                    }
+                                    None => "no managed CPU".into(),
+                                });
+                            }
                         }
                     }
-                }
-                Ok(placed)
+                    Ok(placed)
+                })();
+                // registered in BPF before the planner is let go: no slot of them is decided
+                // before BPF has their threads
+                let adds = match &outcome {
+                    Ok(placed) => groups
+                        .iter()
+                        .zip(placed)
+                        .map(|(g, x)| NewTask {
+                            class: Class::Tt,
+                            cpu: managed.get(x.cpu).copied(),
+                            tids: g.clone(),
+                        })
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                (outcome, adds)
             })
             .map_err(ControlError::PlannerUnavailable)?;
         let placed = match outcome {
@@ -1108,25 +1131,32 @@ impl Control {
                 return Ok(answer);
             }
         };
+        let wrong = added.iter().enumerate().find_map(|(k, a)| match a {
+            Ok(i) if *i == first + k => None,
+            Ok(i) => Some(format!("BPF gave task index {i}, expected {}", first + k)),
+            Err(e) => Some(e.clone()),
+        });
+        if let Some(msg) = wrong.or_else(|| {
+            (added.len() != n).then(|| format!("BPF added {} of {n} tasks", added.len()))
+        }) {
+            // BPF did not take them all: the planner forgets every vCPU of the request, and
+            // the ones BPF took leave it again
+            let _ = engine.with_planner(|p, _| {
+                for j in 0..n {
+                    p.rollback_admitted(first + j);
+                }
+            });
+            for (a, x) in added.iter().zip(&placed) {
+                if let Ok(i) = a {
+                    let _ = engine.release_task(*i, Some(self.cpu_id(x.cpu)));
+                }
+            }
+            return Err(ControlError::Kernel(msg));
+        }
         let mut vcpus = Vec::new();
         for (k, (g, x)) in groups.iter().zip(&placed).enumerate() {
             let cpu_id = self.cpu_id(x.cpu);
-            let index = match engine.add_task(Class::Tt, Some(cpu_id), g) {
-                Ok(i) if i == first + k => i,
-                other => {
-                    // BPF did not take it: the planner forgets every vCPU of the request
-                    let _ = engine.with_planner(|p, _| {
-                        for j in 0..n {
-                            p.rollback_admitted(first + j);
-                        }
-                    });
-                    let msg = match other {
-                        Ok(i) => format!("BPF gave task index {i}, expected {}", first + k),
-                        Err(e) => e,
-                    };
-                    return Err(ControlError::Kernel(msg));
-                }
-            };
+            let index = first + k;
             let task_name = task_name(k);
             self.record(&task_name, TaskState::Admitted, x.from_slot);
             let (period, wcet, offset, deadline, job) = match timing {

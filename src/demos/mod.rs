@@ -17,8 +17,10 @@
 pub mod config;
 pub mod cpuset;
 pub mod import;
+pub mod power;
 pub mod rng;
 pub mod sim;
+pub mod trace_log;
 
 pub use config::{Config, ConfigError, Source};
 pub use cpuset::CpuSet;

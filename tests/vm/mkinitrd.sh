@@ -1,6 +1,6 @@
 #!/bin/bash
 # Builds the test VM's initramfs: busybox-static, the guest init and lib.sh, every scenario
-# folder's guest.sh and plans (tests/vm/scenarios/NAME/{guest.sh,*.json} -> /tt/scenarios/NAME/),
+# folder's guest.sh, plans and DEmOS configurations (tests/vm/scenarios/NAME/{guest.sh,*.json,*.yaml} -> /tt/scenarios/NAME/),
 # scx_tt, tt_timer_baseline, tt_jobs and tt_component (release builds), stress-ng, cyclictest, bpftool, chrt and
 # qemu-system-x86_64 (with SeaBIOS) from Debian,
 # the shared libraries of every binary (found with ldd), the VM kernel's config
@@ -69,6 +69,7 @@ for dir in "$VM_SRC"/scenarios/*/; do
   mkdir -p "$ROOT/tt/scenarios/$name"
   cp "$dir/guest.sh" "$ROOT/tt/scenarios/$name/"
   cp "$dir"/*.json "$ROOT/tt/scenarios/$name/" 2>/dev/null || true
+  cp "$dir"/*.yaml "$ROOT/tt/scenarios/$name/" 2>/dev/null || true
 done
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.

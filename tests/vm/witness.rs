@@ -244,6 +244,10 @@ pub struct Frame {
     /// when BPF let go of it runs on until the kick reaches it), from `until` on they are
     /// outside the plan, judged as any other process.
     pub left: HashMap<String, (u64, u64)>,
+    /// task → `[from, until)`: BPF registered its threads in this window (`from` before the
+    /// registration, `until` after it plus the time the kick needs to move a thread that ran
+    /// on a housekeeping CPU then); in the window its threads are not judged.
+    pub joining: HashMap<String, (u64, u64)>,
 }
 
 /// What the witness saw, in figures.
@@ -449,6 +453,13 @@ impl Frame {
         }
         let class = |pid: u32, at: u64| -> Option<(&str, &String)> {
             let t = task_of.get(&pid)?;
+            if self
+                .joining
+                .get(t)
+                .is_some_and(|&(from, until)| at >= from && at < until)
+            {
+                return Some(("leaving", t));
+            }
             if self.joined.get(t).is_some_and(|&j| at < j)
                 || self.left.get(t).is_some_and(|&(_, until)| at >= until)
             {
@@ -657,6 +668,18 @@ impl Frame {
                     let Some(Some(owner)) = self.owners.get(&(e.cpu, slot)) else {
                         continue;
                     };
+                    // an owner whose threads are not (yet, or any more) in the plan does not
+                    // wait for its slot: joining, before it joined, leaving or left
+                    let t = e.ts_ns;
+                    if self
+                        .joining
+                        .get(owner)
+                        .is_some_and(|&(a, b)| t >= a && t < b)
+                        || self.joined.get(owner).is_some_and(|&j| t < j)
+                        || self.left.get(owner).is_some_and(|&(a, _)| t >= a)
+                    {
+                        continue;
+                    }
                     // the owner waits when one of its threads is runnable and none runs
                     let mut since: Option<u64> = None;
                     let mut running = false;
@@ -792,6 +815,8 @@ pub struct Bounds {
     pub joined: HashMap<String, u64>,
     /// per task removed at run time, when it left the plan ([`Frame::left`])
     pub left: HashMap<String, (u64, u64)>,
+    /// per task admitted at run time, when BPF registered it ([`Frame::joining`])
+    pub joining: HashMap<String, (u64, u64)>,
     /// share of the tt records whose `ran_ns` may differ from the witness by more than
     /// [`agreement_tol_ns`] (timing: the host descheduling the vCPU thread between
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
@@ -806,6 +831,7 @@ impl Default for Bounds {
             done: HashMap::new(),
             joined: HashMap::new(),
             left: HashMap::new(),
+            joining: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
         }
@@ -859,6 +885,7 @@ pub fn check_files(
     f.done = b.done.clone();
     f.joined = b.joined.clone();
     f.left = b.left.clone();
+    f.joining = b.joining.clone();
     let r = f.analyse(&events);
     report(c, run, &f, &r, b);
 }

@@ -6,7 +6,7 @@
 
 use super::plan_loader::{PlanLoader, Stage};
 use scx_tt::clock::{monotonic_ns, SlotClock};
-use scx_tt::control::Engine;
+use scx_tt::control::{Engine, NewTask};
 use scx_tt::plan::{Class, Completion, LoadError, Plan, Selector};
 use scx_tt::planner::kernel_path::KernelPlanner;
 use scx_tt::planner::shared::PlannerHandle;
@@ -142,17 +142,30 @@ impl Engine for RunEngine<'_, '_> {
     }
 
     fn add_task(&mut self, class: Class, cpu: Option<u32>, tids: &[u32]) -> Result<usize, String> {
-        let t0 = monotonic_ns();
-        let index = self
-            .sched
-            .add_task(class, cpu, Completion::None, tids)
-            .map_err(|e| e.to_string())?;
-        println!(
-            "scx_tt: task {index} joined the plan in [{t0}, {}] ns (CLOCK_MONOTONIC): {} thread(s) in the task map",
-            monotonic_ns(),
-            tids.len()
-        );
-        Ok(index)
+        add_to_bpf(self.sched, class, cpu, tids)
+    }
+
+    fn with_planner_adding<R>(
+        &mut self,
+        f: impl FnOnce(&mut KernelPlanner, u64) -> (R, Vec<NewTask>),
+    ) -> Result<(R, Vec<Result<usize, String>>), String> {
+        let planner = self.planner.ok_or("this run has no planner")?;
+        let clock = self.clock;
+        let sched = &mut *self.sched;
+        planner
+            .with_planner(
+                || clock.slot_at(monotonic_ns()),
+                |p, cur| {
+                    let (r, adds) = f(p, cur);
+                    // still holding the planner: no slot of these tasks is decided yet
+                    let added = adds
+                        .into_iter()
+                        .map(|t| add_to_bpf(sched, t.class, t.cpu, &t.tids))
+                        .collect();
+                    (r, added)
+                },
+            )
+            .map_err(|_| "its lock is poisoned (the planner thread panicked)".to_string())
     }
 
     fn release_task(&mut self, index: usize, cpu: Option<u32>) -> Result<(), String> {
@@ -188,4 +201,24 @@ impl Engine for RunEngine<'_, '_> {
     fn warn(&mut self, line: &str) {
         eprintln!("scx_tt: warning: {line}");
     }
+}
+
+/// Adds a task to BPF's task table and says when in the run's log (the witness of the VM tests
+/// judges a joining thread by that window).
+fn add_to_bpf(
+    sched: &mut Scheduler<'_>,
+    class: Class,
+    cpu: Option<u32>,
+    tids: &[u32],
+) -> Result<usize, String> {
+    let t0 = monotonic_ns();
+    let index = sched
+        .add_task(class, cpu, Completion::None, tids)
+        .map_err(|e| e.to_string())?;
+    println!(
+        "scx_tt: task {index} joined the plan in [{t0}, {}] ns (CLOCK_MONOTONIC): {} thread(s) in the task map",
+        monotonic_ns(),
+        tids.len()
+    );
+    Ok(index)
 }

@@ -47,7 +47,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
     s.print("admit.json under --planner bss");
     // the busy tasks, the admitted process too, got at least 90 % of the time they owned
     // (timing); the nested QEMU vCPUs are judged below
-    let late = pc::check_summary(c, &s, Some(90.0), &["vm1", "vm2"]);
+    // app and job leave the plan: each may be counted foreign by scx_tt until its kick lands
+    let late = pc::check_summary_foreign(c, &s, Some(90.0), &["vm1", "vm2"], 2 * LEAVE_FOREIGN_NS);
     // A nested-TCG vCPU thread is not always runnable: it waits for its QEMU's main thread (the
     // big lock: timers, interrupts), which runs on the busy housekeeping CPU, so its slots are
     // partly idle by the VM's own doing. Judged: at least VCPU_DELIVERED_PCT (timing; measured
@@ -295,7 +296,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         before == 0,
         format!("app owns no slot before its first ({before})"),
     );
-    pc::admitted_run_closing_left(
+    pc::admitted_run_closing_windows(
         c,
         out,
         "tests/vm/scenarios/admit/admit.json",
@@ -305,13 +306,17 @@ fn check(out: &VmOutput, c: &mut Checks) {
             ("app", f),
             ("vm1", f1),
             ("vm2", f2),
-            ("job", job.as_ref().map_or(u64::MAX, |j| j.joined)),
+            ("job", job.as_ref().map_or(u64::MAX, |j| j.from)),
         ],
         &left
             .map(|w| ("app", w))
             .into_iter()
-            .chain(job.and_then(|j| j.left).map(|w| ("job", w)))
+            .chain(job.as_ref().and_then(|j| j.left).map(|w| ("job", w)))
             .collect::<Vec<_>>(),
+        &job.as_ref()
+            .and_then(|j| j.joining)
+            .map(|w| vec![("job", w)])
+            .unwrap_or_default(),
     );
 }
 
@@ -332,10 +337,10 @@ fn released_window(log: &str, index: usize) -> Option<(u64, u64)> {
 /// plan after the job.
 struct Job {
     from: u64,
-    /// The slot from which the witness judges it: its first, or the one after BPF registered
-    /// its thread (and the kick moved it) when that came later (the control path under TCG can
-    /// be slower than the planner's lead; the closed loop gives a slot it missed back).
-    joined: u64,
+    /// When BPF registered its thread, widened by the kick's time to move it (ns): its first
+    /// slot may come before that ends (the control path under TCG can be slower than the
+    /// planner's lead; the closed loop gives a slot it missed back); not judged in it.
+    joining: Option<(u64, u64)>,
     deadline: u64,
     left: Option<(u64, u64)>,
 }
@@ -397,38 +402,60 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
     if let Some(w) = left {
         check_left(c, out, s, "job", pid, w.1);
     }
-    // "scx_tt: task I joined the plan in [T1, T2] ns": judged from the slot after T2 + the kick
-    let registered = listed.and_then(|i| {
-        log.lines()
-            .find(|l| l.contains(&format!("task {i} joined the plan in [")))
-            .and_then(|l| {
-                l.split(", ")
-                    .nth(1)?
-                    .split(']')
-                    .next()?
-                    .trim()
-                    .parse::<u64>()
-                    .ok()
-            })
+    // "scx_tt: task I joined the plan in [T1, T2] ns (CLOCK_MONOTONIC): ..."
+    let joining = listed.and_then(|i| {
+        let l = log
+            .lines()
+            .find(|l| l.contains(&format!("task {i} joined the plan in [")))?;
+        let inner = l.split('[').nth(1)?.split(']').next()?;
+        let (a, b) = inner.split_once(',')?;
+        let (a, b): (u64, u64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        Some((a, b + LEAVE_GRACE_NS))
     });
-    let slot_ns = s.slot_us * 1000;
-    let joined = registered.map_or(from, |t| {
-        from.max(
-            (t + LEAVE_GRACE_NS)
-                .saturating_sub(s.t0_ns)
-                .div_ceil(slot_ns.max(1)),
-        )
-    });
-    println!(
-        "  job: first slot {from}, registered at {registered:?} ns: judged from slot {joined}"
+    c.check(
+        joining.is_some(),
+        format!("the run's log says when BPF registered job's thread ({joining:?})"),
     );
+    // a thread queued on a housekeeping CPU at the registration runs there once more, until
+    // ops.running's kick ends that run (src/bpf/tt_sched.bpf.c F): its first run after the
+    // registration, when on CPU 0 and at most JOIN_KICK_NS long, is part of the joining
+    let joining = joining.map(|(a, b)| {
+        let first = out
+            .file(&format!("{RUN}.witness"))
+            .ok()
+            .and_then(|t| witness::parse(&t).ok())
+            .and_then(|events| {
+                witness::segments(&events, s.t0_ns + s.duration_ns)
+                    .into_iter()
+                    .filter(|g| g.pid == pid && g.start >= b - LEAVE_GRACE_NS)
+                    .min_by_key(|g| g.start)
+            });
+        match first {
+            Some(g) if g.cpu == 0 && g.end - g.start <= JOIN_KICK_NS => {
+                println!(
+                    "  job's first run after its registration: CPU 0, {:.3} ms (the kick)",
+                    (g.end - g.start) as f64 / 1e6
+                );
+                (a, b.max(g.end + 1))
+            }
+            _ => (a, b),
+        }
+    });
     Some(Job {
         from,
-        joined,
+        joining,
         deadline,
         left,
     })
 }
+
+/// What scx_tt's own records may count as foreign per task that leaves the plan: a thread
+/// running on CPU 1 when BPF lets go of it runs on until the kick lands (TCG: 1-2 ms seen).
+const LEAVE_FOREIGN_NS: u64 = 5_000_000;
+
+/// A joining thread's one run on the housekeeping CPU after its registration, at most (the
+/// kick from ops.running under TCG: measured 0.1-0.25 ms).
+const JOIN_KICK_NS: u64 = 2_000_000;
 
 /// After a thread that ran on the managed CPU when BPF let go of it got the kick (timer + IPI
 /// under TCG: a few ms), it is outside the plan.
