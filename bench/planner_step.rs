@@ -181,7 +181,7 @@ fn feed_run(cpus: usize, frame: u64, jobs: u64, frames: u64, feed: Feed) -> (f64
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            x % 3 == 0
+            x.is_multiple_of(3)
         };
         let draws: Vec<bool> = (0..slots * cpus).map(|_| draw()).collect();
         let obs_of = |s: usize, c: usize| Observation {

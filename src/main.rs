@@ -24,7 +24,7 @@ enum Cmd {
     #[command(subcommand)]
     Plan(cli::plan::PlanCmd),
     /// Run the slot-shifting planner on a virtual slot clock (no root, no sched_ext).
-    Simulate(cli::simulate::SimulateArgs),
+    Simulate(Box<cli::simulate::SimulateArgs>),
     /// Talk to a running `scx_tt --control PATH`: status, switch-table, admit-firm,
     /// admit-periodic, remove, set-policy (docs/control.md).
     Ctl(cli::ctl::CtlArgs),
@@ -37,7 +37,7 @@ fn main() {
     let cli = Cli::parse();
     let result = match cli.cmd {
         Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
-        Some(Cmd::Simulate(args)) => cli::simulate::run(args),
+        Some(Cmd::Simulate(args)) => cli::simulate::run(*args),
         Some(Cmd::Ctl(args)) => cli::ctl::run(args),
         Some(Cmd::Restore(args)) => cli::restore::run(args),
         None => cli::run::run(cli.run),

@@ -73,7 +73,7 @@ pub enum CtlCmd {
     /// Planner mode: admit a task the plan does not name, by its threads and its timing (a
     /// QEMU VM: one task per vCPU thread, all or none). Exit 0 accepted (per task: CPU, first
     /// slot, timing), 3 rejected with the planner's reason.
-    Admit(AdmitArgs),
+    Admit(Box<AdmitArgs>),
     /// Sends the protocol's request lines (docs/control.md, one JSON object per line) read from
     /// standard input over one connection, each after the previous one's reply, and prints the
     /// replies in order. Blank lines and lines starting with `#` are skipped. Exit 0 when

@@ -81,7 +81,7 @@ pub fn sc_log(
         }
         prev = Some((r.cpu, r.slot, task, w));
     }
-    lines.sort_by(|a, b| a.time_ms.cmp(&b.time_ms));
+    lines.sort_by_key(|l| l.time_ms);
     lines
 }
 

@@ -355,6 +355,9 @@ pub struct Advance {
     pub dpm: Vec<DpmWrite>,
 }
 
+/// One CPU's decided slots awaiting their observation: (slot, the entry decided).
+type Decided = VecDeque<(u64, Option<u32>)>;
+
 pub struct KernelPlanner {
     planner: Planner,
     lead: u64,
@@ -378,7 +381,7 @@ pub struct KernelPlanner {
     slot_ns: u64,
     /// Closed loop: per CPU, the decided slots whose observation is pending, with the entry
     /// the planner decided for each (`None`: the slot was late, its entry not written).
-    decided: Option<Vec<VecDeque<(u64, Option<u32>)>>>,
+    decided: Option<Vec<Decided>>,
     /// Per CPU and plan task: the planner job number of the last slot decided for it.
     last_job: Vec<Vec<usize>>,
     counts: LoopCounts,

@@ -156,7 +156,7 @@ fn the_window_rule_is_the_plans_and_names_the_field() {
                     }) else {
                         unreachable!()
                     };
-                    let ok = FRAME % p == 0 && o + d <= p && w <= d;
+                    let ok = FRAME.is_multiple_of(p) && o + d <= p && w <= d;
                     match timing(&r, FRAME, 1000) {
                         Ok(t) => {
                             assert!(ok, "{p} {w} {o} {d}");
@@ -172,7 +172,7 @@ fn the_window_rule_is_the_plans_and_names_the_field() {
                         }
                         Err((field, value, rule)) => {
                             assert!(!ok, "{p} {w} {o} {d}: {field} {rule}");
-                            let want = if FRAME % p != 0 {
+                            let want = if !FRAME.is_multiple_of(p) {
                                 "period_slots"
                             } else if o + d > p {
                                 "deadline_slots"
