@@ -510,17 +510,8 @@ impl Control {
                 let line = be
                     .then(|| {
                         Request::Admit(Admit {
-                            name: base.clone(),
-                            select: job.select.clone(),
                             class: AdmitClass::Be,
-                            period_slots: None,
-                            wcet_slots: None,
-                            offset_slots: None,
-                            deadline_slots: None,
-                            after: None,
-                            util: None,
-                            latency_us: None,
-                            cpu: None,
+                            ..Admit::new(base.clone(), job.select.clone())
                         })
                         .to_line()
                         .ok()

@@ -166,6 +166,26 @@ pub struct Admit {
     pub cpu: Option<u32>,
 }
 
+impl Admit {
+    /// `name` for the threads `select` selects, with no timing, class tt, any CPU: the fields
+    /// to set follow.
+    pub fn new(name: impl Into<String>, select: AdmitSelector) -> Self {
+        Admit {
+            name: name.into(),
+            select,
+            class: AdmitClass::Tt,
+            period_slots: None,
+            wcet_slots: None,
+            offset_slots: None,
+            deadline_slots: None,
+            after: None,
+            util: None,
+            latency_us: None,
+            cpu: None,
+        }
+    }
+}
+
 /// An optional [`positive_slots`].
 fn some_slots<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
     positive_slots(d).map(Some)

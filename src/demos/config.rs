@@ -190,6 +190,15 @@ impl Config {
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
+    /// Each partition's index by its name.
+    pub fn partition_index(&self) -> std::collections::HashMap<&str, usize> {
+        self.partitions
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.as_str(), i))
+            .collect()
+    }
+
     pub fn partition(&self, name: &str) -> Option<&Partition> {
         self.partitions.iter().find(|p| p.name == name)
     }

@@ -32,7 +32,7 @@ use crate::plan::limits::MAX_CPU_FRAME_SLOTS;
 use crate::plan::raw::{RawCpuTable, RawCpus, RawJob, RawPlan, RawRange, RawTask};
 use crate::plan::timing::FRAME_CAP_SLOTS;
 use crate::plan::Plan;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The plan's slot range (µs).
@@ -155,12 +155,7 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
             ),
         ));
     }
-    let index: HashMap<&str, usize> = config
-        .partitions
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.name.as_str(), i))
-        .collect();
+    let index = config.partition_index();
 
     // CPUs and each partition's home CPU (lowest CPU of its first slice)
     let mut managed = CpuSet::EMPTY;

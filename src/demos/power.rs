@@ -49,7 +49,7 @@
 
 use super::config::Config;
 use super::cpuset::CpuSet;
-use super::sim::{ProcessModel, SimOptions, SimResult};
+use super::sim::{process_models, ProcessModel, SimOptions, SimResult};
 use crate::energy::cpufreq::{CpufreqBackend, Frequencies, Policy as CpufreqPolicy, SysfsCpufreq};
 use crate::energy::sysfs::Journal;
 use std::collections::HashMap;
@@ -570,22 +570,8 @@ pub fn events_from_sim(
     result: &SimResult,
 ) -> Result<Vec<Timed>, String> {
     let cpus = slice_cpus(config, opts.all_cpus);
-    let index: HashMap<&str, usize> = config
-        .partitions
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.name.as_str(), i))
-        .collect();
-    let models: Vec<Vec<ProcessModel>> = config
-        .partitions
-        .iter()
-        .map(|p| {
-            p.processes
-                .iter()
-                .map(|q| ProcessModel::from_cmd(&q.cmd))
-                .collect()
-        })
-        .collect();
+    let index = config.partition_index();
+    let models = process_models(config);
     let mut runs: Vec<Vec<RunState>> = config
         .partitions
         .iter()

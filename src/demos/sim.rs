@@ -32,7 +32,6 @@
 use super::config::{Config, ConfigError};
 use super::cpuset::CpuSet;
 use super::rng::Mt19937;
-use std::collections::HashMap;
 use std::fmt;
 
 /// How a simulated process behaves, read from its command (`ProcessModel::from_cmd`):
@@ -81,6 +80,20 @@ impl ProcessModel {
         }
         m
     }
+}
+
+/// The process model of every process of `config`, per partition ([`ProcessModel::from_cmd`]).
+pub fn process_models(config: &Config) -> Vec<Vec<ProcessModel>> {
+    config
+        .partitions
+        .iter()
+        .map(|p| {
+            p.processes
+                .iter()
+                .map(|q| ProcessModel::from_cmd(&q.cmd))
+                .collect()
+        })
+        .collect()
 }
 
 /// One line of the schedule log: a process started.
@@ -434,22 +447,8 @@ pub fn simulate(config: &Config, opts: &SimOptions) -> Result<SimResult, String>
     if opts.all_cpus.is_empty() {
         return Err("the CPU set of `all` is empty".into());
     }
-    let index: HashMap<&str, usize> = config
-        .partitions
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.name.as_str(), i))
-        .collect();
-    let models: Vec<Vec<ProcessModel>> = config
-        .partitions
-        .iter()
-        .map(|p| {
-            p.processes
-                .iter()
-                .map(|q| ProcessModel::from_cmd(&q.cmd))
-                .collect()
-        })
-        .collect();
+    let index = config.partition_index();
+    let models = process_models(config);
     let parts = config
         .partitions
         .iter()

@@ -789,6 +789,13 @@ impl KernelPlanner {
             job: job.clone(),
             cur,
         });
+        self.firm(job, cur, false)
+    }
+
+    /// The admission of `job` due `job.deadline_slots` after `cur` under a fresh planner id,
+    /// mapped to BPF task `job.task`; `own`: the id is a task of its own (an aperiodic task
+    /// added at run time, [`Self::adopt`]) rather than a job of a plan task.
+    fn firm(&mut self, job: &FirmJob, cur: Slot, own: bool) -> FirmOutcome {
         let now = self.planner.now();
         let deadline = cur.saturating_add(job.deadline_slots);
         let id = self.task_of.len();
@@ -797,7 +804,10 @@ impl KernelPlanner {
             .admit_firm(id, job.wcet, deadline, Placement::Only(job.cpu))
         {
             Admission::Accepted { cpu, bound } => {
-                self.task_of.push(job.task as u32);
+                match own {
+                    true => self.adopt(id, job.task),
+                    false => self.task_of.push(job.task as u32),
+                }
                 FirmOutcome::Accepted {
                     cpu,
                     deadline_slot: bound,
@@ -885,28 +895,7 @@ impl KernelPlanner {
             cur,
             name: name.into(),
         });
-        let now = self.planner.now();
-        let deadline = cur.saturating_add(job.deadline_slots);
-        let id = self.task_of.len();
-        match self
-            .planner
-            .admit_firm(id, job.wcet, deadline, Placement::Only(job.cpu))
-        {
-            Admission::Accepted { cpu, bound } => {
-                self.adopt(id, job.task);
-                FirmOutcome::Accepted {
-                    cpu,
-                    deadline_slot: bound,
-                    first_slot: now,
-                }
-            }
-            Admission::Rejected(Rejection::Capacity { cap, .. }) => FirmOutcome::Rejected(cap),
-            Admission::Rejected(_) => FirmOutcome::Rejected(Capacity {
-                needed: job.wcet,
-                available: 0,
-                deadline,
-            }),
-        }
+        self.firm(job, cur, true)
     }
 
     /// The acceptance test alone of an aperiodic job of `wcet` slots due `deadline_slots` after

@@ -753,31 +753,8 @@ impl<'a> Scheduler<'a> {
                 deleted += 1;
             }
         }
-        let mut arg = abi::tt_release_arg {
-            task: index as u32,
-            cpu: cpu.map_or(-1, |c| c as i32),
-        };
-        // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
-        let ctx = unsafe {
-            std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg))
-        };
-        let input = ProgramInput {
-            context_in: Some(ctx),
-            ..Default::default()
-        };
-        let out = self
-            .skel
-            .progs
-            .release_task
-            .test_run(input)
-            .map_err(map_err("release_task"))?;
-        match out.return_value as i32 {
-            n if n >= 0 => Ok((deleted, n as u32)),
-            e => Err(LoadError::Map {
-                map: "release_task",
-                msg: format!("task {index}: the BPF program returned {e}"),
-            }),
-        }
+        let moved = run_task_prog(&self.skel.progs.release_task, "release_task", index, cpu)?;
+        Ok((deleted, moved))
     }
 
     /// The task index the next [`Self::add_task`] gets (the tasks so far: the plan's, then those
@@ -826,31 +803,8 @@ impl<'a> Scheduler<'a> {
                 .map_err(map_err("task_ctx"))?;
         }
         // a thread running on a housekeeping CPU now is enqueued again, as a plan thread
-        let mut arg = abi::tt_release_arg {
-            task: index as u32,
-            cpu: cpu.map_or(-1, |c| c as i32),
-        };
-        // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
-        let ctx = unsafe {
-            std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg))
-        };
-        let input = ProgramInput {
-            context_in: Some(ctx),
-            ..Default::default()
-        };
-        let out = self
-            .skel
-            .progs
-            .join_task
-            .test_run(input)
-            .map_err(map_err("join_task"))?;
-        match out.return_value as i32 {
-            0 => Ok(index),
-            e => Err(LoadError::Map {
-                map: "join_task",
-                msg: format!("task {index}: the BPF program returned {e}"),
-            }),
-        }
+        run_task_prog(&self.skel.progs.join_task, "join_task", index, cpu)?;
+        Ok(index)
     }
 
     /// The writer of the DPM idle period ends (`dpm_until`) and the kick that makes a
@@ -1291,6 +1245,36 @@ fn sample_of(r: &abi::tt_slot_rec) -> SlotSample {
         be_top: task(r.be_top),
         perf: (r.perf != 0).then_some(r.perf),
     }
+}
+
+/// Test-runs the SEC("syscall") task program `prog` (`release_task`, `join_task`; src/bpf/
+/// tt_sched.bpf.c F) for task `index` on `cpu`: its non-negative return value, or an error
+/// naming the program.
+fn run_task_prog(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    name: &'static str,
+    index: usize,
+    cpu: Option<u32>,
+) -> Result<u32, LoadError> {
+    let mut arg = abi::tt_release_arg {
+        task: index as u32,
+        cpu: cpu.map_or(-1, |c| c as i32),
+    };
+    // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
+    let ctx =
+        unsafe { std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg)) };
+    let input = ProgramInput {
+        context_in: Some(ctx),
+        ..Default::default()
+    };
+    let out = prog.test_run(input).map_err(map_err(name))?;
+    u32::try_from(out.return_value as i32).map_err(|_| LoadError::Map {
+        map: name,
+        msg: format!(
+            "task {index}: the BPF program returned {}",
+            out.return_value as i32
+        ),
+    })
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use super::admit::snapshot;
 use super::*;
 use crate::abi::entry_task;
-use crate::control::request::{Admit, AdmitClass, AdmitSelector, AfterJob};
+use crate::control::request::{Admit, AdmitSelector, AfterJob};
 use crate::plan::{Class, Selector};
 
 const FRAME: u64 = 8;
@@ -16,19 +16,7 @@ const FRAME: u64 = 8;
 const FIRST: u32 = 4;
 
 fn request(name: &str, pid: u32, f: impl FnOnce(&mut Admit)) -> Request {
-    let mut a = Admit {
-        name: name.into(),
-        select: AdmitSelector::Pid(pid),
-        class: AdmitClass::Tt,
-        period_slots: None,
-        wcet_slots: None,
-        offset_slots: None,
-        deadline_slots: None,
-        after: None,
-        util: None,
-        latency_us: None,
-        cpu: None,
-    };
+    let mut a = Admit::new(name, AdmitSelector::Pid(pid));
     f(&mut a);
     Request::Admit(a)
 }

@@ -4,7 +4,7 @@
 //! the policy in force must equal the original's; a refused request never changes the journal.
 
 use super::*;
-use crate::control::request::{Admit, AdmitClass, AdmitSelector, SetPolicy, TaskArg};
+use crate::control::request::{Admit, AdmitSelector, SetPolicy, TaskArg};
 use crate::plan::{QemuSelector, Selector};
 
 /// The requests of the sequences: admissions by pid and of a 2-vCPU VM, periodic admission and
@@ -12,17 +12,9 @@ use crate::plan::{QemuSelector, Selector};
 fn pool() -> Vec<Request> {
     let admit = |name: &str, select: AdmitSelector, p: u64, w: u64| {
         Request::Admit(Admit {
-            name: name.into(),
-            select,
-            class: AdmitClass::Tt,
             period_slots: Some(p),
             wcet_slots: Some(w),
-            offset_slots: None,
-            deadline_slots: None,
-            after: None,
-            util: None,
-            latency_us: None,
-            cpu: None,
+            ..Admit::new(name, select)
         })
     };
     let task = |t: &str| TaskArg { task: t.into() };
