@@ -299,37 +299,12 @@ pub fn conformance(
 /// The closing checks of a run that admitted tasks at run time (`admit`, `resume`): the replay
 /// of RUN's planner log against the plan at `plan` (a path in the repository) conforms, scx_tt
 /// exited cleanly, and the witness judges each task of `joined` (name, first slot) from its
-/// first slot on (`Bounds::joined`).
-pub fn admitted_run_closing(
-    c: &mut Checks,
-    out: &VmOutput,
-    plan: &str,
-    run: &str,
-    s: &Summary,
-    joined: &[(&str, u64)],
-) {
-    admitted_run_closing_left(c, out, plan, run, s, joined, &[]);
-}
-
-/// [`admitted_run_closing`] for a run that also removed tasks `admit` added: each task of
-/// `left` (name, `[from, until)` ns) left the plan in that window (`Bounds::left`).
-pub fn admitted_run_closing_left(
-    c: &mut Checks,
-    out: &VmOutput,
-    plan: &str,
-    run: &str,
-    s: &Summary,
-    joined: &[(&str, u64)],
-    left: &[(&str, (u64, u64))],
-) {
-    admitted_run_closing_windows(c, out, plan, run, s, joined, left, &[]);
-}
-
-/// [`admitted_run_closing_left`] with the windows (name, `[from, until)` ns) in which BPF
-/// registered tasks whose first slot may come before the registration is done (aperiodic
-/// admissions: `Bounds::joining`).
+/// first slot on (`Bounds::joined`), each of `left` (name, `[from, until)` ns) as having left
+/// the plan in that window (`Bounds::left`), and none of `joining` (name, `[from, until)` ns:
+/// BPF registered it then, an aperiodic task's first slot may come before; `Bounds::joining`)
+/// in that window.
 #[allow(clippy::too_many_arguments)]
-pub fn admitted_run_closing_windows(
+pub fn admitted_run_closing(
     c: &mut Checks,
     out: &VmOutput,
     plan: &str,

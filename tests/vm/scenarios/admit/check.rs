@@ -212,7 +212,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     );
     let rm_from = rm_from.unwrap_or(u64::MAX);
     let index_of = |name: &str| s.tasks.iter().position(|t| t.name == name);
-    let released = index_of("app").and_then(|i| released_window(&log, i));
+    let released = index_of("app").and_then(|i| log_window(&log, i, "left"));
     c.check(
         released.is_some(),
         format!("the run's log says when app's thread left BPF's task map ({released:?})"),
@@ -296,7 +296,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         before == 0,
         format!("app owns no slot before its first ({before})"),
     );
-    pc::admitted_run_closing_windows(
+    pc::admitted_run_closing(
         c,
         out,
         "tests/vm/scenarios/admit/admit.json",
@@ -320,11 +320,11 @@ fn check(out: &VmOutput, c: &mut Checks) {
     );
 }
 
-/// "scx_tt: task I left the plan in [T1, T2] ns (CLOCK_MONOTONIC): ..." of BPF task `index`,
-/// widened by [`LEAVE_GRACE_NS`].
-fn released_window(log: &str, index: usize) -> Option<(u64, u64)> {
+/// "scx_tt: task I WHAT the plan in [T1, T2] ns (CLOCK_MONOTONIC): ..." (WHAT: `left` or
+/// `joined`) of BPF task `index`, widened by [`LEAVE_GRACE_NS`].
+fn log_window(log: &str, index: usize, what: &str) -> Option<(u64, u64)> {
     log.lines()
-        .find(|l| l.contains(&format!("task {index} left the plan in [")))
+        .find(|l| l.contains(&format!("task {index} {what} the plan in [")))
         .and_then(|l| {
             let inner = l.split('[').nth(1)?.split(']').next()?;
             let (a, b) = inner.split_once(',')?;
@@ -393,7 +393,7 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
             && planned.is_some_and(|p| p >= 6 * s.slot_us * 1000),
         format!("the summary lists job on CPU 1 with its 6 slots planned ({planned:?} ns)"),
     );
-    let left = listed.and_then(|i| released_window(log, i));
+    let left = listed.and_then(|i| log_window(log, i, "left"));
     c.check(
         left.is_some(),
         format!("the run's log says when job's thread left BPF's task map ({left:?})"),
@@ -403,15 +403,7 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
         check_left(c, out, s, "job", pid, w.1);
     }
     // "scx_tt: task I joined the plan in [T1, T2] ns (CLOCK_MONOTONIC): ..."
-    let joining = listed.and_then(|i| {
-        let l = log
-            .lines()
-            .find(|l| l.contains(&format!("task {i} joined the plan in [")))?;
-        let inner = l.split('[').nth(1)?.split(']').next()?;
-        let (a, b) = inner.split_once(',')?;
-        let (a, b): (u64, u64) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-        Some((a, b + LEAVE_GRACE_NS))
-    });
+    let joining = listed.and_then(|i| log_window(log, i, "joined"));
     c.check(
         joining.is_some(),
         format!("the run's log says when BPF registered job's thread ({joining:?})"),

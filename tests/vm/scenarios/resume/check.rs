@@ -201,7 +201,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     );
     let mut joined = vec![("app", fa), ("vm1", fv)];
     joined.extend(from_of("batch").map(|fb| ("batch", fb)));
-    pc::admitted_run_closing(c, out, PLAN, RUN, &s, &joined);
+    pc::admitted_run_closing(c, out, PLAN, RUN, &s, &joined, &[], &[]);
 }
 
 #[test]
