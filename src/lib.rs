@@ -37,6 +37,7 @@ pub mod clock;
 pub mod control;
 pub mod demos;
 pub mod energy;
+pub mod metrics;
 pub mod plan;
 pub mod planner;
 pub mod resolve;

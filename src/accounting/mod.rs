@@ -32,7 +32,7 @@
 mod render;
 mod stats;
 
-pub use render::{render_stats_line, render_summary};
+pub use render::{render_summary, residency_text};
 pub use stats::LatenessStats;
 
 use crate::energy::meter::{EnergyLabel, EnergyReading};
@@ -811,7 +811,7 @@ mod tests {
             text.contains("freq residency cpu 1: 2300MHz 100.0%\n"),
             "{text}"
         );
-        let line = render::render_stats_line(&s);
+        let line = crate::metrics::Metrics::from_summary(&s, &Default::default()).line();
         assert!(line.contains("freq=[2300MHz 100.0%]"), "{line}");
         assert!(
             line.ends_with("| energy 1.500 J (estimated: model xeon-gold-5218)"),
@@ -840,7 +840,11 @@ mod tests {
             serde_json::Value::Null
         );
         assert!(render::render_summary(&a, &s).contains("energy unavailable\n"));
-        assert!(render::render_stats_line(&s).ends_with("| energy unavailable"));
+        assert!(
+            crate::metrics::Metrics::from_summary(&s, &Default::default())
+                .line()
+                .ends_with("| energy unavailable")
+        );
     }
 
     #[test]

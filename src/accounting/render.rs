@@ -307,56 +307,10 @@ fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
 }
 
 /// `1000MHz 25.0% 2300MHz 75.0%`.
-fn residency_text(shares: &[FreqShare]) -> String {
+pub fn residency_text(shares: &[FreqShare]) -> String {
     shares
         .iter()
         .map(|f| format!("{}MHz {:.1}%", f.mhz, f.fraction * 100.0))
         .collect::<Vec<_>>()
         .join(" ")
-}
-
-/// One line for `--stats SECS`: per CPU ticks, lateness and frequency residency, per tt task
-/// delivered share, and the energy so far.
-pub fn render_stats_line(s: &Summary) -> String {
-    let cpus: Vec<String> = s
-        .cpus
-        .iter()
-        .map(|c| {
-            let mut line = format!(
-                "cpu{} ticks={} late_p50={:.0}us p99={:.0}us stolen={:.1}ms",
-                c.cpu,
-                c.ticks,
-                us(c.late_ns.p50),
-                us(c.late_ns.p99),
-                ms(c.stolen_ns)
-            );
-            if !c.freq_residency.is_empty() {
-                let _ = write!(line, " freq=[{}]", residency_text(&c.freq_residency));
-            }
-            line
-        })
-        .collect();
-    let tasks: Vec<String> = s
-        .tasks
-        .iter()
-        .filter(|t| t.class == Class::Tt)
-        .map(|t| {
-            format!(
-                "{}={}/out {}",
-                t.name,
-                pct(t.delivered_pct()),
-                pct(t.outside_pct())
-            )
-        })
-        .collect();
-    let energy = s
-        .energy
-        .as_ref()
-        .map_or("unavailable".to_string(), |e| e.to_string());
-    format!(
-        "[scx_tt] t={:.1}s {} | {} | energy {energy}",
-        s.duration_ns as f64 / 1e9,
-        cpus.join(" "),
-        tasks.join(" ")
-    )
 }

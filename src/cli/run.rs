@@ -30,6 +30,7 @@ mod engine;
 mod every;
 mod freq;
 mod idle_ctl;
+mod monitor;
 #[cfg(feature = "bpf")]
 mod obs_test;
 mod plan_loader;
@@ -64,9 +65,21 @@ pub struct RunArgs {
     /// Stop when every thread of the plan's tasks has exited.
     #[arg(long)]
     pub exit_when_tasks_exit: bool,
-    /// Print a one-line summary every SECS seconds.
+    /// Print a one-line summary every SECS seconds (the statistics the stats socket serves).
     #[arg(long, value_name = "SECS", value_parser = super::args::stats_secs)]
     pub stats: Option<f64>,
+    /// The unix socket the run serves its statistics on with scx_stats (scx's convention;
+    /// `--monitor` reads it; docs/run-output.md "Statistics"). Also where `--monitor` looks.
+    #[arg(long, value_name = "PATH", default_value = scx_tt::metrics::DEFAULT_STATS_SOCKET)]
+    pub stats_socket: PathBuf,
+    /// Do not run a scheduler: print the statistics of a running scx_tt every SECS seconds,
+    /// read from its stats socket (--stats-socket), until SIGINT. Needs no plan, loads nothing.
+    #[arg(long, value_name = "SECS", value_parser = super::args::stats_secs, conflicts_with = "table")]
+    pub monitor: Option<f64>,
+    /// List every statistic (served on the stats socket, printed by --stats and --monitor)
+    /// with its type, unit and meaning, and exit.
+    #[arg(long, conflicts_with = "table")]
+    pub help_stats: bool,
     /// Write one JSON object per (CPU, slot) to FILE (docs/trace-format.md).
     #[arg(long, value_name = "FILE.jsonl")]
     pub trace: Option<PathBuf>,
@@ -174,6 +187,13 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<i32> {
+    if args.help_stats {
+        print!("{}", scx_tt::metrics::describe());
+        return Ok(0);
+    }
+    if let Some(secs) = args.monitor {
+        return monitor::run(&args.stats_socket, secs);
+    }
     let Some(path) = args.table.clone() else {
         bail!("nothing to do: give --table plan.json or a subcommand (see --help)");
     };

@@ -203,6 +203,9 @@ pub struct Control {
     untaken: usize,
     /// What the requests changed, as the requests that rebuild it (`--resume`).
     journal: journal::Entries,
+    /// Admissions of every kind (firm jobs, periodic tasks, `admit`): accepted, rejected by
+    /// the acceptance test. For the statistics (src/metrics.rs).
+    admissions: (u64, u64),
 }
 
 /// A task `admit` added at run time (one per thread group the request asked for: a vCPU).
@@ -351,6 +354,21 @@ impl Control {
             added: Vec::new(),
             untaken: 0,
             journal: journal::Entries::default(),
+            admissions: (0, 0),
+        }
+    }
+
+    /// What the statistics (src/metrics.rs) take from the control side: the table in force,
+    /// the policy (planner mode) and the admissions of every kind, accepted and rejected.
+    pub fn metrics_live(&self) -> crate::metrics::Live {
+        crate::metrics::Live {
+            table: self.table.clone(),
+            policy: self
+                .planner
+                .as_ref()
+                .map_or(String::new(), |p| p.policy.clone()),
+            admissions_accepted: self.admissions.0,
+            admissions_rejected: self.admissions.1,
         }
     }
 
@@ -559,6 +577,11 @@ impl Control {
             Ok(Request::Admit(r)) => self.admit(&r, engine),
             Err(e) => Err(e.into()),
         };
+        match answer.as_ref().ok().and_then(Answer::accepted) {
+            Some(true) => self.admissions.0 += 1,
+            Some(false) => self.admissions.1 += 1,
+            None => {}
+        }
         Some(answer.map_or_else(Reply::from, Reply::Ok))
     }
 

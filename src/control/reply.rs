@@ -148,7 +148,7 @@ pub enum TaskState {
 
 impl Answer {
     /// `accepted` of an admission, written before the answer's own fields.
-    fn accepted(&self) -> Option<bool> {
+    pub(crate) fn accepted(&self) -> Option<bool> {
         match self {
             Answer::FirmAccepted { .. }
             | Answer::PeriodicAccepted { .. }

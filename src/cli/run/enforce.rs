@@ -14,13 +14,12 @@ use super::stats::Stats;
 use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
-use scx_tt::accounting::{
-    render_stats_line, EnergySummary, ExitReason, RunFacts, TaskInfo, TaskState,
-};
+use scx_tt::accounting::{EnergySummary, ExitReason, RunFacts, TableSwitch, TaskInfo, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
 use scx_tt::control::Control;
 use scx_tt::energy::estimate::IdleGovernor;
+use scx_tt::metrics::{Metrics, MetricsServer};
 use scx_tt::plan::Completion;
 use scx_tt::planner::shared::PlannerHandle;
 use scx_tt::sched::loader::{ExitInfo, Scheduler, TableState, WrittenHalf};
@@ -54,6 +53,9 @@ pub struct Live {
     pub stats: Stats,
     /// `--duration-s`: when the run ends (CLOCK_MONOTONIC ns).
     pub deadline_ns: Option<u64>,
+    /// The stats socket (`--stats-socket`; src/metrics.rs), answered from the run loop. None
+    /// when it could not be bound (a warning said why).
+    pub metrics: Option<MetricsServer>,
 }
 
 /// What a restart takes from the scheduler it replaces.
@@ -137,6 +139,20 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             .duration_s
             .map(|s| monotonic_ns().saturating_add(secs_ns(s)));
         let obs = obs_reader(&mut sched, &stats)?;
+        // the stats socket: only now, with the machine's sched_ext ours (a scheduler that
+        // was attached keeps its socket)
+        let metrics = match MetricsServer::launch(&d.args.stats_socket) {
+            Ok(m) => {
+                d.verbose(&format!("stats socket at {}", m.path().display()));
+                Some(m)
+            }
+            Err(e) => {
+                eprintln!(
+                    "scx_tt: warning: no stats socket (--monitor will not see this run): {e:#}"
+                );
+                None
+            }
+        };
         let live = Live {
             clock,
             control,
@@ -144,6 +160,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             planner,
             stats,
             deadline_ns,
+            metrics,
         };
         Ok(Enforcer {
             d,
@@ -297,7 +314,12 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 }
             }
             if stats.as_mut().is_some_and(|s| s.due(now)) {
-                self.print_stats();
+                let line = self.metrics().line();
+                println!("{line}");
+            }
+            if let Some(mut server) = self.live.metrics.take() {
+                server.serve(now, || self.metrics());
+                self.live.metrics = Some(server);
             }
             if local.as_mut().is_some_and(|l| l.due(now)) {
                 match self.sched.refresh_local(&self.d.cfg) {
@@ -464,13 +486,34 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         None
     }
 
-    /// `--stats`: one line of the summary so far.
-    fn print_stats(&mut self) {
+    /// The statistics so far (src/metrics.rs): what the stats socket serves and `--stats`
+    /// prints.
+    fn metrics(&mut self) -> Metrics {
         let now = counters(&self.sched, self.d.tasks.found().len());
         let facts = self.d.facts(self.live.clock, ExitReason::Duration, &now);
+        let late = self
+            .live
+            .planner
+            .as_ref()
+            .and_then(|p| p.read(|p| p.late_slots()).ok());
+        let switches = self
+            .live
+            .control
+            .history()
+            .iter()
+            .map(|s| TableSwitch {
+                slot: s.at_slot,
+                table: s.table.clone(),
+            })
+            .collect();
         let stats = &mut self.live.stats;
-        let summary = stats.acc.summary(&facts).with_energy(stats.energy.read());
-        println!("{}", render_stats_line(&summary));
+        let summary = stats
+            .acc
+            .summary(&facts)
+            .with_energy(stats.energy.read())
+            .with_table_switches(switches)
+            .with_planner_late_slots(late);
+        Metrics::from_summary(&summary, &self.live.control.metrics_live())
     }
 
     /// Stops the planner thread, reads the last records and the counters, detaches. A

@@ -199,6 +199,10 @@ fn property_4_an_acceptance_is_recorded_a_second_admission_refused_and_a_rejecti
         "{why}"
     );
     assert!(states(&mut c, &mut e).is_empty());
+    // the statistics count the rejection, and nothing else
+    let live = c.metrics_live();
+    assert_eq!((live.admissions_accepted, live.admissions_rejected), (0, 1));
+    assert_eq!(live.policy, "bss");
 
     let (mut c, mut e) = planner_run(3, T0_NS);
     assert_eq!(
@@ -216,6 +220,9 @@ fn property_4_an_acceptance_is_recorded_a_second_admission_refused_and_a_rejecti
         error(e.send(&mut c, &admit("v"))),
         "task = \"v\": is already running (admitted from slot 24); remove it first"
     );
+    // a refused request is not an admission the acceptance test decided
+    let live = c.metrics_live();
+    assert_eq!((live.admissions_accepted, live.admissions_rejected), (1, 0));
 }
 
 #[test]

@@ -15,6 +15,13 @@
 //! exactly their static share; tt-w never owns a slot; 0 ns foreign; `planner_late_slots`
 //! printed, at most `LATE_PCT` % of the slots (with late slots the owner checks become timing
 //! checks); scx_tt exits 0, sched_ext is disabled, the socket is gone.
+//!
+//! The stats socket (issue 19): `scx_tt --monitor 0.5`, started before any run, loads nothing
+//! (sched_ext stays disabled), waits, then prints the runs' statistics from scx's default
+//! socket: lines for managed CPU 1 only, the planner's policy and its admission counts going
+//! from 0/0 to 1 accepted (tt-v) and 1 rejected (tt-w; tt-a's refusal is no admission), ticks
+//! that grow and end within the summary's; it says when the run went away, and the socket
+//! is gone after the run.
 
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table, MIN_DELIVERED_PCT};
@@ -135,6 +142,94 @@ fn check_protocol(c: &mut Checks, out: &VmOutput, e: &Table) -> Option<(u64, u64
     }
 }
 
+/// cpu1's ticks in a `--monitor` line.
+fn monitor_ticks(line: &str) -> Option<u64> {
+    let rest = line.split(" cpu1 ticks=").nth(1)?;
+    rest.split(' ').next()?.parse().ok()
+}
+
+fn check_monitor(c: &mut Checks, out: &VmOutput, summary: &Value) {
+    let text = out.file("monitor.out").unwrap_or_default();
+    let err = out.file("monitor.err").unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    println!("--- --monitor 0.5: {} lines; stderr: {err:?}", lines.len());
+    for l in lines.iter().rev().take(3).rev() {
+        println!("  {l}");
+    }
+    c.check(
+        out.result("monitor_state").ok() == Some("disabled"),
+        format!(
+            "--monitor loads nothing: sched_ext {:?} with it running and no run",
+            out.result("monitor_state")
+        ),
+    );
+    c.check(
+        err.contains("no running scx_tt at /var/run/scx/root/stats yet")
+            && err.contains("went away"),
+        "--monitor waits for a run and says when one went away".to_string(),
+    );
+    let ours: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with("[scx_tt] t=") && l.contains(" | planner bss late="))
+        .collect();
+    c.check(
+        ours.len() >= 4
+            && ours
+                .iter()
+                .all(|l| l.contains(" cpu1 ticks=") && !l.contains(" cpu0 ")),
+        format!(
+            "{} lines of planner mode's stats, each for managed CPU 1 only",
+            ours.len()
+        ),
+    );
+    let first_admitted = ours
+        .iter()
+        .position(|l| l.contains("admitted=1 rejected=1"));
+    let before = first_admitted.map_or(0, |i| {
+        ours[..i]
+            .iter()
+            .filter(|l| l.contains("admitted=0 rejected=0"))
+            .count()
+    });
+    c.check(
+        first_admitted.is_some() && before > 0,
+        format!(
+            "the admission counts go from 0/0 ({before} lines) to 1 accepted and 1 rejected              (line {first_admitted:?})"
+        ),
+    );
+    // the admit run's lines: the last run of lines whose time since the start grows (the
+    // warm-up run served the socket before it)
+    let t = |l: &str| -> f64 {
+        l.strip_prefix("[scx_tt] t=")
+            .and_then(|r| r.split('s').next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let from = (1..ours.len())
+        .rev()
+        .find(|&i| t(ours[i]) < t(ours[i - 1]))
+        .unwrap_or(0);
+    let run: Vec<u64> = ours[from..]
+        .iter()
+        .filter_map(|l| monitor_ticks(l))
+        .collect();
+    let total = summary["cpus"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|x| x["cpu"] == 1))
+        .and_then(|x| x["ticks"].as_u64())
+        .unwrap_or(0);
+    let last = run.last().copied().unwrap_or(0);
+    c.check(
+        run.windows(2).all(|w| w[0] <= w[1]) && last <= total && 2 * last >= total,
+        format!(
+            "cpu1's ticks grow over the run's lines ({} lines, last {last}) and end within the              summary's {total} (at least half of it: lines come every 0.5 s)",
+            run.len()
+        ),
+    );
+    out.check_results(c, &[("stats_socket_left", "no")]);
+}
+
 fn check_trace(c: &mut Checks, trace: &[SlotRecord], e: &Table, (f, r): (u64, u64), late: u64) {
     let cpu1 = pc::on_cpu(trace);
     let frame = e.frame;
@@ -232,6 +327,12 @@ fn planner_mode_admits_a_periodic_task_then_removes_it() {
             |c, out| {
                 let plan = pc::plan_path("planner_admit", "planner_admit.json");
                 pc::conformance(c, out, &plan, "admit", 300);
+                let summary: Value = out
+                    .file("admit.json")
+                    .ok()
+                    .and_then(|t| serde_json::from_str(&t).ok())
+                    .unwrap_or(Value::Null);
+                check_monitor(c, out, &summary);
                 check_protocol(c, out, &e)
             },
             |c, s, trace, fr| {

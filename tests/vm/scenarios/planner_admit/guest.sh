@@ -8,10 +8,16 @@
 # --planner-open-loop: the checks expect the worst-case planner's decisions; the closed loop
 # gives a slot's lost time back from spare capacity, so its owners can differ from these in
 # slots after a late tick (planner_loop judges the closed loop by replaying its log).
+# Beside it `scx_tt --monitor 0.5` (started first, stopped 2 s after the run) prints what the
+# runs serve on the default stats socket into monitor.out and monitor.err.
 . /tt/lib.sh
 DEFAULT_DURATION_S=6
 PLAN=$HERE/planner_admit.json
 
+scx_tt --monitor 0.5 > $OUT/monitor.out 2> $OUT/monitor.err &
+MONITOR_PID=$!
+sleep 1
+result monitor_state "$(scx_state)"
 start_control_run admit 1 --table $PLAN --planner bss --planner-open-loop --timeline-slots 40 \
   --planner-log $OUT/admit.plog
 sleep 2
@@ -24,4 +30,9 @@ ctl remove remove --task tt-v
 ctl again remove --task tt-v
 ctl status2 status
 finish_scx_tt admit
+sleep 2
+[ -e /var/run/scx/root/stats ] && result stats_socket_left yes || result stats_socket_left no
+kill $MONITOR_PID
+wait $MONITOR_PID
+cat $OUT/monitor.out $OUT/monitor.err
 exit 0
