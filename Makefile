@@ -67,7 +67,7 @@ fmt:
 PREFIX ?= /usr/local
 BINDIR ?= $(PREFIX)/bin
 UNITDIR ?= $(PREFIX)/lib/systemd/system
-DOCDIR ?= $(PREFIX)/share/doc/scx_tt
+DOCDIR ?= $(PREFIX)/share/doc/scx-tt
 SYSCONFDIR ?= /etc
 BIN ?= target/release/scx_tt
 INSTALL_DOCS := README.md docs/service.md docs/run-output.md docs/plan-format.md docs/energy.md docs/control.md
@@ -77,7 +77,7 @@ install:
 	@test -x $(BIN) || { echo "install: no $(BIN): run \`make build\` first"; exit 1; }
 	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/scx_tt
 	install -d $(DESTDIR)$(UNITDIR)
-	sed -e 's|/usr/bin/scx_tt|$(BINDIR)/scx_tt|g' -e 's|/usr/share/doc/scx_tt|$(DOCDIR)|g' \
+	sed -e 's|/usr/bin/scx_tt|$(BINDIR)/scx_tt|g' -e 's|/usr/share/doc/scx-tt|$(DOCDIR)|g' \
 	  -e 's|/etc/default/scx_tt|$(SYSCONFDIR)/default/scx_tt|g' \
 	  packaging/scx_tt.service > $(DESTDIR)$(UNITDIR)/scx_tt.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/scx_tt.service

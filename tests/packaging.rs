@@ -352,13 +352,13 @@ fn listed(prefix: &str, sysconf: &str) -> BTreeSet<String> {
         format!("{prefix}/bin/scx_tt"),
         format!("{prefix}/lib/systemd/system/scx_tt.service"),
         format!("{sysconf}/default/scx_tt"),
-        format!("{prefix}/share/doc/scx_tt/examples/demo.json"),
+        format!("{prefix}/share/doc/scx-tt/examples/demo.json"),
     ]
     .into_iter()
     .collect();
     want.extend(
         DOCS.iter()
-            .map(|d| format!("{prefix}/share/doc/scx_tt/{d}")),
+            .map(|d| format!("{prefix}/share/doc/scx-tt/{d}")),
     );
     want
 }
