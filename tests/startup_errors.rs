@@ -149,3 +149,41 @@ fn a_refused_machine_check_spawns_and_changes_nothing() {
     assert!(!run_dir.exists(), "the run directory was created: {err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A live socket at the `--control` path refuses the start before the machine checks, naming
+/// the next step (the VM test `switch` starts a second scx_tt on the first one's socket and
+/// looks for "another process is listening").
+#[test]
+fn a_live_control_socket_is_refused_before_the_machine_checks() {
+    let dir = scratch("live");
+    let sock = dir.join("ctl.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("listen");
+    let plan = dir.join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{ "version": 1, "slot_us": 1000, "frame_slots": 10,
+             "cpus": { "managed": [200], "housekeeping": [0] },
+             "tasks": [ { "name": "a", "pid": 1, "class": "tt", "period": 10, "wcet": 1 } ] }"#,
+    )
+    .expect("plan");
+    let s = sock.to_str().expect("utf-8");
+    let (code, err) = scx_tt(&[
+        "--table",
+        plan.to_str().expect("utf-8"),
+        "--control",
+        s,
+        "--run-dir",
+        dir.join("run").to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    has_all(
+        &err,
+        &[
+            &format!("--control {s}: another process is listening"),
+            &format!("`scx_tt ctl --socket {s} status`"),
+            "give another --control path",
+        ],
+    );
+    assert!(sock.exists(), "the live socket is left alone");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -37,7 +37,7 @@ use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
-use scx_tt::control::socket::{check_dir, Access, ControlSocket, Group};
+use scx_tt::control::socket::{check_free, Access, ControlSocket, Group};
 use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
@@ -141,8 +141,9 @@ impl<'a> Daemon<'a> {
     ) -> Result<Self> {
         let sysfs = SysFs::default();
         let procfs = ProcFs::default();
-        // The flags' refusals that read the machine but change nothing: the --control
-        // directory (ControlSocket::bind checks it again) and group.
+        // The flags' refusals that read the machine but change nothing: the --control group,
+        // directory and path (a live socket there refuses the start whatever else holds;
+        // ControlSocket::bind checks again).
         let access = Access {
             group: args
                 .control_group
@@ -151,7 +152,7 @@ impl<'a> Daemon<'a> {
                 .transpose()?,
         };
         if let Some(path) = &args.control {
-            check_dir(path)?;
+            check_free(path)?;
         }
         // 1. root, sched_ext present and free, the plan's CPUs online: before anything is
         // changed on the machine (docs/run-output.md, "Start-up")
