@@ -5,6 +5,9 @@
 #   make test-vm        the VM tests only
 #   make bench          the plan, planner and energy benchmarks (no VM)
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
+#   make install        the built binary, systemd unit, defaults file and docs (DESTDIR, PREFIX;
+#                       docs/service.md); run `make build` first
+#   make deb            a Debian package with cargo-deb (target/debian/scx_tt_*.deb)
 # Every target installs what it needs first (Debian packages; the VM kernel is cached).
 export BPF_CLANG ?= clang-19
 CARGO ?= cargo
@@ -14,7 +17,7 @@ DEMO_ARGS := --table schedules/demo.json --duration-s 10 --timeline-slots 40
 # The VM tests: one test binary (tests/vm.rs), one module per folder of tests/vm/scenarios/.
 VM_TESTS := --test vm
 
-.PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt
+.PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -57,3 +60,36 @@ bench-lateness: vm-initrd
 
 fmt:
 	$(CARGO) fmt
+
+# `make install`: what the Debian package holds too ([package.metadata.deb] in Cargo.toml;
+# tests/packaging.rs checks both lists). The unit's paths follow PREFIX; the defaults file
+# goes to $(SYSCONFDIR)/default and is not replaced when it exists (it is the admin's).
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/scx-tt
+SYSCONFDIR ?= /etc
+BIN ?= target/release/scx_tt
+INSTALL_DOCS := README.md docs/service.md docs/run-output.md docs/plan-format.md docs/energy.md docs/control.md
+INSTALL_EXAMPLES := schedules/demo.json
+
+install:
+	@test -x $(BIN) || { echo "install: no $(BIN): run \`make build\` first"; exit 1; }
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/scx_tt
+	install -d $(DESTDIR)$(UNITDIR)
+	sed -e 's|/usr/bin/scx_tt|$(BINDIR)/scx_tt|g' -e 's|/usr/share/doc/scx-tt|$(DOCDIR)|g' \
+	  -e 's|/etc/default/scx_tt|$(SYSCONFDIR)/default/scx_tt|g' \
+	  packaging/scx_tt.service > $(DESTDIR)$(UNITDIR)/scx_tt.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/scx_tt.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/default/scx_tt ]; then \
+	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/default/scx_tt"; \
+	else \
+	  install -D -m 0644 packaging/scx_tt.default $(DESTDIR)$(SYSCONFDIR)/default/scx_tt; \
+	fi
+	install -d $(DESTDIR)$(DOCDIR)/examples
+	install -m 0644 $(INSTALL_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -m 0644 $(INSTALL_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
+
+# cargo-deb builds the release binary itself (BPF_CLANG is exported above).
+deb: deps
+	$(CARGO) deb

@@ -4,12 +4,21 @@ mod cli;
 
 use clap::{Parser, Subcommand};
 
+/// `scx_tt --version`: the crate version and the git revision it was built from (build.rs:
+/// `git rev-parse --short HEAD`, `-dirty` with uncommitted changes, `unknown` outside git).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (git ",
+    env!("SCX_TT_GIT_REV"),
+    ")"
+);
+
 /// Time-triggered, table-driven real-time scheduling for Linux/KVM nodes (sched_ext).
 ///
 /// `scx_tt --table plan.json` enforces the plan's slot table on the managed CPUs (root, a kernel
 /// with CONFIG_SCHED_CLASS_EXT=y). The subcommands work without root or sched_ext.
 #[derive(Parser, Debug)]
-#[command(name = "scx_tt", version, args_conflicts_with_subcommands = true)]
+#[command(name = "scx_tt", version = VERSION, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(flatten)]
     run: cli::run::RunArgs,

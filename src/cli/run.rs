@@ -201,9 +201,13 @@ pub fn run(args: RunArgs) -> Result<i32> {
         Ok(p) => p,
         Err(e @ plan::LoadError::Invalid { .. }) => {
             eprintln!("scx_tt: {e}");
+            eprintln!("scx_tt: next step: {}", plan_load_next_step(&e));
             return Ok(2);
         }
-        Err(e) => return Err(e).context("loading the plan"),
+        Err(e) => bail!(
+            "loading the plan: {e}; next step: {}",
+            plan_load_next_step(&e)
+        ),
     };
     if args.planner.is_none() && args.freq_backend != freq::FreqBackendArg::Auto {
         bail!(
@@ -233,6 +237,40 @@ pub fn run(args: RunArgs) -> Result<i32> {
         plan.tasks.len(),
         model.name
     )
+}
+
+/// What to do about a plan that cannot be loaded (docs/run-output.md, "Start-up").
+fn plan_load_next_step(e: &plan::LoadError) -> String {
+    use std::io::ErrorKind;
+    match e {
+        plan::LoadError::Io { source, .. } => match source.kind() {
+            ErrorKind::NotFound => "give the path of an existing plan file: examples are in \
+                 schedules/ (e.g. schedules/demo.json), `scx_tt plan gen` writes one \
+                 (docs/plan-format.md); under the service the path is SCX_TT_TABLE in \
+                 /etc/default/scx_tt"
+                .to_string(),
+            ErrorKind::PermissionDenied => {
+                "make the plan file readable by the user scx_tt runs as (root)".to_string()
+            }
+            _ => "give the path of a plan file: a regular file of JSON (docs/plan-format.md)"
+                .to_string(),
+        },
+        plan::LoadError::Invalid { path, errors } => {
+            let syntax = errors
+                .iter()
+                .any(|e| matches!(e.rule, plan::Rule::Syntax { .. }));
+            let what = if syntax {
+                "the file is not valid JSON: fix it at the line and column above"
+            } else {
+                "fix each value named above (docs/plan-format.md states every rule)"
+            };
+            format!(
+                "{what}; `scx_tt plan check {}` checks a plan without root or \
+                 sched_ext",
+                path.display()
+            )
+        }
+    }
 }
 
 /// `--power-model FILE`, or the bundled Xeon model.

@@ -212,29 +212,10 @@ impl ControlSocket {
     /// connection) or anything that is not a socket is there; removes a stale socket (nobody
     /// listening).
     pub fn bind(path: &Path, access: &Access) -> Result<Self> {
-        check_dir(path)?;
-        match std::fs::symlink_metadata(path) {
-            Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
-                Ok(_) => bail!(
-                    "--control {}: another process is listening on this socket",
-                    path.display()
-                ),
-                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                    std::fs::remove_file(path).with_context(|| {
-                        format!("--control {}: removing the stale socket", path.display())
-                    })?;
-                }
-                Err(e) => bail!(
-                    "--control {}: probing the existing socket: {e}",
-                    path.display()
-                ),
-            },
-            Ok(_) => bail!(
-                "--control {}: exists and is not a socket; not replacing it",
-                path.display()
-            ),
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => bail!("--control {}: {e}", path.display()),
+        if check_free(path)? {
+            std::fs::remove_file(path).with_context(|| {
+                format!("--control {}: removing the stale socket", path.display())
+            })?;
         }
         // Mode 0600 from the start: no window in which others could connect.
         // SAFETY: umask only swaps the process file mode mask.
@@ -563,6 +544,37 @@ pub fn dir_risk(mode: u32, owner: u32, euid: u32) -> Option<DirRisk> {
         (_, true) => Some(DirRisk::WritableNoSticky { who: "others" }),
         (true, false) => Some(DirRisk::WritableNoSticky { who: "its group" }),
         (false, false) => None,
+    }
+}
+
+/// The refusals of [`ControlSocket::bind`] that change nothing, so that the run makes them
+/// before its start-up checks: an unsafe directory ([`check_dir`]), a live socket (one that
+/// accepts a connection: another scx_tt's, say), anything that is not a socket. Returns whether
+/// a stale socket (nobody listening) is there, which `bind` removes.
+pub fn check_free(path: &Path) -> Result<bool> {
+    check_dir(path)?;
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.file_type().is_socket() => match UnixStream::connect(path) {
+            Ok(_) => bail!(
+                "--control {}: another process is listening on this socket (another scx_tt? \
+                 `scx_tt ctl --socket {} status` asks it): stop it, or give another --control \
+                 path",
+                path.display(),
+                path.display()
+            ),
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => Ok(true),
+            Err(e) => bail!(
+                "--control {}: probing the existing socket: {e}",
+                path.display()
+            ),
+        },
+        Ok(_) => bail!(
+            "--control {}: exists and is not a socket; not replacing it (remove it, or give \
+             another --control path)",
+            path.display()
+        ),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+        Err(e) => bail!("--control {}: {e}", path.display()),
     }
 }
 

@@ -19,7 +19,10 @@ pub enum ConfigError {
     TooManyTasks(usize),
     #[error("the table of {cpus} CPUs x {frame} slots x 2 buffers exceeds the BPF array limit")]
     TableTooLarge { cpus: usize, frame: u64 },
-    #[error("guard band {guard_us} us must be shorter than the slot ({slot_us} us)")]
+    #[error(
+        "guard band {guard_us} us must be shorter than the slot ({slot_us} us): give a smaller \
+         --guard-us, or leave it out to have it calibrated at start"
+    )]
     GuardTooLong { guard_us: u64, slot_us: u64 },
     #[error("perf table: cpu {0} is not a managed CPU of the plan")]
     PerfCpu(u32),

@@ -28,7 +28,10 @@ pub enum LoadError {
     Open(String),
     #[error("loading the BPF scheduler (verifier or kernel refused it): {0}")]
     Load(String),
-    #[error("attaching the BPF scheduler: {0}")]
+    #[error(
+        "attaching the BPF scheduler: {0} (if another sched_ext scheduler attached since the \
+         start-up checks, /sys/kernel/sched_ext/root/ops names it: stop it and start again)"
+    )]
     Attach(String),
     #[error("writing BPF map {map}: {msg}")]
     Map { map: &'static str, msg: String },

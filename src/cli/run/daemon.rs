@@ -37,7 +37,7 @@ use anyhow::{bail, Context, Result};
 use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
-use scx_tt::control::socket::{Access, ControlSocket, Group};
+use scx_tt::control::socket::{check_free, Access, ControlSocket, Group};
 use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;
@@ -47,7 +47,7 @@ use scx_tt::sched::calibrate;
 use scx_tt::sched::config::{PerfTable, SchedConfig};
 use scx_tt::sched::guard::{self, Guard};
 use scx_tt::sched::loader::ExitInfo;
-use scx_tt::sched::system::{check_root, SysFs};
+use scx_tt::sched::system::{check_start, SysFs, SystemView};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -141,11 +141,9 @@ impl<'a> Daemon<'a> {
     ) -> Result<Self> {
         let sysfs = SysFs::default();
         let procfs = ProcFs::default();
-        check_root()?;
-        // what a killed run left changed on the machine is put back before anything else
-        recover_journals(&args.run_dir)?;
-        // First: a live socket at the path (another scx_tt) refuses the start whatever else
-        // holds.
+        // The flags' refusals that read the machine but change nothing: the --control group,
+        // directory and path (a live socket there refuses the start whatever else holds;
+        // ControlSocket::bind checks again).
         let access = Access {
             group: args
                 .control_group
@@ -153,6 +151,15 @@ impl<'a> Daemon<'a> {
                 .map(Group::lookup)
                 .transpose()?,
         };
+        if let Some(path) = &args.control {
+            check_free(path)?;
+        }
+        // 1. root, sched_ext present and free, the plan's CPUs online: before anything is
+        // changed on the machine (docs/run-output.md, "Start-up")
+        let online = check_machine(&sysfs, plan)?;
+        // what a killed run left changed on the machine is put back before anything else
+        recover_journals(&args.run_dir)?;
+        // A live socket at the path (another process) refuses the start.
         let socket = args
             .control
             .as_deref()
@@ -186,7 +193,6 @@ impl<'a> Daemon<'a> {
                 None
             }
         };
-        let online = check_machine(&sysfs, plan)?;
         // the configuration is checked before anything is spawned; the calibrated guard band
         // lies in its bound, below the slot, so it passes the same check
         let provisional = args
@@ -484,17 +490,16 @@ fn take_frequencies(args: &RunArgs, plan: &Plan, cfg: &mut SchedConfig) -> Resul
     Ok(Freq { backend, driver })
 }
 
-/// sched_ext present and free, the plan's CPUs online; returns the online CPUs.
+/// Root, sched_ext present and free, the plan's CPUs online (scx_tt::sched::system::
+/// check_start on the machine as it is now); returns the online CPUs.
 fn check_machine(sysfs: &SysFs, plan: &Plan) -> Result<Vec<u32>> {
-    sysfs.check_sched_ext_free()?;
     let plan_cpus: Vec<u32> = plan
         .managed
         .iter()
         .chain(&plan.housekeeping)
         .copied()
         .collect();
-    sysfs.check_cpus(&plan_cpus)?;
-    Ok(sysfs.online_cpus())
+    Ok(check_start(&SystemView::this_process(sysfs), &plan_cpus)?)
 }
 
 /// The plan → BPF configuration, with `--perf-table` (or planner mode's initial targets).
