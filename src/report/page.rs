@@ -378,7 +378,7 @@ style=\"fill-opacity:{:.2}\"><title>capacity interval [{a}, {b}) of frame {k}: s
 /// A bar chart of histogram bins.
 fn histogram_svg(s: &mut String, bins: &[Bin], cpu: u32) {
     let max = bins.iter().map(|b| b.count).max().unwrap_or(0).max(1);
-    let w = 46.0;
+    let w = 58.0;
     let plot_h = 120.0;
     let width = w * bins.len() as f64 + 10.0;
     let _ = write!(
