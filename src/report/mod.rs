@@ -226,37 +226,31 @@ pub fn deliveries(
             .collect();
     }
     let slot_ns = slot_ns.unwrap_or(0);
-    let mut order: Vec<(String, SlotKind)> = Vec::new();
-    let mut figures: BTreeMap<(String, &'static str), (u64, Option<u64>, Option<u32>)> =
-        BTreeMap::new();
+    let mut out: Vec<Delivery> = Vec::new();
+    let mut index: BTreeMap<(&str, &'static str), usize> = BTreeMap::new();
     for r in records {
         let Some(task) = &r.task else { continue };
-        let key = (task.clone(), kind_name(r.kind));
-        let e = figures.entry(key).or_insert_with(|| {
-            order.push((task.clone(), r.kind));
-            (0, None, Some(r.cpu))
+        let kind = kind_name(r.kind);
+        let i = *index.entry((task.as_str(), kind)).or_insert_with(|| {
+            out.push(Delivery {
+                task: task.clone(),
+                class: kind.to_string(),
+                cpu: Some(r.cpu),
+                planned_ns: 0,
+                delivered_ns: None,
+            });
+            out.len() - 1
         });
-        e.0 += slot_ns;
+        let d = &mut out[i];
+        d.planned_ns += slot_ns;
         if let Some(ran) = r.ran_ns {
-            e.1 = Some(e.1.unwrap_or(0) + ran);
+            d.delivered_ns = Some(d.delivered_ns.unwrap_or(0) + ran);
         }
-        if e.2 != Some(r.cpu) {
-            e.2 = None;
+        if d.cpu != Some(r.cpu) {
+            d.cpu = None;
         }
     }
-    order
-        .into_iter()
-        .map(|(task, kind)| {
-            let (planned_ns, delivered_ns, cpu) = figures[&(task.clone(), kind_name(kind))];
-            Delivery {
-                task,
-                class: kind_name(kind).to_string(),
-                cpu,
-                planned_ns,
-                delivered_ns,
-            }
-        })
-        .collect()
+    out
 }
 
 #[cfg(test)]
