@@ -250,10 +250,7 @@ fn kernel_trace_with_summary_and_plan() {
     let loaded = check_report(&chrome, &dir, &trace, &page);
     // both CPUs, the plan's capacity intervals under them, the zoom's label written by the
     // script
-    assert_eq!(
-        loaded.dom.matches("<svg class=\"gantt zoomable\"").count(),
-        2
-    );
+    assert_eq!(loaded.dom.matches("<svg class=\"gantt zoomable").count(), 2);
     assert!(
         loaded.dom.contains("<rect class=\"cap "),
         "no capacity interval"

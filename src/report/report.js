@@ -27,6 +27,9 @@
     var w = b - a;
     charts.forEach(function (svg) {
       svg.setAttribute("viewBox", a + " 0 " + w + " " + svg.getAttribute("data-h"));
+      // Slot borders only when a slot is wide enough to show one.
+      var px = svg.getBoundingClientRect().width / w;
+      if (px >= 4) svg.classList.add("fine"); else svg.classList.remove("fine");
     });
     label.textContent = "slots " + Math.floor(a) + " to " + Math.ceil(b) + " (" + w.toFixed(w < 10 ? 1 : 0) + " shown of " + FULL + ")";
     fromIn.value = Math.floor(a);
