@@ -16,6 +16,7 @@
 //!   machine, and the [`control::Engine`] interface the run edge implements.
 //! - [`accounting`]: per-slot records → per task and CPU figures, summaries, text and JSON.
 //! - [`trace`]: the per-slot trace record shared by `simulate` and the kernel path.
+//! - [`report`]: a trace (with its summary and plan) as one self-contained HTML page (`report`).
 //! - [`abi`]: the BPF ↔ Rust ABI (`src/bpf/intf.h`): constants and structs, checked both ways.
 //! - [`clock`]: the slot clock (the slot at a time, the start of a slot) and CLOCK_MONOTONIC.
 //! - [`resolve`]: task selectors (pid, tids, comm, cgroup, QEMU) → thread ids from /proc.
@@ -40,6 +41,7 @@ pub mod energy;
 pub mod metrics;
 pub mod plan;
 pub mod planner;
+pub mod report;
 pub mod resolve;
 pub mod sched;
 pub mod sim;

@@ -40,6 +40,9 @@ enum Cmd {
     /// Put back what a run killed by SIGKILL (or a crash) left changed on the machine (cpufreq
     /// governors, limits, speeds), from its journal under --run-dir.
     Restore(cli::restore::RestoreArgs),
+    /// Draw a run's per-slot trace (with its summary and plan) as one self-contained HTML page:
+    /// Gantt per CPU, lateness, delivered vs planned, frequency, energy (docs/report.md).
+    Report(cli::report::ReportArgs),
 }
 
 fn main() {
@@ -49,6 +52,7 @@ fn main() {
         Some(Cmd::Simulate(args)) => cli::simulate::run(*args),
         Some(Cmd::Ctl(args)) => cli::ctl::run(args),
         Some(Cmd::Restore(args)) => cli::restore::run(args),
+        Some(Cmd::Report(args)) => cli::report::run(args),
         None => cli::run::run(cli.run),
     };
     match result {

@@ -3,6 +3,7 @@
 pub mod args;
 pub mod ctl;
 pub mod plan;
+pub mod report;
 pub mod restore;
 pub mod run;
 pub mod simulate;
