@@ -1,6 +1,8 @@
 # scx_tt entry points (docs/vm-harness.md describes the VM side).
 #   make demo           build, then run scx_tt on schedules/demo.json for 10 s and print the
-#                       per-slot timeline and summary: directly on a sched_ext host, else in a VM
+#                       per-slot timeline and summary: directly on a sched_ext host, else in a VM;
+#                       then its HTML report (target/demo/report.html, docs/report.md)
+#   make report-demo    the demo's report and its screenshot in headless chromium
 #   make test           unit and integration tests, then the VM tests (what .ci/run calls)
 #   make test-vm        the VM tests only
 #   make bench          the plan, planner and energy benchmarks (no VM)
@@ -14,10 +16,13 @@ CARGO ?= cargo
 RELEASE := --release
 VM := tests/vm
 DEMO_ARGS := --table schedules/demo.json --duration-s 10 --timeline-slots 40
+# Where make demo leaves the run's trace, summary and report (report-demo its screenshot).
+DEMO_DIR := target/demo
+VM_DEMO_FILES := target/vm/runs/demo/files
 # The VM tests: one test binary (tests/vm.rs), one module per folder of tests/vm/scenarios/.
 VM_TESTS := --test vm
 
-.PHONY: deps build demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt install deb
+.PHONY: deps build demo report-demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -34,14 +39,40 @@ vm-initrd: build vm-kernel
 	bash $(VM)/mkinitrd.sh
 
 demo: build
+	@mkdir -p $(DEMO_DIR)
 	@if [ -d /sys/kernel/sched_ext ]; then \
 	  echo "demo: this kernel has sched_ext; running scx_tt directly"; \
-	  ./target/release/scx_tt $(DEMO_ARGS); \
+	  ./target/release/scx_tt $(DEMO_ARGS) --trace $(DEMO_DIR)/demo.trace.jsonl \
+	    --summary-json $(DEMO_DIR)/demo.json; \
 	else \
 	  echo "demo: this kernel has no sched_ext (CONFIG_SCHED_CLASS_EXT); running in a VM"; \
 	  $(MAKE) --no-print-directory vm-initrd && \
-	  bash $(VM)/run.sh --scenario demo --smp 3 --tries 8 --live --timeout-s 180; \
+	  bash $(VM)/run.sh --scenario demo --smp 3 --tries 8 --live --timeout-s 180 && \
+	  cp $(VM_DEMO_FILES)/demo.trace.jsonl $(VM_DEMO_FILES)/demo.json $(DEMO_DIR)/; \
+	fi && \
+	./target/release/scx_tt report $(DEMO_DIR)/demo.trace.jsonl --summary $(DEMO_DIR)/demo.json \
+	  --plan schedules/demo.json -o $(DEMO_DIR)/report.html && \
+	echo "demo: the run's report: $(CURDIR)/$(DEMO_DIR)/report.html (docs/report.md; \
+	make report-demo takes its screenshot)"
+
+# The demo run's report (make demo first; without its trace, a simulated run of the demo plan)
+# and a screenshot of it in headless chromium: target/demo/report.html and report.png.
+report-demo: build
+	@mkdir -p $(DEMO_DIR)
+	@if [ ! -f $(DEMO_DIR)/demo.trace.jsonl ]; then \
+	  echo "report-demo: no demo run in $(DEMO_DIR) (make demo): reporting a simulated run"; \
+	  ./target/release/scx_tt simulate --table schedules/demo.json --policy dpm --frames 20 \
+	    --trace $(DEMO_DIR)/demo.trace.jsonl > /dev/null && \
+	  ./target/release/scx_tt report $(DEMO_DIR)/demo.trace.jsonl --plan schedules/demo.json \
+	    -o $(DEMO_DIR)/report.html; \
+	elif [ ! -f $(DEMO_DIR)/report.html ]; then \
+	  ./target/release/scx_tt report $(DEMO_DIR)/demo.trace.jsonl --summary $(DEMO_DIR)/demo.json \
+	    --plan schedules/demo.json -o $(DEMO_DIR)/report.html; \
 	fi
+	@d=$$(mktemp -d); chromium --headless --no-sandbox --disable-gpu --hide-scrollbars \
+	  --user-data-dir=$$d --window-size=1400,2400 --screenshot=$(CURDIR)/$(DEMO_DIR)/report.png \
+	  file://$(CURDIR)/$(DEMO_DIR)/report.html 2>/dev/null; rc=$$?; rm -rf $$d; exit $$rc
+	@echo "report-demo: $(CURDIR)/$(DEMO_DIR)/report.html, screenshot $(DEMO_DIR)/report.png"
 
 # The smoke tests first (VM, kernel, initramfs and the harness's crash/hang paths work), then
 # every other VM test, one VM at a time.
@@ -92,4 +123,5 @@ install:
 
 # cargo-deb builds the release binary itself (BPF_CLANG is exported above).
 deb: deps
+	@command -v cargo-deb >/dev/null || $(CARGO) install cargo-deb --locked --version 3.8.0
 	$(CARGO) deb

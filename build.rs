@@ -27,9 +27,10 @@ fn main() {
 }
 
 /// `SCX_TT_GIT_REV`: `git rev-parse --short HEAD`, with `-dirty` when tracked files differ from
-/// it, or `unknown` outside a git tree (a crate tarball) or without git. Rerun when HEAD, the
-/// branch it names or the index changes (a commit, a checkout, `git add`): an edit not yet
-/// staged shows as `-dirty` only from the next of those (docs/service.md, "Version").
+/// it, or `unknown` outside a git tree (a crate tarball) or without git. Rerun when HEAD or the
+/// branch it names changes (a commit, a checkout) or build.rs does; `-dirty` is as of that run
+/// (docs/service.md, "Version"). The index is not watched: every `git add` would rebuild the
+/// whole package.
 fn git_revision() {
     let git = |args: &[&str]| -> Option<String> {
         // no optional locks: `status` must not rewrite the index it is watched by
@@ -64,7 +65,6 @@ fn git_revision() {
     if let Some(dir) = git(&["rev-parse", "--git-dir"]) {
         let dir = std::path::PathBuf::from(dir);
         watch(dir.join("HEAD"));
-        watch(dir.join("index"));
         if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
             let common = git(&["rev-parse", "--git-common-dir"])
                 .map(std::path::PathBuf::from)
