@@ -31,6 +31,10 @@ enum Cmd {
     /// Put back what a run killed by SIGKILL (or a crash) left changed on the machine (cpufreq
     /// governors, limits, speeds), from its journal under --run-dir.
     Restore(cli::restore::RestoreArgs),
+    /// Work with slot traces: `trace export --perfetto RUN.jsonl -o RUN.pftrace` writes a
+    /// Perfetto trace (docs/perfetto.md).
+    #[command(subcommand)]
+    Trace(cli::trace::TraceCmd),
 }
 
 fn main() {
@@ -40,6 +44,7 @@ fn main() {
         Some(Cmd::Simulate(args)) => cli::simulate::run(*args),
         Some(Cmd::Ctl(args)) => cli::ctl::run(args),
         Some(Cmd::Restore(args)) => cli::restore::run(args),
+        Some(Cmd::Trace(cmd)) => cli::trace::run(cmd),
         None => cli::run::run(cli.run),
     };
     match result {

@@ -6,3 +6,4 @@ pub mod plan;
 pub mod restore;
 pub mod run;
 pub mod simulate;
+pub mod trace;
