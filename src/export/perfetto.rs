@@ -22,7 +22,9 @@
 //!
 //! Everything here is pure (text in, bytes out); errors name the line (1-based) and the field.
 
-use crate::planner::kernel_path::{LogEvent, LogHeader, LOG_FORMAT};
+use crate::planner::kernel_path::{
+    FirmJob, LogEvent, LogHeader, PeriodicTask, SlotObs, LOG_FORMAT,
+};
 use crate::trace::{SlotKind, SlotRecord, TraceHeader, TRACE_FORMAT};
 use prost::Message;
 use serde::de::DeserializeOwned;
@@ -534,7 +536,14 @@ pub fn planner_log_markers(text: &str, trace: &SlotTrace) -> Result<Vec<Marker>,
     let mut now = 0u64;
     let mut out = Vec::new();
     for (no, line) in it {
-        let e: LogEvent = parse_line(no, line)?;
+        let e: LogEvent = parse_line(no, line).map_err(|mut e| {
+            if e.field.is_none() {
+                e.field = serde_json::from_str(line)
+                    .ok()
+                    .and_then(|v| log_event_field(&v));
+            }
+            e
+        })?;
         let (slot, kind, name) = match e {
             LogEvent::Advance { cur, .. } => {
                 now = cur.unwrap_or(0);
@@ -584,6 +593,42 @@ pub fn planner_log_markers(text: &str, trace: &SlotTrace) -> Result<Vec<Marker>,
         });
     }
     Ok(out)
+}
+
+/// The path of the value serde refused in a planner log line. [`LogEvent`] is tagged by `op`, and
+/// serde reads a tagged enum through a buffer that loses the path: each field of the line's
+/// variant is read again on its own (types as in [`LogEvent`]).
+fn log_event_field(v: &serde_json::Value) -> Option<String> {
+    fn probe<T: DeserializeOwned>(v: &serde_json::Value) -> Result<(), String> {
+        serde_path_to_error::deserialize::<_, T>(v)
+            .map(drop)
+            .map_err(|e| e.path().to_string())
+    }
+    let obj = v.as_object()?;
+    let op = obj.get("op")?.as_str()?;
+    for (k, val) in obj {
+        let r = match (op, k.as_str()) {
+            ("advance" | "observe", "cur") => probe::<Option<u64>>(val),
+            ("admit_firm" | "admit_aperiodic", "cur")
+            | ("advance", "last")
+            | ("observe", "slot") => probe::<u64>(val),
+            ("observe", "cpu") | ("remove", "task") => probe::<usize>(val),
+            ("observe", "obs") => probe::<SlotObs>(val),
+            ("admit_firm" | "admit_aperiodic", "job") => probe::<FirmJob>(val),
+            ("admit_periodic" | "admit_task", "task") => probe::<PeriodicTask>(val),
+            ("admit_task" | "admit_aperiodic", "name") | ("set_policy", "policy") => {
+                probe::<String>(val)
+            }
+            _ => continue,
+        };
+        if let Err(path) = r {
+            return Some(match path.as_str() {
+                "." | "?" | "" => k.clone(),
+                p => format!("{k}.{p}"),
+            });
+        }
+    }
+    None
 }
 
 #[derive(Deserialize)]
@@ -1146,6 +1191,18 @@ mod tests {
         assert_eq!(
             (e.line, e.field.as_deref()),
             (Some(1), Some("slot_ns")),
+            "{e}"
+        );
+        let bad = format!(
+            "{plog}\n{}\n{}",
+            r#"{"op":"remove","task":2}"#,
+            r#"{"op":"admit_periodic","task":{"task":3,"cpu":0,"period":"x","wcet":14}}"#
+        );
+        let e = planner_log_markers(&bad.replace("\"slot_ns\":7", "\"slot_ns\":1000"), &trace)
+            .unwrap_err();
+        assert_eq!(
+            (e.line, e.field.as_deref()),
+            (Some(3), Some("task.period")),
             "{e}"
         );
         let e = sim_report_markers(r#"{"admissions":[{"at_slot":1}]}"#, &trace).unwrap_err();
