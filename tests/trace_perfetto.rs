@@ -177,11 +177,14 @@ impl Msg {
     }
 }
 
+/// A decoded slice: (begin, end, name, category, nesting depth).
+type Slice = (u64, u64, String, String, usize);
+
 /// What the decoded trace shows, by track name.
 #[derive(Debug, Default)]
 struct Shown {
-    /// Per slice track: (begin, end, name, category, depth).
-    slices: BTreeMap<String, Vec<(u64, u64, String, String, usize)>>,
+    /// Per slice track.
+    slices: BTreeMap<String, Vec<Slice>>,
     /// Per counter track: (time, value as text).
     counters: BTreeMap<String, Vec<(u64, String)>>,
     /// Per track: (time, name, category).

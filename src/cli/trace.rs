@@ -5,7 +5,7 @@
 //! Exit codes: 0 written, 2 an input is invalid (the message names the file, the line and the
 //! field; nothing is written), 1 a file could not be read or written.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
 use scx_tt::export::perfetto::{self, InputError, Marker, SlotTrace};
 use std::io::Write;
@@ -24,7 +24,7 @@ pub enum TraceCmd {
 #[derive(Args, Debug)]
 pub struct ExportArgs {
     /// Write Perfetto's protobuf trace format (the only format so far; required).
-    #[arg(long)]
+    #[arg(long, required = true)]
     perfetto: bool,
     /// The slot trace (JSON lines with its header, docs/trace-format.md).
     #[arg(value_name = "RUN.jsonl")]
@@ -63,9 +63,7 @@ fn invalid(path: &Path, e: InputError) -> i32 {
 type MarkerReader = fn(&str, &SlotTrace) -> Result<Vec<Marker>, InputError>;
 
 fn export(args: ExportArgs) -> Result<i32> {
-    if !args.perfetto {
-        bail!("trace export: choose the output format: --perfetto (the only one so far)");
-    }
+    debug_assert!(args.perfetto, "clap requires --perfetto");
     let trace = match perfetto::read_slot_trace(&read(&args.trace)?) {
         Ok(t) => t,
         Err(e) => return Ok(invalid(&args.trace, e)),
@@ -86,14 +84,19 @@ fn export(args: ExportArgs) -> Result<i32> {
     let out = perfetto::build(&trace, &markers);
     let bytes = perfetto::encode(&out);
     write_atomically(&args.output, &bytes)?;
-    let slices = out
-        .packet
-        .iter()
-        .filter_map(|p| p.track_event.as_ref())
-        .filter(|e| e.r#type == Some(perfetto::proto::TYPE_SLICE_BEGIN))
-        .count();
+    let (mut owners, mut stolen) = (0, 0);
+    for e in out.packet.iter().filter_map(|p| p.track_event.as_ref()) {
+        if e.r#type == Some(perfetto::proto::TYPE_SLICE_BEGIN) {
+            if e.categories.iter().any(|c| c == "stolen") {
+                stolen += 1;
+            } else {
+                owners += 1;
+            }
+        }
+    }
     println!(
-        "{}: {} CPU track(s), {slices} slice(s), {} instant event(s), {} bytes",
+        "{}: {} CPU track(s), {owners} owner slice(s), {stolen} stolen slice(s), {} instant \
+         event(s), {} bytes",
         args.output.display(),
         trace.header.cpus.len(),
         markers.len(),
