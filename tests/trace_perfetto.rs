@@ -8,8 +8,9 @@
 //! instants of the summary, the planner log and the simulate report. Fields the schema does not
 //! know (a wrong field number) show up as numbers in protoc's output and fail the test.
 //!
-//! Needs `protoc` (Debian: protobuf-compiler) and `pip install --no-deps perfetto`; without
-//! them the schema tests print why and pass, unless SCX_TT_REQUIRE_PERFETTO=1 (then they fail).
+//! Needs `protoc` (Debian: protobuf-compiler) and `python3 -m pip install --no-deps perfetto`
+//! (for the `python3` on PATH; or `--target DIR` and PYTHONPATH=DIR); without them the schema
+//! tests print why and pass, unless SCX_TT_REQUIRE_PERFETTO=1 (then they fail).
 //! The CLI's refusals are checked without them.
 //!
 //! Fixtures (tests/perfetto/README.md): kernel traces of VM runs, trimmed.
@@ -36,8 +37,8 @@ fn tmpdir(name: &str) -> PathBuf {
 
 // ---- the external reader ----
 
-const INSTALL: &str = "apt-get install -y protobuf-compiler python3-pip && \
-                       pip install --no-deps perfetto==0.59.1";
+const INSTALL: &str = "apt-get install -y protobuf-compiler && \
+                       python3 -m pip install --no-deps perfetto==0.59.1";
 
 /// The descriptor set of Perfetto's trace schema, or why the reader is missing.
 fn schema(dir: &Path) -> Result<PathBuf, String> {
