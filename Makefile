@@ -29,8 +29,9 @@ deps:
 build: deps
 	$(CARGO) build $(RELEASE)
 
+# deps installs the external readers of the Perfetto and browser tests: here they must run
 unit: deps
-	$(CARGO) test $(RELEASE)
+	SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $(CARGO) test $(RELEASE)
 
 vm-kernel: deps
 	bash $(VM)/kernel.sh

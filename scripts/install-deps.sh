@@ -11,7 +11,7 @@ set -euo pipefail
 # dpkg-dev (make deb's dpkg-shlibdeps; cargo-deb itself is installed by `make deb`).
 PKGS=(clang-19 libelf-dev zlib1g-dev pkg-config make gcc libc6-dev
       qemu-system-x86 busybox-static cpio stress-ng rt-tests bpftool binutils
-      chromium protobuf-compiler systemd dpkg-dev)
+      chromium protobuf-compiler systemd dpkg-dev python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,3 +23,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v cargo >/dev/null || { echo "install-deps: cargo not found (need Rust >= 1.91)" >&2; exit 1; }
+# Perfetto's published trace schema for tests/trace_perfetto.rs: PyPI's perfetto package,
+# into the build tree (not the system's Python; the test puts it on PYTHONPATH).
+PYDEPS="$(cd "$(dirname "$0")/.." && pwd)/target/pydeps"
+if [ ! -d "$PYDEPS/perfetto" ]; then
+  echo "install-deps: perfetto 0.59.1 (PyPI) into $PYDEPS"
+  python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore \
+    --target "$PYDEPS" perfetto==0.59.1
+fi

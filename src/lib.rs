@@ -17,6 +17,7 @@
 //! - [`accounting`]: per-slot records → per task and CPU figures, summaries, text and JSON.
 //! - [`trace`]: the per-slot trace record shared by `simulate` and the kernel path.
 //! - [`report`]: a trace (with its summary and plan) as one self-contained HTML page (`report`).
+//! - [`export`]: a run's files in other tools' formats (Perfetto).
 //! - [`abi`]: the BPF ↔ Rust ABI (`src/bpf/intf.h`): constants and structs, checked both ways.
 //! - [`clock`]: the slot clock (the slot at a time, the start of a slot) and CLOCK_MONOTONIC.
 //! - [`resolve`]: task selectors (pid, tids, comm, cgroup, QEMU) → thread ids from /proc.
@@ -38,6 +39,7 @@ pub mod clock;
 pub mod control;
 pub mod demos;
 pub mod energy;
+pub mod export;
 pub mod metrics;
 pub mod plan;
 pub mod planner;

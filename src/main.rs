@@ -43,6 +43,10 @@ enum Cmd {
     /// Draw a run's per-slot trace (with its summary and plan) as one self-contained HTML page:
     /// Gantt per CPU, lateness, delivered vs planned, frequency, energy (docs/report.md).
     Report(cli::report::ReportArgs),
+    /// Work with slot traces: `trace export --perfetto RUN.jsonl -o RUN.pftrace` writes a
+    /// Perfetto trace (docs/perfetto.md).
+    #[command(subcommand)]
+    Trace(cli::trace::TraceCmd),
 }
 
 fn main() {
@@ -53,6 +57,7 @@ fn main() {
         Some(Cmd::Ctl(args)) => cli::ctl::run(args),
         Some(Cmd::Restore(args)) => cli::restore::run(args),
         Some(Cmd::Report(args)) => cli::report::run(args),
+        Some(Cmd::Trace(cmd)) => cli::trace::run(cmd),
         None => cli::run::run(cli.run),
     };
     match result {

@@ -48,6 +48,10 @@ fn chromium() -> Option<PathBuf> {
 /// The browser, or a loud message and `None`.
 fn browser_or_skip(test: &str) -> Option<PathBuf> {
     let c = chromium();
+    // `make test` installs chromium and sets this: there a missing browser is a failure
+    if c.is_none() && std::env::var_os("SCX_TT_REQUIRE_CHROMIUM").is_some_and(|v| v != "0") {
+        panic!("{test}: no chromium, and SCX_TT_REQUIRE_CHROMIUM is set (make test installs it)");
+    }
     if c.is_none() {
         // Straight to the process's stderr: the test harness captures eprintln! of a passing
         // test, and this must be seen.

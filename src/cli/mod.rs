@@ -7,3 +7,4 @@ pub mod report;
 pub mod restore;
 pub mod run;
 pub mod simulate;
+pub mod trace;
