@@ -187,3 +187,65 @@ fn a_live_control_socket_is_refused_before_the_machine_checks() {
     assert!(sock.exists(), "the live socket is left alone");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A refused start still puts back what a killed run left changed (its restore journal under
+/// --run-dir), then says why it refused: the machine is never left changed because a start
+/// failed. As root (the journal restores sysfs values, here in a fake tree).
+#[test]
+fn a_refused_start_still_restores_what_a_killed_run_left_changed() {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: not root (the journal is restored as root only)");
+        return;
+    }
+    let dir = scratch("journal");
+    let root = dir.join("root");
+    std::fs::create_dir_all(root.join("sys/x")).expect("tree");
+    std::fs::write(root.join("sys/x/a"), "userspace\n").expect("value");
+    let run_dir = dir.join("run");
+    std::fs::create_dir_all(&run_dir).expect("run dir");
+    // a run that is gone: the pid of a child that has exited
+    let mut child = Command::new("true").spawn().expect("spawn");
+    let pid = child.id();
+    child.wait().expect("wait");
+    std::fs::write(
+        run_dir.join("cpufreq.journal.json"),
+        format!(
+            r#"{{"format":"scx_tt journal v1","pid":{pid},"root":"{}","entries":[{{"path":"/sys/x/a","original":"schedutil\n"}}]}}"#,
+            root.display()
+        ),
+    )
+    .expect("journal");
+    let plan = dir.join("plan.json");
+    std::fs::write(
+        &plan,
+        r#"{ "version": 1, "slot_us": 1000, "frame_slots": 10,
+             "cpus": { "managed": [200], "housekeeping": [0] },
+             "tasks": [ { "name": "a", "pid": 1, "class": "tt", "period": 10, "wcet": 1 } ] }"#,
+    )
+    .expect("plan");
+    let (code, err) = scx_tt(&[
+        "--table",
+        plan.to_str().expect("utf-8"),
+        "--run-dir",
+        run_dir.to_str().expect("utf-8"),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("this kernel has no sched_ext")
+            || err.contains("plan CPU 200 does not exist")
+            || err.contains("is attached")
+            || err.contains("sched_ext is busy"),
+        "a machine check refused the start: {err}"
+    );
+    assert!(
+        err.contains(&format!("a run (pid {pid}) that did not exit cleanly")),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("sys/x/a")).expect("value"),
+        "schedutil\n",
+        "the killed run's value is restored: {err}"
+    );
+    assert!(!run_dir.join("cpufreq.journal.json").exists(), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

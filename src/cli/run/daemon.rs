@@ -156,7 +156,17 @@ impl<'a> Daemon<'a> {
         }
         // 1. root, sched_ext present and free, the plan's CPUs online: before anything is
         // changed on the machine (docs/run-output.md, "Start-up")
-        let online = check_machine(&sysfs, plan)?;
+        let online = match check_machine(&sysfs, plan) {
+            Ok(online) => online,
+            Err(e) => {
+                // a refused start still puts back what a killed run left changed (as root; a
+                // journal a running scx_tt holds is left to it), then says why it refused
+                if unsafe { libc::geteuid() } == 0 {
+                    let _ = recover_journals(&args.run_dir);
+                }
+                return Err(e);
+            }
+        };
         // what a killed run left changed on the machine is put back before anything else
         recover_journals(&args.run_dir)?;
         // A live socket at the path (another process) refuses the start.

@@ -16,7 +16,7 @@
 //! printed, at most `LATE_PCT` % of the slots (with late slots the owner checks become timing
 //! checks); scx_tt exits 0, sched_ext is disabled, the socket is gone.
 //!
-//! The stats socket (issue 19): `scx_tt --monitor 0.5`, started before any run, loads nothing
+//! The stats socket (issue 19): `scx_tt --monitor 1`, started before any run, loads nothing
 //! (sched_ext stays disabled), waits, then prints the runs' statistics from scx's default
 //! socket: lines for managed CPU 1 only, the planner's policy and its admission counts going
 //! from 0/0 to 1 accepted (tt-v) and 1 rejected (tt-w; tt-a's refusal is no admission), ticks
@@ -152,7 +152,7 @@ fn check_monitor(c: &mut Checks, out: &VmOutput, summary: &Value) {
     let text = out.file("monitor.out").unwrap_or_default();
     let err = out.file("monitor.err").unwrap_or_default();
     let lines: Vec<&str> = text.lines().collect();
-    println!("--- --monitor 0.5: {} lines; stderr: {err:?}", lines.len());
+    println!("--- --monitor 1: {} lines; stderr: {err:?}", lines.len());
     for l in lines.iter().rev().take(3).rev() {
         println!("  {l}");
     }
@@ -223,7 +223,7 @@ fn check_monitor(c: &mut Checks, out: &VmOutput, summary: &Value) {
     c.check(
         run.windows(2).all(|w| w[0] <= w[1]) && last <= total && 2 * last >= total,
         format!(
-            "cpu1's ticks grow over the run's lines ({} lines, last {last}) and end within the              summary's {total} (at least half of it: lines come every 0.5 s)",
+            "cpu1's ticks grow over the run's lines ({} lines, last {last}) and end within the              summary's {total} (at least half of it: lines come every second)",
             run.len()
         ),
     );

@@ -8,13 +8,13 @@
 # --planner-open-loop: the checks expect the worst-case planner's decisions; the closed loop
 # gives a slot's lost time back from spare capacity, so its owners can differ from these in
 # slots after a late tick (planner_loop judges the closed loop by replaying its log).
-# Beside it `scx_tt --monitor 0.5` (started first, stopped 2 s after the run) prints what the
+# Beside it `scx_tt --monitor 1` (started first, stopped 2 s after the run) prints what the
 # runs serve on the default stats socket into monitor.out and monitor.err.
 . /tt/lib.sh
 DEFAULT_DURATION_S=6
 PLAN=$HERE/planner_admit.json
 
-scx_tt --monitor 0.5 > $OUT/monitor.out 2> $OUT/monitor.err &
+scx_tt --monitor 1 > $OUT/monitor.out 2> $OUT/monitor.err &
 MONITOR_PID=$!
 sleep 1
 result monitor_state "$(scx_state)"
