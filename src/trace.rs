@@ -18,6 +18,19 @@ pub enum SlotKind {
     Idle,
 }
 
+impl SlotKind {
+    /// `tt`, `aperiodic`, `be` or `idle`: the name in the trace (and in the report's and the
+    /// Perfetto export's categories).
+    pub fn name(self) -> &'static str {
+        match self {
+            SlotKind::Tt => "tt",
+            SlotKind::Aperiodic => "aperiodic",
+            SlotKind::Be => "be",
+            SlotKind::Idle => "idle",
+        }
+    }
+}
+
 /// One (CPU, slot) record. Fields after `idle_until` are measured by the kernel path only and are
 /// omitted from simulated traces.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -306,16 +306,6 @@ pub fn read_slot_trace(text: &str) -> Result<SlotTrace, InputError> {
     Ok(trace)
 }
 
-/// `tt`, `aperiodic`, `be` or `idle`, as in the trace.
-pub fn kind_name(k: SlotKind) -> &'static str {
-    match k {
-        SlotKind::Tt => "tt",
-        SlotKind::Aperiodic => "aperiodic",
-        SlotKind::Be => "be",
-        SlotKind::Idle => "idle",
-    }
-}
-
 /// One slice of a CPU track: slots `[first_slot, end_slot)` with the same owner and kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnerRun {
@@ -331,7 +321,7 @@ pub struct OwnerRun {
 impl OwnerRun {
     /// The slice's name: the task, or the kind for a slot without one.
     pub fn name(&self) -> &str {
-        self.task.as_deref().unwrap_or(kind_name(self.kind))
+        self.task.as_deref().unwrap_or(self.kind.name())
     }
 }
 
@@ -758,7 +748,7 @@ pub fn build(trace: &SlotTrace, markers: &[Marker]) -> proto::Trace {
         for run in runs.iter().filter(|r| r.cpu == cpu) {
             let mut b = event(cpu_track(i), proto::TYPE_SLICE_BEGIN);
             b.name = Some(run.name().into());
-            b.categories = vec![kind_name(run.kind).into()];
+            b.categories = vec![run.kind.name().into()];
             b.debug_annotations = vec![
                 annotation_u("first_slot", run.first_slot),
                 annotation_u("slots", run.end_slot - run.first_slot),

@@ -45,16 +45,6 @@ pub fn esc(s: &str) -> String {
     out
 }
 
-/// The name a kind has in the trace, the page's classes and its data attributes.
-pub fn kind_name(k: SlotKind) -> &'static str {
-    match k {
-        SlotKind::Tt => "tt",
-        SlotKind::Aperiodic => "aperiodic",
-        SlotKind::Be => "be",
-        SlotKind::Idle => "idle",
-    }
-}
-
 /// Records that get a Gantt bar: every record that is not idle.
 pub fn bar_count(records: &[SlotRecord]) -> usize {
     records.iter().filter(|r| r.kind != SlotKind::Idle).count()
@@ -230,7 +220,7 @@ pub fn deliveries(
     let mut index: BTreeMap<(&str, &'static str), usize> = BTreeMap::new();
     for r in records {
         let Some(task) = &r.task else { continue };
-        let kind = kind_name(r.kind);
+        let kind = r.kind.name();
         let i = *index.entry((task.as_str(), kind)).or_insert_with(|| {
             out.push(Delivery {
                 task: task.clone(),

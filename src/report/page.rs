@@ -1,9 +1,7 @@
 //! The HTML of the report: sections in order, every chart inline SVG. Strings from the inputs go
 //! through [`esc`] only; the script reads the page's DOM and never receives input text.
 
-use super::{
-    bar_count, cpu_stats, cpus, deliveries, esc, kind_name, late_histogram, Bin, Inputs, PlanCpu,
-};
+use super::{bar_count, cpu_stats, cpus, deliveries, esc, late_histogram, Bin, Inputs, PlanCpu};
 use crate::report::input::HistBucketView;
 use crate::trace::{SlotKind, SlotRecord};
 use std::collections::BTreeMap;
@@ -55,7 +53,7 @@ fn shades(records: &[SlotRecord]) -> BTreeMap<(&'static str, String), &'static s
         if r.kind == SlotKind::Idle {
             continue;
         }
-        let key = (kind_name(r.kind), r.task.clone().unwrap_or_default());
+        let key = (r.kind.name(), r.task.clone().unwrap_or_default());
         if out.contains_key(&key) {
             continue;
         }
@@ -258,7 +256,7 @@ xmlns=\"http://www.w3.org/2000/svg\">",
             if r.kind == SlotKind::Idle {
                 continue;
             }
-            let kind = kind_name(r.kind);
+            let kind = r.kind.name();
             let task = r.task.as_deref().unwrap_or("");
             let colour = shade
                 .get(&(kind, task.to_string()))
@@ -291,7 +289,7 @@ xmlns=\"http://www.w3.org/2000/svg\">",
 }
 
 fn bar_title(r: &SlotRecord) -> String {
-    let mut t = format!("slot {} · CPU {} · {}", r.slot, r.cpu, kind_name(r.kind));
+    let mut t = format!("slot {} · CPU {} · {}", r.slot, r.cpu, r.kind.name());
     if let Some(task) = &r.task {
         let _ = write!(t, " {task}");
     }
@@ -627,7 +625,7 @@ viewBox=\"{lo} 0 {} 100\" preserveAspectRatio=\"none\" height=\"90\" xmlns=\"htt
                 bar,
                 "<rect x=\"{x:.1}\" y=\"0\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}: {count}</title></rect>",
                 palette(kind)[0],
-                kind_name(kind)
+                kind.name()
             );
             x += w;
         }

@@ -34,7 +34,7 @@ use super::restart::{self, Restarts, MAX_RESTARTS, RESTART_WINDOW_NS};
 use super::tasks::Tasks;
 use super::RunArgs;
 use anyhow::{bail, Context, Result};
-use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary, TableSwitch};
+use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
 use scx_tt::control::socket::{check_free, Access, ControlSocket, Group};
@@ -348,15 +348,7 @@ impl<'a> Daemon<'a> {
                 write_planner_log(path, &header, &events)?;
             }
         }
-        let switches = live
-            .control
-            .history()
-            .iter()
-            .map(|s| TableSwitch {
-                slot: s.at_slot,
-                table: s.table.clone(),
-            })
-            .collect();
+        let switches = report::table_switches(&live.control);
         let acc = &live.stats.acc;
         let summary = acc
             .summary(&facts)

@@ -14,7 +14,7 @@ use super::stats::Stats;
 use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
-use scx_tt::accounting::{EnergySummary, ExitReason, RunFacts, TableSwitch, TaskInfo, TaskState};
+use scx_tt::accounting::{EnergySummary, ExitReason, RunFacts, TaskInfo, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
 use scx_tt::control::Control;
@@ -496,16 +496,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             .planner
             .as_ref()
             .and_then(|p| p.read(|p| p.late_slots()).ok());
-        let switches = self
-            .live
-            .control
-            .history()
-            .iter()
-            .map(|s| TableSwitch {
-                slot: s.at_slot,
-                table: s.table.clone(),
-            })
-            .collect();
+        let switches = super::report::table_switches(&self.live.control);
         let stats = &mut self.live.stats;
         let summary = stats
             .acc

@@ -30,6 +30,18 @@ struct SummaryJson<'a> {
 }
 
 /// The summary JSON text (pretty, newline-terminated).
+/// The table switches written so far, for the summary (and the statistics).
+pub fn table_switches(control: &scx_tt::control::Control) -> Vec<TableSwitch> {
+    control
+        .history()
+        .iter()
+        .map(|s| TableSwitch {
+            slot: s.at_slot,
+            table: s.table.clone(),
+        })
+        .collect()
+}
+
 pub fn summary_json(
     t0_ns: u64,
     summary: &Summary,
