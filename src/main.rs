@@ -35,7 +35,7 @@ enum Cmd {
     /// Run the slot-shifting planner on a virtual slot clock (no root, no sched_ext).
     Simulate(Box<cli::simulate::SimulateArgs>),
     /// Talk to a running `scx_tt --control PATH`: status, switch-table, admit-firm,
-    /// admit-periodic, remove, set-policy (docs/control.md).
+    /// admit-periodic, admit (processes and VMs), remove, set-policy, batch (docs/control.md).
     Ctl(cli::ctl::CtlArgs),
     /// Put back what a run killed by SIGKILL (or a crash) left changed on the machine (cpufreq
     /// governors, limits, speeds), from its journal under --run-dir.
