@@ -46,10 +46,12 @@ const SKIP_MS: u64 = 1000;
 /// early (the trace prints µs; below this, on time).
 const EARLY_TOL_NS: u64 = 100_000;
 
-/// A window start to judge: the window's first SC process `pid` should run from `at_ns` on.
+/// A window start to judge: the window's first SC process `pid` should run from `at_ns` until
+/// `until_ns` (its part of the window: its budget, by DEmOS's schedule).
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Start {
     at_ns: u64,
+    until_ns: u64,
     pid: u32,
 }
 
@@ -57,6 +59,9 @@ struct Start {
 enum Outcome {
     /// It first ran this long after the nominal start (0: on time).
     Late(u64),
+    /// It first ran this long after the nominal start, after its part of the window was over:
+    /// it did not run in this window (a later one's start ended its wait).
+    Skipped(u64),
     /// It was already running this long before the nominal start.
     Early(u64),
     /// It never ran on the CPU after the nominal start.
@@ -85,20 +90,35 @@ fn lateness(segments: &[Segment], cpu: u32, starts: &[Start]) -> Vec<Outcome> {
                 Some(&(start, _)) if start + EARLY_TOL_NS < s.at_ns => {
                     Outcome::Early(s.at_ns - start)
                 }
+                Some(&(start, _)) if start >= s.until_ns => Outcome::Skipped(start - s.at_ns),
                 Some(&(start, _)) => Outcome::Late(start.saturating_sub(s.at_ns)),
             }
         })
         .collect()
 }
 
-/// The window starts of `config` up to `until_ms` (schedule time): (ms, name of the window's
-/// first SC process, `PARTITION.INDEX` as `plan import --demos` names tasks), from DEmOS's own
-/// schedule (the simulator's log: the SC process that starts at the window's start).
-fn window_starts(
-    config: &Config,
-    cpus: CpuSet,
-    until_ms: u64,
-) -> Result<Vec<(u64, String)>, String> {
+/// For each start, how long after it the scheduler first got control (`times`: sorted; scx_tt:
+/// its BPF timer's hrtimer expiries on the CPU, the baseline: its timer thread switched in), at
+/// or after the nominal start less the trace's 1 µs resolution.
+fn control(times: &[u64], starts: &[Start]) -> Vec<Option<u64>> {
+    starts
+        .iter()
+        .map(|s| {
+            let from = s.at_ns.saturating_sub(1_000);
+            times
+                .get(times.partition_point(|&t| t < from))
+                .map(|&t| t.saturating_sub(s.at_ns))
+        })
+        .collect()
+}
+
+/// A window start of DEmOS's schedule: when (ms), the window's first SC process
+/// (`PARTITION.INDEX`, as `plan import --demos` names tasks) and its budget (ms).
+type WindowStart = (u64, String, u64);
+
+/// The window starts of `config` up to `until_ms` (schedule time), from DEmOS's own schedule
+/// (the simulator's log: the SC process that starts at the window's start).
+fn window_starts(config: &Config, cpus: CpuSet, until_ms: u64) -> Result<Vec<WindowStart>, String> {
     let log = simulate(
         config,
         &SimOptions {
@@ -126,7 +146,7 @@ fn window_starts(
             name_of.insert(q.cmd.as_str(), (format!("{}.{i}", p.name), p.name.as_str()));
         }
     }
-    let mut out: Vec<(u64, String)> = Vec::new();
+    let mut out: Vec<WindowStart> = Vec::new();
     for l in &log {
         let Some((_, sc)) = offsets.iter().find(|(o, _)| *o == l.time_ms % frame) else {
             continue;
@@ -134,8 +154,8 @@ fn window_starts(
         let Some((name, part)) = name_of.get(l.cmd.as_str()) else {
             return Err(format!("log line '{l}': no process has this cmd"));
         };
-        if sc.contains(part) && out.last().is_none_or(|(t, _)| *t != l.time_ms) {
-            out.push((l.time_ms, name.clone()));
+        if sc.contains(part) && out.last().is_none_or(|(t, _, _)| *t != l.time_ms) {
+            out.push((l.time_ms, name.clone(), l.budget));
         }
     }
     Ok(out)
@@ -152,30 +172,51 @@ fn pct(v: &[u64], p: usize) -> u64 {
 /// One measured path: its outcomes, summarised.
 struct Row {
     label: String,
+    /// Lateness of every start whose process ran (Late and Skipped), sorted.
     late: Vec<u64>,
+    skipped: usize,
     early: usize,
     missing: usize,
+    /// For the Late starts: until the scheduler got control, and from then until the process
+    /// ran (sorted each).
+    control: Vec<u64>,
+    after: Vec<u64>,
 }
 
 impl Row {
-    fn new(label: String, outcomes: &[Outcome]) -> Row {
+    fn new(label: String, outcomes: &[Outcome], controls: &[Option<u64>]) -> Row {
         let mut late: Vec<u64> = outcomes
             .iter()
             .filter_map(|o| match o {
-                Outcome::Late(n) => Some(*n),
+                Outcome::Late(n) | Outcome::Skipped(n) => Some(*n),
                 _ => None,
             })
             .collect();
         late.sort_unstable();
+        let (mut control, mut after) = (Vec::new(), Vec::new());
+        for (o, c) in outcomes.iter().zip(controls) {
+            if let (Outcome::Late(n), Some(c)) = (o, c) {
+                if c <= n {
+                    control.push(*c);
+                    after.push(n - c);
+                }
+            }
+        }
+        control.sort_unstable();
+        after.sort_unstable();
         let count = |f: fn(&Outcome) -> bool| outcomes.iter().filter(|o| f(o)).count();
         Row {
             label,
             late,
+            skipped: count(|o| matches!(o, Outcome::Skipped(_))),
             early: count(|o| matches!(o, Outcome::Early(_))),
             missing: count(|o| matches!(o, Outcome::Missing)),
+            control,
+            after,
         }
     }
 
+    /// p50, p90, p99, max of the lateness.
     fn figs(&self) -> [u64; 4] {
         [
             pct(&self.late, 50),
@@ -191,6 +232,7 @@ impl Row {
 struct Baseline {
     method: String,
     timer_cpu: u32,
+    timer_tid: u32,
     t0_ns: u64,
     duration_ms: u64,
     processes: Vec<BaseProc>,
@@ -211,32 +253,64 @@ struct Figs {
     max: u64,
 }
 
-/// Judges one run: its witness, its time 0, its end and the pid of each process name.
-fn measure(
-    out: &VmOutput,
-    run: &str,
-    starts: &[(u64, String)],
+/// Where a run's scheduler gets control, by the witness.
+enum Control {
+    /// scx_tt: its BPF timer's hrtimer expiries on the CPU.
+    BpfTimer(u32),
+    /// The baseline: its timer thread switched in on its CPU.
+    Thread { tid: u32, cpu: u32 },
+}
+
+/// One run to judge: its witness's name, its time 0, its end and the pid of each process.
+struct Run<'a> {
+    name: &'a str,
     t0_ns: u64,
     end_ns: u64,
-    pid_of: &dyn Fn(&str) -> Option<u32>,
-) -> Result<Vec<Outcome>, String> {
-    let lost = out.number(&format!("{run}_witness_lost"))?;
+    pid_of: &'a dyn Fn(&str) -> Option<u32>,
+    control: Control,
+}
+
+/// Judges one run: the lateness of each window start and when its scheduler got control.
+fn measure(
+    out: &VmOutput,
+    run: &Run,
+    starts: &[WindowStart],
+) -> Result<(Vec<Outcome>, Vec<Option<u64>>), String> {
+    let name = run.name;
+    let lost = out.number(&format!("{name}_witness_lost"))?;
     if lost != 0 {
-        return Err(format!("{run}: the witness lost {lost} events"));
+        return Err(format!("{name}: the witness lost {lost} events"));
     }
-    let events = witness::parse(&out.file(&format!("{run}.witness"))?)?;
-    let segments = witness::segments(&events, end_ns);
+    let events = witness::parse(&out.file(&format!("{name}.witness"))?)?;
+    let segments = witness::segments(&events, run.end_ns);
     let mut judged = Vec::new();
-    for (t_ms, name) in starts {
-        let at_ns = t0_ns + t_ms * 1_000_000;
+    for (t_ms, proc, budget_ms) in starts {
+        let at_ns = run.t0_ns + t_ms * 1_000_000;
         // whole windows inside the run only
-        if *t_ms < SKIP_MS || at_ns + 20_000_000 > end_ns {
+        if *t_ms < SKIP_MS || at_ns + 20_000_000 > run.end_ns {
             continue;
         }
-        let pid = pid_of(name).ok_or_else(|| format!("{run}: no pid for process {name}"))?;
-        judged.push(Start { at_ns, pid });
+        let pid = (run.pid_of)(proc).ok_or_else(|| format!("{name}: no pid for process {proc}"))?;
+        judged.push(Start {
+            at_ns,
+            until_ns: at_ns + budget_ms * 1_000_000,
+            pid,
+        });
     }
-    Ok(lateness(&segments, CPU, &judged))
+    let mut times: Vec<u64> = match run.control {
+        Control::BpfTimer(cpu) => events
+            .iter()
+            .filter(|e| e.cpu == cpu && e.kind == witness::Kind::Timer)
+            .map(|e| e.ts_ns)
+            .collect(),
+        Control::Thread { tid, cpu } => segments
+            .iter()
+            .filter(|g| g.pid == tid && g.cpu == cpu)
+            .map(|g| g.start)
+            .collect(),
+    };
+    times.sort_unstable();
+    Ok((lateness(&segments, CPU, &judged), control(&times, &judged)))
 }
 
 fn sh(cmd: &str, args: &[&str]) -> String {
@@ -313,8 +387,8 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
     );
     let _ = writeln!(
         t,
-        "{:<44} {:>6} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9}",
-        "path", "starts", "early", "never", "p50 us", "p90 us", "p99 us", "max us"
+        "{:<44} {:>6} {:>5} {:>5} {:>5} {:>9} {:>9} {:>9} {:>9}",
+        "path", "starts", "skip", "early", "never", "p50 us", "p90 us", "p99 us", "max us"
     );
     let mut failed = false;
     let mut rows: Vec<Row> = Vec::new();
@@ -327,7 +401,17 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
                 .find(|t| t.name == n)
                 .and_then(|t| t.tids.first().copied())
         };
-        let o = measure(out, run, &starts, s.t0_ns, s.t0_ns + s.duration_ns, &pid_of)?;
+        let (o, c) = measure(
+            out,
+            &Run {
+                name: run,
+                t0_ns: s.t0_ns,
+                end_ns: s.t0_ns + s.duration_ns,
+                pid_of: &pid_of,
+                control: Control::BpfTimer(CPU),
+            },
+            &starts,
+        )?;
         let guard = s.guard.as_ref().map_or("?".into(), |g| g.us.to_string());
         if let Some(c) = s.cpus.iter().find(|c| c.cpu == CPU) {
             let _ = writeln!(
@@ -339,18 +423,24 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
                 c.bpf_tick_ns_avg as u64
             );
         }
-        rows.push(Row::new(format!("{label} (guard {guard} us)"), &o));
+        rows.push(Row::new(format!("{label} (guard {guard} us)"), &o, &c));
     }
     for run in BASE_RUNS {
         let b: Baseline = out.json(&format!("{run}.json"))?;
         let pid_of = |n: &str| b.processes.iter().find(|p| p.name == n).map(|p| p.pid);
-        let o = measure(
+        let (o, c) = measure(
             out,
-            run,
+            &Run {
+                name: run,
+                t0_ns: b.t0_ns,
+                end_ns: b.t0_ns + b.duration_ms * 1_000_000,
+                pid_of: &pid_of,
+                control: Control::Thread {
+                    tid: b.timer_tid,
+                    cpu: b.timer_cpu,
+                },
+            },
             &starts,
-            b.t0_ns,
-            b.t0_ns + b.duration_ms * 1_000_000,
-            &pid_of,
         )?;
         let label = format!(
             "DEmOS-like, {}, timer FIFO 99 on CPU {}",
@@ -359,19 +449,20 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
         if let (Some(w), Some(s)) = (&b.wake_late_ns, &b.switch_ns) {
             let _ = writeln!(
                 notes,
-                "  {label}: its own view: timer wake-up late p50 {:.1} p99 {:.1} max {:.1} us; stop+start calls p50 {:.1} p99 {:.1} max {:.1} us",
+                "  {label}: timer wake-up late p50 {:.1} p99 {:.1} max {:.1} us; stop+start calls p50 {:.1} p99 {:.1} max {:.1} us",
                 us(w.p50), us(w.p99), us(w.max), us(s.p50), us(s.p99), us(s.max)
             );
         }
-        rows.push(Row::new(label, &o));
+        rows.push(Row::new(label, &o, &c));
     }
     for r in &rows {
         let f = r.figs();
         let _ = writeln!(
             t,
-            "{:<44} {:>6} {:>5} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
+            "{:<44} {:>6} {:>5} {:>5} {:>5} {:>9.1} {:>9.1} {:>9.1} {:>9.1}",
             r.label,
             r.late.len() + r.early + r.missing,
+            r.skipped,
             r.early,
             r.missing,
             us(f[0]),
@@ -390,7 +481,7 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
             let (fb, fs) = (b.figs(), s.figs());
             let _ = writeln!(
                 t,
-                "  {:<44} / {:<36} p50 {:>7} p90 {:>7} p99 {:>7} max {:>7}",
+                "  {:<44} / {:<36} p50 {:>5} p90 {:>5} p99 {:>5} max {:>5}",
                 b.label,
                 s.label,
                 ratio(fb[0], fs[0]),
@@ -400,21 +491,47 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
             );
         }
     }
+    let _ = writeln!(
+        t,
+        "\nwhere the time goes (starts not skipped), by the witness: nominal start -> the scheduler got control\n\
+         (scx_tt: its BPF timer's hrtimer expired on CPU {CPU}; DEmOS-like: its timer thread switched in) -> the SC process ran"
+    );
+    let _ = writeln!(
+        t,
+        "{:<44} {:>12} {:>12} {:>12} {:>12}",
+        "path", "control p50", "control p99", "switch p50", "switch p99"
+    );
+    for r in &rows {
+        let _ = writeln!(
+            t,
+            "{:<44} {:>9.1} us {:>9.1} us {:>9.1} us {:>9.1} us",
+            r.label,
+            us(pct(&r.control, 50)),
+            us(pct(&r.control, 99)),
+            us(pct(&r.after, 50)),
+            us(pct(&r.after, 99))
+        );
+    }
     let _ = write!(t, "\nthe schedulers' own views (not the witness):\n{notes}");
     Ok((t, failed))
 }
 
-/// The analysis on a synthetic trace (`cargo test --bench demos_lateness`), CPU 1 judged:
-/// - a window start at 10.000000 s whose SC process (pid 20) first runs at 10.000250: late
-///   250 us;
-/// - one at 10.010000 whose process (pid 30) has been running since 10.009500: early 500 us;
-/// - one at 10.011000 for pid 20, which runs on CPU 0 from exactly then (not the judged CPU)
-///   and on CPU 1 from 10.013000: late 2000 us;
-/// - one at 10.014000 for pid 30, which never runs on CPU 1 again: never;
-/// - one at 10.013000 for pid 20, running from 10.013000 (and switched away and back): 0.
+/// The analysis on a synthetic trace (`cargo test --bench demos_lateness`), CPU 1 judged
+/// (`s` = 10 s; a start's process should run from its time until its `until`):
+/// 1. at s, pid 20 (until s+3 ms), first runs at s+250 us: late 250 us;
+/// 2. at s+10 ms, pid 30, running since s+9.5 ms: early 500 us;
+/// 3. at s+11 ms, pid 20 (until s+14 ms), runs on CPU 0 from exactly then (not the judged CPU)
+///    and on CPU 1 from s+13 ms: late 2000 us;
+/// 4. at s+14 ms, pid 30, which never runs on CPU 1 again: never;
+/// 5. at s+13 ms, pid 20, running from s+13 ms (then switched away and back): late 0;
+/// 6. at s+11 ms, pid 20 with until s+12 ms: its first run at s+13 ms is past it: skipped
+///    (2000 us).
 ///
-/// By hand: Late(250_000), Early(500_000), Late(2_000_000), Missing, Late(0); the late ones
-/// sorted 0, 250_000, 2_000_000: p50 (rank 2) 250_000, p90 (rank 3) 2_000_000.
+/// The scheduler's timer fires at s+100 us, s+10.05 ms and s+12.999 ms: control after 100 us
+/// (1), 50 us (2), 1999 us (3, 6), none (4), 0 (5: 1 us before the start, the trace's
+/// resolution). By hand, the row: late (ran) 0, 250, 2000, 2000 us: p50 (rank 2) 250 us, p90
+/// (rank 4) 2000 us; skipped 1, early 1, never 1; control of the late ones 0, 100, 1999 us,
+/// switch after it 0, 1, 150 us.
 fn self_check() -> Result<(), String> {
     let sw = |us: u64, cpu: u32, prev: u32, next: u32| {
         format!(
@@ -439,64 +556,77 @@ fn self_check() -> Result<(), String> {
     .join("\n");
     let events = witness::parse(&trace)?;
     let segments = witness::segments(&events, (s + 20_000) * 1000);
-    let at = |us: u64, pid: u32| Start {
+    let at = |us: u64, until_us: u64, pid: u32| Start {
         at_ns: us * 1000,
+        until_ns: until_us * 1000,
         pid,
     };
-    let got = lateness(
-        &segments,
-        1,
-        &[
-            at(s, 20),
-            at(s + 10_000, 30),
-            at(s + 11_000, 20),
-            at(s + 14_000, 30),
-            at(s + 13_000, 20),
-        ],
-    );
+    let starts = [
+        at(s, s + 3_000, 20),
+        at(s + 10_000, s + 13_000, 30),
+        at(s + 11_000, s + 14_000, 20),
+        at(s + 14_000, s + 17_000, 30),
+        at(s + 13_000, s + 16_000, 20),
+        at(s + 11_000, s + 12_000, 20),
+    ];
+    let got = lateness(&segments, 1, &starts);
     let want = [
         Outcome::Late(250_000),
         Outcome::Early(500_000),
         Outcome::Late(2_000_000),
         Outcome::Missing,
         Outcome::Late(0),
+        Outcome::Skipped(2_000_000),
     ];
     if got != want {
         return Err(format!("lateness: got {got:?}, want {want:?}"));
     }
-    // the summary: nearest rank over the late ones; early and missing counted apart
-    let r = Row::new("x".into(), &got);
-    if (r.late.as_slice(), r.early, r.missing, r.figs())
-        != (
-            &[0, 250_000, 2_000_000][..],
-            1,
-            1,
-            [250_000, 2_000_000, 2_000_000, 2_000_000],
-        )
-    {
-        return Err(format!(
-            "row: {:?} early {} never {} figs {:?}",
-            r.late,
-            r.early,
-            r.missing,
-            r.figs()
-        ));
+    let timers = [(s + 100) * 1000, (s + 10_050) * 1000, (s + 12_999) * 1000];
+    let c = control(&timers, &starts);
+    let want_c = [
+        Some(100_000),
+        Some(50_000),
+        Some(1_999_000),
+        None,
+        Some(0),
+        Some(1_999_000),
+    ];
+    if c != want_c {
+        return Err(format!("control: got {c:?}, want {want_c:?}"));
+    }
+    let r = Row::new("x".into(), &got, &c);
+    let row = (
+        r.late.as_slice(),
+        (r.skipped, r.early, r.missing),
+        r.figs(),
+        r.control.as_slice(),
+        r.after.as_slice(),
+    );
+    let want_row = (
+        &[0, 250_000, 2_000_000, 2_000_000][..],
+        (1, 1, 1),
+        [250_000, 2_000_000, 2_000_000, 2_000_000],
+        &[0, 100_000, 1_999_000][..],
+        &[0, 1_000, 150_000][..],
+    );
+    if row != want_row {
+        return Err(format!("row: got {row:?}, want {want_row:?}"));
     }
     // the window starts of the bench's configuration, by hand: windows at 0 and 10 ms of each
     // 15 ms frame, first SC processes SC1.0 and SC2.0
     let config = Config::from_file(&harness::repo().join(CONFIG)).map_err(|e| e.to_string())?;
     let ws = window_starts(&config, CpuSet::from_cpus([CPU]), 45)?;
-    let want: Vec<(u64, String)> = [
-        (0, "SC1.0"),
-        (10, "SC2.0"),
-        (15, "SC1.0"),
-        (25, "SC2.0"),
-        (30, "SC1.0"),
-        (40, "SC2.0"),
-        (45, "SC1.0"),
+    let want: Vec<WindowStart> = [
+        (0, "SC1.0", 3),
+        (10, "SC2.0", 4),
+        (15, "SC1.0", 3),
+        (25, "SC2.0", 4),
+        (30, "SC1.0", 3),
+        (40, "SC2.0", 4),
+        (45, "SC1.0", 3),
     ]
     .iter()
-    .map(|(t, n)| (*t, n.to_string()))
+    .map(|(t, n, b)| (*t, n.to_string(), *b))
     .collect();
     if ws != want {
         return Err(format!("window starts: got {ws:?}, want {want:?}"));

@@ -378,6 +378,8 @@ struct ProcOut {
 struct Report {
     method: Method,
     timer_cpu: u32,
+    /// The timer thread's id (the main thread: the process id), for the witness.
+    timer_tid: u32,
     fifo_priority: i32,
     /// CLOCK_MONOTONIC ns of the schedule's time 0.
     t0_ns: u64,
@@ -452,6 +454,7 @@ fn run(args: &Args, children: &mut Vec<Child>) -> Result<Report> {
     Ok(Report {
         method: args.method,
         timer_cpu: args.timer_cpu,
+        timer_tid: std::process::id(),
         fifo_priority: args.fifo_priority,
         t0_ns,
         frame_ms: config.major_frame_ms(),
