@@ -474,20 +474,22 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
     }
     let _ = writeln!(
         t,
-        "\nratio DEmOS-like / scx_tt (> 1: scx_tt starts windows earlier):"
+        "\nratio DEmOS-like / scx_tt (> 1: scx_tt starts windows earlier); lateness, then its switch part (below):"
     );
     for b in &rows[SCX_RUNS.len()..] {
         for s in &rows[..SCX_RUNS.len()] {
             let (fb, fs) = (b.figs(), s.figs());
             let _ = writeln!(
                 t,
-                "  {:<44} / {:<36} p50 {:>5} p90 {:>5} p99 {:>5} max {:>5}",
+                "  {:<44} / {:<36} p50 {:>5} p90 {:>5} p99 {:>5} max {:>5} | switch p50 {:>5} p99 {:>5}",
                 b.label,
                 s.label,
                 ratio(fb[0], fs[0]),
                 ratio(fb[1], fs[1]),
                 ratio(fb[2], fs[2]),
-                ratio(fb[3], fs[3])
+                ratio(fb[3], fs[3]),
+                ratio(pct(&b.after, 50), pct(&s.after, 50)),
+                ratio(pct(&b.after, 99), pct(&s.after, 99))
             );
         }
     }
