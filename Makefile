@@ -7,6 +7,7 @@
 #   make test-vm        the VM tests only
 #   make bench          the plan, planner and energy benchmarks (no VM)
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
+#   make bench-demos    window-start lateness on a DEmOS config: scx_tt vs a DEmOS-like switcher, in one VM
 #   make install        the built binary, systemd unit, defaults file and docs (DESTDIR, PREFIX;
 #                       docs/service.md); run `make build` first
 #   make deb            a Debian package with cargo-deb (target/debian/scx_tt_*.deb)
@@ -22,7 +23,7 @@ VM_DEMO_FILES := target/vm/runs/demo/files
 # The VM tests: one test binary (tests/vm.rs), one module per folder of tests/vm/scenarios/.
 VM_TESTS := --test vm
 
-.PHONY: deps build demo report-demo test unit test-vm vm-kernel vm-initrd bench bench-lateness fmt install deb
+.PHONY: deps build demo report-demo test unit test-vm vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -89,6 +90,9 @@ bench: build
 
 bench-lateness: vm-initrd
 	$(CARGO) bench --bench lateness
+
+bench-demos: vm-initrd
+	$(CARGO) bench --bench demos_lateness
 
 fmt:
 	$(CARGO) fmt

@@ -49,6 +49,8 @@ BINARIES=("$BIN_DIR/scx_tt" "$BIN_DIR/tt_timer_baseline" "$BIN_DIR/tt_jobs" "$BI
           "$(command -v stress-ng || true)" "$(command -v cyclictest || true)"
           "$(command -v bpftool || true)" "$(command -v chrt || true)"
           "$(command -v qemu-system-x86_64 || true)")
+# the DEmOS-like baseline of bench/demos_lateness.rs
+BINARIES+=("$BIN_DIR/tt_demos_baseline")
 for b in "${BINARIES[@]}"; do
   [ -n "$b" ] && [ -x "$b" ] || die "missing binary '$b' (cargo build --release; scripts/install-deps.sh)"
 done
@@ -76,6 +78,7 @@ cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline tt_jobs tt_component; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
+objcopy --strip-debug "$BIN_DIR/tt_demos_baseline" "$ROOT/bin/tt_demos_baseline"
 cp "$(command -v stress-ng)" "$(command -v cyclictest)" "$(command -v bpftool)" \
    "$(command -v chrt)" "$(command -v qemu-system-x86_64)" "$ROOT/usr/bin/"
 # QEMU's SeaBIOS: the `admit` scenario boots real (nested TCG) VMs inside the guest
