@@ -16,6 +16,7 @@
 
 pub mod config;
 pub mod cpuset;
+pub mod follow;
 pub mod import;
 pub mod power;
 pub mod rng;
