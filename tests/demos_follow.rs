@@ -141,7 +141,10 @@ fn a_plan_that_is_not_the_import_is_refused_naming_the_field() {
     let mut p = plan.clone();
     p.slot_us = 5000;
     let e = check_import(&config, &p).unwrap_err();
-    assert!(e.contains("frame_slots: the plan has 15, the import has 30"), "{e}");
+    assert!(
+        e.contains("frame_slots: the plan has 15, the import has 30"),
+        "{e}"
+    );
     // a moved table range
     let mut p = plan.clone();
     p.cpus[0].table[0].end -= 1;

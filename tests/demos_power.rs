@@ -595,7 +595,11 @@ fn the_simulator_hook_emits_the_events_the_log_implies() {
     let mut compared = 0;
     for p in &files {
         let config = Config::from_file(p).unwrap();
-        let seed = if p.to_string_lossy().contains("jitter") { 2 } else { 5489 };
+        let seed = if p.to_string_lossy().contains("jitter") {
+            2
+        } else {
+            5489
+        };
         for until in [10, 20, 57, 300, 1000] {
             let opts = SimOptions {
                 all_cpus: CpuSet::first_n(8),
@@ -614,12 +618,18 @@ fn the_simulator_hook_emits_the_events_the_log_implies() {
                 m
             };
             let hook: Vec<Timed> = r.events.iter().map(|(_, t)| t.clone()).collect();
-            assert_eq!(group(&hook), group(&rebuilt), "{} until {until}", p.display());
+            assert_eq!(
+                group(&hook),
+                group(&rebuilt),
+                "{} until {until}",
+                p.display()
+            );
             // times never go back, and each event's log position is the lines before it
             assert!(hook.windows(2).all(|w| w[0].time_ms <= w[1].time_ms));
-            assert!(r.events.iter().all(|(at, t)| r.log[..*at]
+            assert!(r
+                .events
                 .iter()
-                .all(|l| l.time_ms <= t.time_ms)));
+                .all(|(at, t)| r.log[..*at].iter().all(|l| l.time_ms <= t.time_ms)));
             compared += hook.len();
         }
     }

@@ -55,11 +55,7 @@ pub fn check_import(config: &Config, plan: &Plan) -> Result<(), String> {
             .map(|t| format!("{} ({:?}, CPU {:?})", t.name, t.class, t.cpu))
             .collect()
     };
-    differ(
-        "tasks",
-        tasks(plan).join(", "),
-        tasks(want).join(", "),
-    )?;
+    differ("tasks", tasks(plan).join(", "), tasks(want).join(", "))?;
     for (a, b) in plan.cpus.iter().zip(&want.cpus) {
         let jobs = |c: &crate::plan::CpuPlan, p: &Plan| -> String {
             let v: Vec<String> = c
@@ -74,11 +70,7 @@ pub fn check_import(config: &Config, plan: &Plan) -> Result<(), String> {
                 .collect();
             v.join(", ")
         };
-        differ(
-            &format!("CPU {} jobs", a.cpu),
-            jobs(a, plan),
-            jobs(b, want),
-        )?;
+        differ(&format!("CPU {} jobs", a.cpu), jobs(a, plan), jobs(b, want))?;
         let table = |c: &crate::plan::CpuPlan| -> String {
             let v: Vec<String> = c
                 .table
@@ -150,7 +142,10 @@ pub fn frame_events(config: &Config, plan: &Plan) -> Vec<(u64, Event)> {
                         partition: p,
                         process: i,
                     };
-                    let freq_mhz = config.partitions[p].processes.get(i).and_then(|q| q.frequency);
+                    let freq_mhz = config.partitions[p]
+                        .processes
+                        .get(i)
+                        .and_then(|q| q.frequency);
                     evs.push((
                         start,
                         5,

@@ -18,6 +18,7 @@ pub mod config;
 pub mod cpuset;
 pub mod follow;
 pub mod import;
+pub mod output;
 pub mod power;
 pub mod rng;
 pub mod sim;
@@ -26,7 +27,9 @@ pub mod trace_log;
 pub use config::{Config, ConfigError, Source};
 pub use cpuset::CpuSet;
 pub use import::{import, ImportOptions, Imported};
-pub use sim::{render_log, simulate, simulate_events, LogLine, ProcessModel, SimOptions, SimResult};
+pub use sim::{
+    render_log, simulate, simulate_events, LogLine, ProcessModel, SimOptions, SimResult,
+};
 
 /// This machine's online CPUs (`/sys/devices/system/cpu/online`; else `0..nproc`), at most
 /// [`cpuset::MAX_CPUS`]: what DEmOS's `cpu: all` means when it runs here.

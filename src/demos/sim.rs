@@ -384,7 +384,12 @@ impl Sim<'_> {
         if self.stopping || self.finished_sc != self.slices.len() {
             return;
         }
-        self.emit(t, Event::BeStart { window: self.window });
+        self.emit(
+            t,
+            Event::BeStart {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             if let Some(be) = self.slices[s].be {
                 // errors (log size) surface at the next start_next call
@@ -395,8 +400,18 @@ impl Sim<'_> {
 
     fn start_window(&mut self, t: u64) -> Result<(), String> {
         self.finished_sc = 0;
-        self.emit(t, Event::WindowStart { window: self.window });
-        self.emit(t, Event::ScStart { window: self.window });
+        self.emit(
+            t,
+            Event::WindowStart {
+                window: self.window,
+            },
+        );
+        self.emit(
+            t,
+            Event::ScStart {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             match self.slices[s].sc {
                 Some(sc) => self.start_partition(s, sc, t, true)?,
@@ -408,7 +423,12 @@ impl Sim<'_> {
 
     fn stop_window(&mut self, t: u64) {
         self.stopping = true;
-        self.emit(t, Event::WindowEnd { window: self.window });
+        self.emit(
+            t,
+            Event::WindowEnd {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             if self.slices[s].running.is_none() {
                 continue;
