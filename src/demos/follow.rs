@@ -28,7 +28,8 @@ pub fn check_import(config: &Config, plan: &Plan) -> Result<(), String> {
         all_cpus: CpuSet::from_cpus(plan.managed.iter().copied()),
         config_dir: None,
     };
-    let imported = import(config, &opts).map_err(|e| format!("importing it: {e}"))?;
+    let imported = import(config, &opts)
+        .map_err(|e| format!("the plan (slot_us {}) is not its import: {e}", plan.slot_us))?;
     let want = &imported.plan;
     let differ = |field: &str, plan_v: String, import_v: String| -> Result<(), String> {
         if plan_v == import_v {

@@ -22,7 +22,7 @@ use super::RunArgs;
 use anyhow::{Context, Result};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
-use scx_tt::demos::output::Power;
+use scx_tt::demos::output::{label, write_line, Power};
 use scx_tt::demos::power::{Event, PowerPolicy};
 use scx_tt::demos::{Config, CpuSet};
 use scx_tt::energy::sysfs::{Journal, Root};
@@ -64,6 +64,8 @@ pub struct DemosRun {
     /// Per window start: its message latency (ns after the slot boundary).
     latencies: Vec<u64>,
     writes: u64,
+    /// `--verbose`: every cpufreq write on stderr.
+    verbose: bool,
 }
 
 impl DemosRun {
@@ -94,9 +96,16 @@ impl DemosRun {
             last_poll_ns: 0,
             latencies: Vec::new(),
             writes: 0,
+            verbose: args.verbose,
         };
         if let Some(p) = run.power.as_mut() {
-            run.writes += p.apply(&Event::Init)?.len() as u64;
+            let made = p.apply(&Event::Init)?;
+            run.writes += made.len() as u64;
+            if run.verbose {
+                for w in &made {
+                    eprintln!("scx_tt: demos: {}", write_line(0, w, "set-up"));
+                }
+            }
             for w in p.engine().warnings() {
                 eprintln!("scx_tt: --power-policy: warning: {w}");
             }
@@ -170,6 +179,15 @@ impl DemosRun {
                     .apply(&e)
                     .with_context(|| format!("power policy at slot {slot}"))?;
                 self.writes += made.len() as u64;
+                if self.verbose {
+                    let ms = slot.saturating_mul(self.clock.slot_ns) / 1_000_000;
+                    for w in &made {
+                        eprintln!(
+                            "scx_tt: demos: {}",
+                            write_line(ms, w, &label(&self.config, &e))
+                        );
+                    }
+                }
             }
         }
         Ok(())
