@@ -28,7 +28,7 @@ const RUN: &str = "demos_power";
 /// A message's latency after its window start, 99th percentile: the slot tick's lateness
 /// (TCG: up to a few ms), the run loop's wake-up (50 µs after the boundary, then every 200 µs)
 /// and the reader's pipe and trace_marker write.
-const LATENCY_P99_NS: u64 = 10_000_000;
+const LATENCY_P99_NS: u64 = 20_000_000;
 /// ... and at worst (a host hiccup).
 const LATENCY_MAX_NS: u64 = 50_000_000;
 const MAX_KHZ: u32 = 2_300_000;
@@ -132,12 +132,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
     // the messages
     let observed: Option<usize> = err
         .lines()
-        .find_map(|l| {
-            l.split("demos: ")
-                .nth(1)?
-                .split(" window starts observed")
-                .next()
-        })
+        .find(|l| l.contains(" window starts observed"))
+        .and_then(|l| l.split("demos: ").nth(1)?.split(' ').next())
         .and_then(|n| n.parse().ok());
     let starts = window_starts(&config, end_ms);
     let got: Vec<&str> = stdout
