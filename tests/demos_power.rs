@@ -635,3 +635,79 @@ fn the_simulator_hook_emits_the_events_the_log_implies() {
     }
     assert!(compared > 500, "{compared} events compared");
 }
+
+/// `simulate --demos -m -M -p minbe --cpufreq-root`: the messages and the driver's writes on
+/// stdout between the schedule log's lines, against the worked example's schedule derived by
+/// hand (docs/demos.md): set-up at the highest frequencies; BE1 starts at 175 ms (after SC2's
+/// 175 ms) and 240 ms (after SC3's 40 ms) at the lowest; window 1 and the next frame's SC at the
+/// highest again; only changes are written. The tree is back byte for byte afterwards.
+#[test]
+fn simulate_prints_messages_and_applies_minbe_to_a_fake_tree() {
+    let tree = imx8_tree("cli");
+    let before = tree.snapshot();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        .args(["simulate", "--demos"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
+        .args(["--frames", "1", "--demos-cpus", "0-5", "-m", "W", "-M", "F"])
+        .args(["-p", "minbe", "--cpufreq-root"])
+        .arg(&tree.dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let hi = |t: u32, why: &str| {
+        vec![
+            format!("{t:6}: cpufreq policy0 1200000 kHz ({why})"),
+            format!("{t:6}: cpufreq policy4 1596000 kHz ({why})"),
+        ]
+    };
+    let lo = |t: u32, why: &str| {
+        vec![
+            format!("{t:6}: cpufreq policy0 600000 kHz ({why})"),
+            format!("{t:6}: cpufreq policy4 600000 kHz ({why})"),
+        ]
+    };
+    let log = |t: u32, cpus: u32, cmd: &str, budget: u32| {
+        vec![format!("{t:6}: cpus={cpus} cmd='./{cmd}' budget={budget}")]
+    };
+    let want: Vec<String> = [
+        hi(0, "set-up"),
+        vec!["F".into(), "W".into()],
+        log(0, 1, "sc1-control", 100),
+        log(0, 2, "sc2-vision", 175),
+        log(100, 1, "sc1-log", 50),
+        lo(175, "BE start, window #0"),
+        log(175, 1, "be1-batch", 25),
+        vec!["W".into()],
+        hi(200, "SC start, window #1"),
+        log(200, 1, "sc3-monitor", 40),
+        lo(240, "BE start, window #1"),
+        log(240, 1, "be1-batch", 25),
+        vec!["F".into(), "W".into()],
+        hi(300, "SC start, window #0"),
+        log(300, 1, "sc1-control", 100),
+        log(300, 2, "sc2-vision", 175),
+    ]
+    .concat();
+    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(got, want, "{stderr}");
+    assert_eq!(
+        tree.snapshot(),
+        before,
+        "the tree is restored byte for byte"
+    );
+    // a policy DEmOS does not have: refused, nothing written
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        .args(["simulate", "--demos"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
+        .args(["-p", "maxbe", "--cpufreq-root"])
+        .arg(&tree.dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown power policy 'maxbe'"));
+    assert_eq!(tree.snapshot(), before);
+}
