@@ -711,3 +711,67 @@ fn simulate_prints_messages_and_applies_minbe_to_a_fake_tree() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown power policy 'maxbe'"));
     assert_eq!(tree.snapshot(), before);
 }
+
+/// The kernel run's `--demos` refusals come before anything changes (no root or sched_ext
+/// needed to see them): a plan that is not the configuration's import, a cpufreq policy
+/// without the `userspace` governor, an unknown policy; the tree is untouched.
+#[test]
+fn the_kernel_run_refuses_before_changing_anything() {
+    let tree = imx8_tree("run");
+    let before = tree.snapshot();
+    let dir = Tree::new("runplan");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let vm_cfg = repo.join("tests/vm/scenarios/demos/demos.yaml");
+    let bin = env!("CARGO_BIN_EXE_scx_tt");
+    let import = |cfg: &Path, out: &Path| {
+        let st = std::process::Command::new(bin)
+            .args(["plan", "import", "--demos"])
+            .arg(cfg)
+            .args(["--all-cpus", "1", "--out"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(st.status.success());
+    };
+    let plan = dir.dir.join("plan.json");
+    import(&vm_cfg, &plan);
+    let other = dir.dir.join("other.json");
+    import(
+        &repo.join("tests/demos/01-one-sc-budget-below-window.yaml"),
+        &other,
+    );
+    let run = |plan: &Path, extra: &[&str]| {
+        let o = std::process::Command::new(bin)
+            .arg("--table")
+            .arg(plan)
+            .arg("--demos")
+            .arg(&vm_cfg)
+            .args(extra)
+            .arg("--sysfs-root")
+            .arg(&tree.dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (rc, err) = run(&other, &["-m", "W"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(err.contains("the plan is not its import"), "{err}");
+    let (rc, err) = run(&plan, &["-p", "maxbe"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(err.contains("unknown power policy 'maxbe'"), "{err}");
+    // the i.MX8 tree offers userspace: take it away from policy4
+    let govs = format!("{CPU}/cpufreq/policy4/scaling_available_governors");
+    tree.put(&govs, "ondemand performance schedutil");
+    let before_nouser = tree.snapshot();
+    let (rc, err) = run(&plan, &["-p", "minbe"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(
+        err.contains("cpufreq policy4 has no userspace governor"),
+        "{err}"
+    );
+    assert_eq!(tree.snapshot(), before_nouser);
+    assert_ne!(before_nouser, before);
+}

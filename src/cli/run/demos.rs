@@ -25,6 +25,7 @@ use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
 use scx_tt::demos::output::{label, write_line, Power};
 use scx_tt::demos::power::{Event, PowerPolicy};
 use scx_tt::demos::{Config, CpuSet};
+use scx_tt::energy::cpufreq;
 use scx_tt::energy::sysfs::{Journal, Root};
 use scx_tt::plan::Plan;
 use std::io::Write;
@@ -48,6 +49,25 @@ pub fn check(args: &RunArgs, plan: &Plan) -> Result<Option<(Config, PowerPolicy)
         Some(p) => PowerPolicy::parse(p).context("--power-policy")?,
         None => PowerPolicy::None,
     };
+    if policy.is_active() {
+        // what taking cpufreq over needs, read now: the policies, their userspace governor,
+        // the configuration's frequencies against them (DEmOS's `validate`)
+        let root = Root::new(&args.sysfs_root);
+        let all = CpuSet::from_cpus(plan.managed.iter().copied());
+        Power::open(policy, &config, all, root.clone(), None)?;
+        let policies = cpufreq::discover(&root).context("--power-policy")?;
+        if let Some(p) = policies
+            .iter()
+            .find(|p| !p.governors.iter().any(|g| g == "userspace"))
+        {
+            anyhow::bail!(
+                "--power-policy {policy}: cpufreq policy{} has no userspace governor \
+                 (available: {}): scx_tt cannot set its frequency",
+                p.id,
+                p.governors.join(" ")
+            );
+        }
+    }
     Ok(Some((config, policy)))
 }
 
