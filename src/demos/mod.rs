@@ -12,6 +12,10 @@
 //!   (`scx_tt simulate --demos`); reproduces DEmOS's own golden schedules
 //!   (tests/demos_golden.rs).
 //! - [`import`]: a configuration → a scx_tt plan (`scx_tt plan import --demos`).
+//! - [`power`]: DEmOS's power policies (`-p`): the pure engine and the cpufreq driver.
+//! - [`follow`]: the DEmOS events of a kernel run of an imported plan (the slot grid and the
+//!   enforced table), the check that the plan is the configuration's import, `-m`/`-M` lines.
+//! - [`output`]: what `-m`/`-M`/`-p` print and write, for `simulate --demos` and the run.
 //! - [`cpuset`], [`rng`]: DEmOS's CPU lists and its jitter generator.
 
 pub mod config;
