@@ -575,3 +575,203 @@ fn events_fit_every_golden_schedule() {
     }
     assert!(n >= 9, "{n} golden configs");
 }
+
+/// The simulator's own events (`simulate_events`, a hook in the simulator) against the
+/// independent rebuild from its log (`events_from_sim`): the same events at the same times, on
+/// every golden schedule, the worked example and the power fixtures, over several time limits.
+/// Within one instant both follow DEmOS's order; the rebuild sorts by (window events, SC, BE),
+/// the hook follows the scheduler, so the instants are compared as sorted lists.
+#[test]
+fn the_simulator_hook_emits_the_events_the_log_implies() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/demos");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().and_then(|x| x.to_str()) == Some("yaml"))
+        .collect();
+    files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"));
+    files.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/demos_power/per-process.yaml"));
+    let mut compared = 0;
+    for p in &files {
+        let config = Config::from_file(p).unwrap();
+        let seed = if p.to_string_lossy().contains("jitter") {
+            2
+        } else {
+            5489
+        };
+        for until in [10, 20, 57, 300, 1000] {
+            let opts = SimOptions {
+                all_cpus: CpuSet::first_n(8),
+                until_ms: until,
+                seed,
+            };
+            let r = demos::simulate_events(&config, &opts).unwrap();
+            let rebuilt = events_from_sim(&config, &opts, &r).unwrap();
+            let key = |t: &Timed| (t.time_ms, format!("{:?}", t.event));
+            let group = |v: &[Timed]| -> BTreeMap<u64, Vec<String>> {
+                let mut m: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+                for t in v {
+                    m.entry(t.time_ms).or_default().push(key(t).1);
+                }
+                m.values_mut().for_each(|v| v.sort());
+                m
+            };
+            let hook: Vec<Timed> = r.events.iter().map(|(_, t)| t.clone()).collect();
+            assert_eq!(
+                group(&hook),
+                group(&rebuilt),
+                "{} until {until}",
+                p.display()
+            );
+            // times never go back, and each event's log position is the lines before it
+            assert!(hook.windows(2).all(|w| w[0].time_ms <= w[1].time_ms));
+            assert!(r
+                .events
+                .iter()
+                .all(|(at, t)| r.log[..*at].iter().all(|l| l.time_ms <= t.time_ms)));
+            compared += hook.len();
+        }
+    }
+    assert!(compared > 500, "{compared} events compared");
+}
+
+/// `simulate --demos -m -M -p minbe --cpufreq-root`: the messages and the driver's writes on
+/// stdout between the schedule log's lines, against the worked example's schedule derived by
+/// hand (docs/demos.md): set-up at the highest frequencies; BE1 starts at 175 ms (after SC2's
+/// 175 ms) and 240 ms (after SC3's 40 ms) at the lowest; window 1 and the next frame's SC at the
+/// highest again; only changes are written. The tree is back byte for byte afterwards.
+#[test]
+fn simulate_prints_messages_and_applies_minbe_to_a_fake_tree() {
+    let tree = imx8_tree("cli");
+    let before = tree.snapshot();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        .args(["simulate", "--demos"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
+        .args(["--frames", "1", "--demos-cpus", "0-5", "-m", "W", "-M", "F"])
+        .args(["-p", "minbe", "--cpufreq-root"])
+        .arg(&tree.dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let hi = |t: u32, why: &str| {
+        vec![
+            format!("{t:6}: cpufreq policy0 1200000 kHz ({why})"),
+            format!("{t:6}: cpufreq policy4 1596000 kHz ({why})"),
+        ]
+    };
+    let lo = |t: u32, why: &str| {
+        vec![
+            format!("{t:6}: cpufreq policy0 600000 kHz ({why})"),
+            format!("{t:6}: cpufreq policy4 600000 kHz ({why})"),
+        ]
+    };
+    let log = |t: u32, cpus: u32, cmd: &str, budget: u32| {
+        vec![format!("{t:6}: cpus={cpus} cmd='./{cmd}' budget={budget}")]
+    };
+    let want: Vec<String> = [
+        hi(0, "set-up"),
+        vec!["F".into(), "W".into()],
+        log(0, 1, "sc1-control", 100),
+        log(0, 2, "sc2-vision", 175),
+        log(100, 1, "sc1-log", 50),
+        lo(175, "BE start, window #0"),
+        log(175, 1, "be1-batch", 25),
+        vec!["W".into()],
+        hi(200, "SC start, window #1"),
+        log(200, 1, "sc3-monitor", 40),
+        lo(240, "BE start, window #1"),
+        log(240, 1, "be1-batch", 25),
+        vec!["F".into(), "W".into()],
+        hi(300, "SC start, window #0"),
+        log(300, 1, "sc1-control", 100),
+        log(300, 2, "sc2-vision", 175),
+    ]
+    .concat();
+    let got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(got, want, "{stderr}");
+    assert_eq!(
+        tree.snapshot(),
+        before,
+        "the tree is restored byte for byte"
+    );
+    // a policy DEmOS does not have: refused, nothing written
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        .args(["simulate", "--demos"])
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
+        .args(["-p", "maxbe", "--cpufreq-root"])
+        .arg(&tree.dir)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown power policy 'maxbe'"));
+    assert_eq!(tree.snapshot(), before);
+}
+
+/// The kernel run's `--demos` refusals come before anything changes (no root or sched_ext
+/// needed to see them): a plan that is not the configuration's import, a cpufreq policy
+/// without the `userspace` governor, an unknown policy; the tree is untouched.
+#[test]
+fn the_kernel_run_refuses_before_changing_anything() {
+    let tree = imx8_tree("run");
+    let before = tree.snapshot();
+    let dir = Tree::new("runplan");
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let vm_cfg = repo.join("tests/vm/scenarios/demos/demos.yaml");
+    let bin = env!("CARGO_BIN_EXE_scx_tt");
+    let import = |cfg: &Path, out: &Path| {
+        let st = std::process::Command::new(bin)
+            .args(["plan", "import", "--demos"])
+            .arg(cfg)
+            .args(["--all-cpus", "1", "--out"])
+            .arg(out)
+            .output()
+            .unwrap();
+        assert!(st.status.success());
+    };
+    let plan = dir.dir.join("plan.json");
+    import(&vm_cfg, &plan);
+    let other = dir.dir.join("other.json");
+    import(
+        &repo.join("tests/demos/01-one-sc-budget-below-window.yaml"),
+        &other,
+    );
+    let run = |plan: &Path, extra: &[&str]| {
+        let o = std::process::Command::new(bin)
+            .arg("--table")
+            .arg(plan)
+            .arg("--demos")
+            .arg(&vm_cfg)
+            .args(extra)
+            .arg("--sysfs-root")
+            .arg(&tree.dir)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (rc, err) = run(&other, &["-m", "W"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(err.contains("the plan is not its import"), "{err}");
+    let (rc, err) = run(&plan, &["-p", "maxbe"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(err.contains("unknown power policy 'maxbe'"), "{err}");
+    // the i.MX8 tree offers userspace: take it away from policy4
+    let govs = format!("{CPU}/cpufreq/policy4/scaling_available_governors");
+    tree.put(&govs, "ondemand performance schedutil");
+    let before_nouser = tree.snapshot();
+    let (rc, err) = run(&plan, &["-p", "minbe"]);
+    assert_eq!(rc, Some(2), "{err}");
+    assert!(
+        err.contains("cpufreq policy4 has no userspace governor"),
+        "{err}"
+    );
+    assert_eq!(tree.snapshot(), before_nouser);
+    assert_ne!(before_nouser, before);
+}

@@ -21,6 +21,7 @@
 mod carry;
 #[cfg(feature = "bpf")]
 mod daemon;
+mod demos;
 #[cfg(feature = "bpf")]
 mod energy;
 #[cfg(feature = "bpf")]
@@ -181,6 +182,20 @@ pub struct RunArgs {
     /// `scx_tt simulate --replay` (docs/planner.md, "Conformance").
     #[arg(long, value_name = "FILE.jsonl", requires = "planner")]
     pub planner_log: Option<PathBuf>,
+    /// The DEmOS configuration the plan was imported from (`plan import --demos`): the run
+    /// knows its windows, for -m/-M/-p (docs/demos.md). Refused unless the plan is its import.
+    #[arg(long, value_name = "CONFIG.yaml", conflicts_with = "planner")]
+    pub demos: Option<PathBuf>,
+    /// With --demos: print MSG on stdout at each window start (DEmOS's -m).
+    #[arg(short = 'm', long, value_name = "MSG", requires = "demos")]
+    pub window_message: Option<String>,
+    /// With --demos: print MSG on stdout at each major frame start (DEmOS's -M).
+    #[arg(short = 'M', long, value_name = "MSG", requires = "demos")]
+    pub mf_message: Option<String>,
+    /// With --demos: DEmOS's power policy (none, minbe, low, high, per_process, per_slice),
+    /// through cpufreq's userspace governor under --sysfs-root, restored at exit.
+    #[arg(short = 'p', long, value_name = "POLICY", requires = "demos")]
+    pub power_policy: Option<String>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,
@@ -225,6 +240,10 @@ pub fn run(args: RunArgs) -> Result<i32> {
                  target itself)"
             );
         }
+    }
+    if let Err(e) = demos::check(&args, &plan) {
+        eprintln!("scx_tt: {e:#}");
+        return Ok(2);
     }
     let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]

@@ -2,6 +2,7 @@
 
 use anyhow::{bail, Context};
 use clap::Args;
+use scx_tt::demos::power::PowerPolicy;
 use scx_tt::energy::model;
 use scx_tt::plan::ServerDesign;
 use scx_tt::plan::{self, LoadError};
@@ -53,6 +54,40 @@ pub struct SimulateArgs {
     /// CPUs, as DEmOS).
     #[arg(long, value_name = "LIST", requires = "demos", value_parser = scx_tt::demos::parse_cpus_flag)]
     demos_cpus: Option<scx_tt::demos::CpuSet>,
+    /// With --demos: print MSG on stdout at the start of each window (DEmOS's -m).
+    #[arg(
+        short = 'm',
+        long,
+        value_name = "MSG",
+        requires = "demos",
+        conflicts_with = "from_trace"
+    )]
+    window_message: Option<String>,
+    /// With --demos: print MSG on stdout at the start of each major frame, before the window's
+    /// (DEmOS's -M).
+    #[arg(
+        short = 'M',
+        long,
+        value_name = "MSG",
+        requires = "demos",
+        conflicts_with = "from_trace"
+    )]
+    mf_message: Option<String>,
+    /// With --demos: DEmOS's power policy (-p NAME: none, minbe, low, high, per_process,
+    /// per_slice; docs/demos.md): print the cpufreq writes each event makes on stdout.
+    #[arg(
+        short = 'p',
+        long,
+        value_name = "POLICY",
+        requires = "demos",
+        conflicts_with = "from_trace"
+    )]
+    power_policy: Option<String>,
+    /// With --power-policy: apply the writes to the cpufreq policies under this root (a fake
+    /// sysfs tree laid out like /sys), through the userspace governor, and restore it at the
+    /// end. Without it the machine's /sys is only read (its policies' frequencies).
+    #[arg(long, value_name = "DIR", requires = "power_policy")]
+    cpufreq_root: Option<PathBuf>,
     /// Arrivals: JSON list of {at_slot, name, kind, wcet, deadline|period, cpu?}.
     #[arg(long)]
     arrivals: Option<PathBuf>,
@@ -370,6 +405,22 @@ fn demos(config: &std::path::Path, args: &SimulateArgs) -> anyhow::Result<i32> {
         until_ms,
         seed,
     };
+    let policy = match args
+        .power_policy
+        .as_deref()
+        .map(PowerPolicy::parse)
+        .transpose()
+    {
+        Ok(p) => p.unwrap_or(PowerPolicy::None),
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: --power-policy: {e}");
+            return Ok(EXIT_INVALID);
+        }
+    };
+    let streamed = args.window_message.is_some() || args.mf_message.is_some() || policy.is_active();
+    if streamed {
+        return demos_stream(&c, config, args, &opts, policy);
+    }
     let r = match demos::simulate(&c, &opts) {
         Ok(r) => r,
         Err(e) => {
@@ -397,6 +448,83 @@ fn demos(config: &std::path::Path, args: &SimulateArgs) -> anyhow::Result<i32> {
         }
     );
     Ok(0)
+}
+
+/// `simulate --demos` with `-m`/`-M`/`-p`: the messages and the power writes on stdout between
+/// the schedule log's lines (when the log goes to stdout), in the order of DEmOS's events.
+fn demos_stream(
+    c: &scx_tt::demos::Config,
+    config: &std::path::Path,
+    args: &SimulateArgs,
+    opts: &scx_tt::demos::SimOptions,
+    policy: PowerPolicy,
+) -> anyhow::Result<i32> {
+    use scx_tt::demos::{self, output};
+    use scx_tt::energy::sysfs::{Journal, Root};
+    let root = Root::new(args.cpufreq_root.clone().unwrap_or_else(|| "/".into()));
+    let journal = args
+        .cpufreq_root
+        .as_ref()
+        .map(|_| Journal::new(root.clone()));
+    let mut power = match output::Power::open(policy, c, opts.all_cpus, root, journal) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: {}: {e}", config.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    for w in power.iter().flat_map(|p| p.engine().warnings()) {
+        eprintln!("simulate: warning: {w}");
+    }
+    let r = match demos::simulate_events(c, opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: {}: {e}", config.display());
+            return Ok(EXIT_INVALID);
+        }
+    };
+    for w in &r.warnings {
+        eprintln!("simulate: warning: {w}");
+    }
+    let sc = demos::trace_log::sc_lines(c, &r.log);
+    let keep = |l: &demos::LogLine| !args.sc_only || sc.contains(l);
+    let on_stdout = args.schedule_log.is_none();
+    let text = output::render(
+        c,
+        &r,
+        on_stdout.then_some(&keep as &dyn Fn(&demos::LogLine) -> bool),
+        args.window_message.as_deref(),
+        args.mf_message.as_deref(),
+        power.as_mut(),
+    );
+    // the tree back as it was, also when a policy stopped the run
+    let failed = power.map_or(0, output::Power::finish);
+    let text = match text {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("scx_tt: error: simulate: {}: {e}", config.display());
+            return Ok(1);
+        }
+    };
+    print!("{text}");
+    if let Some(path) = &args.schedule_log {
+        let log: Vec<demos::LogLine> = r.log.iter().filter(|l| keep(l)).cloned().collect();
+        std::fs::write(path, demos::render_log(&log))
+            .with_context(|| format!("writing the schedule log to {}", path.display()))?;
+    }
+    eprintln!(
+        "simulate: {}: {} ms, {} process starts, {} events{}",
+        config.display(),
+        r.end_ms,
+        r.log.len(),
+        r.events.len(),
+        if failed > 0 {
+            format!("; {failed} cpufreq file(s) could not be restored")
+        } else {
+            String::new()
+        }
+    );
+    Ok(i32::from(failed > 0))
 }
 
 pub fn run(args: SimulateArgs) -> anyhow::Result<i32> {

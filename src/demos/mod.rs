@@ -12,11 +12,17 @@
 //!   (`scx_tt simulate --demos`); reproduces DEmOS's own golden schedules
 //!   (tests/demos_golden.rs).
 //! - [`import`]: a configuration → a scx_tt plan (`scx_tt plan import --demos`).
+//! - [`power`]: DEmOS's power policies (`-p`): the pure engine and the cpufreq driver.
+//! - [`follow`]: the DEmOS events of a kernel run of an imported plan (the slot grid and the
+//!   enforced table), the check that the plan is the configuration's import, `-m`/`-M` lines.
+//! - [`output`]: what `-m`/`-M`/`-p` print and write, for `simulate --demos` and the run.
 //! - [`cpuset`], [`rng`]: DEmOS's CPU lists and its jitter generator.
 
 pub mod config;
 pub mod cpuset;
+pub mod follow;
 pub mod import;
+pub mod output;
 pub mod power;
 pub mod rng;
 pub mod sim;
@@ -25,7 +31,9 @@ pub mod trace_log;
 pub use config::{Config, ConfigError, Source};
 pub use cpuset::CpuSet;
 pub use import::{import, ImportOptions, Imported};
-pub use sim::{render_log, simulate, LogLine, ProcessModel, SimOptions, SimResult};
+pub use sim::{
+    render_log, simulate, simulate_events, LogLine, ProcessModel, SimOptions, SimResult,
+};
 
 /// This machine's online CPUs (`/sys/devices/system/cpu/online`; else `0..nproc`), at most
 /// [`cpuset::MAX_CPUS`]: what DEmOS's `cpu: all` means when it runs here.

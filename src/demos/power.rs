@@ -12,7 +12,8 @@
 //! - [`PowerEngine`]: pure: a policy + the domains + the configuration → for each event, the
 //!   frequency writes DEmOS makes ([`Write`]) and the frequency of every domain and CPU after it.
 //! - [`events_from_sim`]: the event stream of a [`super::simulate`] run, rebuilt from its
-//!   schedule log and the configuration (checked against the log: see its doc).
+//!   schedule log and the configuration (checked against the log: see its doc); the
+//!   independent reference for the simulator's own events ([`super::simulate_events`]).
 //! - [`PowerDriver`]: applies an engine's decisions through a
 //!   [`CpufreqBackend`](crate::energy::cpufreq::CpufreqBackend) (the `userspace` governor's
 //!   `scaling_setspeed`); with [`SysfsCpufreq`] everything it changed is restored by the journal.

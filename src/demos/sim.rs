@@ -31,6 +31,7 @@
 
 use super::config::{Config, ConfigError};
 use super::cpuset::CpuSet;
+use super::power::{Event, ProcId, Timed};
 use super::rng::Mt19937;
 use std::fmt;
 
@@ -139,6 +140,10 @@ pub struct SimResult {
     /// When the run ended (ms): `until_ms`, or earlier when every process exited.
     pub end_ms: u64,
     pub all_exited: bool,
+    /// With [`simulate_events`]: DEmOS's scheduler events (its `PowerPolicy` hooks) in the
+    /// order DEmOS's scheduler makes them, each with the number of log lines written before it
+    /// (for `-m`/`-M` messages and power writes between the log lines).
+    pub events: Vec<(usize, Timed)>,
 }
 
 pub const MAX_WARNINGS: usize = 100;
@@ -220,9 +225,20 @@ struct Sim<'a> {
     rng: Mt19937,
     out: SimResult,
     alive: usize,
+    /// The window running (index in `config.windows`).
+    window: usize,
+    /// Record the events ([`simulate_events`]).
+    record: bool,
 }
 
 impl Sim<'_> {
+    fn emit(&mut self, time_ms: u64, event: Event) {
+        if self.record {
+            let at = self.out.log.len();
+            self.out.events.push((at, Timed { time_ms, event }));
+        }
+    }
+
     fn warn(&mut self, w: String) {
         if self.out.warnings.len() < MAX_WARNINGS {
             self.out.warnings.push(w);
@@ -281,12 +297,24 @@ impl Sim<'_> {
                     "the schedule log would exceed {MAX_LOG_LINES} lines: simulate less time"
                 ));
             }
+            let freq_mhz = proc.frequency;
             self.out.log.push(LogLine {
                 time_ms: t,
                 cpus: self.slices[s].cpus,
                 cmd: proc.cmd.clone(),
                 budget,
             });
+            let event = Event::ProcessStart {
+                window: self.window,
+                slice: s,
+                proc: ProcId {
+                    partition: p,
+                    process: i,
+                },
+                cpus: self.slices[s].cpus,
+                freq_mhz,
+            };
+            self.emit(t, event);
             let rt = &mut self.slices[s];
             rt.running = Some(i);
             rt.started = t;
@@ -323,11 +351,20 @@ impl Sim<'_> {
         }
     }
 
-    fn stop_current(&mut self, s: usize, completed: bool) {
+    fn stop_current(&mut self, s: usize, completed: bool, t: u64) {
         if let (Some(p), Some(i)) = (self.slices[s].partition, self.slices[s].running.take()) {
             if completed {
                 self.parts[p].procs[i].completed = true;
             }
+            let event = Event::ProcessEnd {
+                window: self.window,
+                slice: s,
+                proc: ProcId {
+                    partition: p,
+                    process: i,
+                },
+            };
+            self.emit(t, event);
         }
     }
 
@@ -347,6 +384,12 @@ impl Sim<'_> {
         if self.stopping || self.finished_sc != self.slices.len() {
             return;
         }
+        self.emit(
+            t,
+            Event::BeStart {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             if let Some(be) = self.slices[s].be {
                 // errors (log size) surface at the next start_next call
@@ -357,6 +400,18 @@ impl Sim<'_> {
 
     fn start_window(&mut self, t: u64) -> Result<(), String> {
         self.finished_sc = 0;
+        self.emit(
+            t,
+            Event::WindowStart {
+                window: self.window,
+            },
+        );
+        self.emit(
+            t,
+            Event::ScStart {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             match self.slices[s].sc {
                 Some(sc) => self.start_partition(s, sc, t, true)?,
@@ -368,6 +423,12 @@ impl Sim<'_> {
 
     fn stop_window(&mut self, t: u64) {
         self.stopping = true;
+        self.emit(
+            t,
+            Event::WindowEnd {
+                window: self.window,
+            },
+        );
         for s in 0..self.slices.len() {
             if self.slices[s].running.is_none() {
                 continue;
@@ -375,7 +436,7 @@ impl Sim<'_> {
             self.account(s, t);
             let remaining = self.slices[s].timeout - t;
             if remaining == 0 {
-                self.stop_current(s, true);
+                self.stop_current(s, true, t);
                 let _ = self.load_next(s, t);
                 continue;
             }
@@ -386,7 +447,7 @@ impl Sim<'_> {
                 );
                 self.parts[p].procs[i].stored_budget = Some(remaining);
             }
-            self.stop_current(s, false);
+            self.stop_current(s, false, t);
         }
         self.stopping = false;
     }
@@ -434,7 +495,7 @@ impl Sim<'_> {
             return Ok(());
         }
         if completes || t >= self.slices[s].timeout {
-            self.stop_current(s, true);
+            self.stop_current(s, true, t);
             self.start_next(s, t)?;
         }
         Ok(())
@@ -443,6 +504,22 @@ impl Sim<'_> {
 
 /// Simulate `config` for `opts.until_ms` milliseconds.
 pub fn simulate(config: &Config, opts: &SimOptions) -> Result<SimResult, String> {
+    run(config, opts, false)
+}
+
+/// [`simulate`], also recording DEmOS's scheduler events in `SimResult::events`, exactly as
+/// the simulator makes them: [`Event::Init`] at 0; at a window end `WindowEnd`, then a
+/// `ProcessEnd` for each process it stops (slice order); at a window start `WindowStart`,
+/// `ScStart`, the SC processes' starts (slice order), and `BeStart` when the last SC
+/// partition is done (at once when no SC work is pending), followed by the BE starts; a
+/// process's end (budget or completion) comes right before the next start of its slice. An
+/// exit ends nothing (the slice idles until the budget timer, as DEmOS). No event at the end of
+/// the run stops the processes still running.
+pub fn simulate_events(config: &Config, opts: &SimOptions) -> Result<SimResult, String> {
+    run(config, opts, true)
+}
+
+fn run(config: &Config, opts: &SimOptions, record: bool) -> Result<SimResult, String> {
     check_runnable(config).map_err(|e| e.to_string())?;
     if opts.all_cpus.is_empty() {
         return Err("the CPU set of `all` is empty".into());
@@ -468,7 +545,10 @@ pub fn simulate(config: &Config, opts: &SimOptions) -> Result<SimResult, String>
         rng: Mt19937::new(opts.seed),
         out: SimResult::default(),
         alive,
+        window: 0,
+        record,
     };
+    sim.emit(0, Event::Init);
     // each window's slices with their effective CPUs
     let mut windows = Vec::new();
     for w in &config.windows {
@@ -533,6 +613,7 @@ pub fn simulate(config: &Config, opts: &SimOptions) -> Result<SimResult, String>
         }
         t = end;
         w = (w + 1) % config.windows.len();
+        sim.window = w;
         sim.slices = windows[w].clone();
         sim.start_window(t)?;
         if t == until {

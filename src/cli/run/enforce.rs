@@ -273,6 +273,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 .chain(&obs)
                 .map(Every::next_ns)
                 .chain(self.live.deadline_ns)
+                .chain(self.live.stats.demos.as_ref().and_then(|d| d.wake_ns()))
                 .min()
                 .unwrap_or(now);
             let timeout = Duration::from_nanos(wake.saturating_sub(monotonic_ns()));
@@ -293,7 +294,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             if obs.as_mut().is_some_and(|o| o.due(now)) {
                 self.poll_obs(now)?;
             }
-            if ring.due(now) {
+            let demos_due = self.live.stats.demos.as_mut().is_some_and(|d| d.due(now));
+            if ring.due(now) || demos_due {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
             }

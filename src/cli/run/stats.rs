@@ -29,6 +29,8 @@ pub struct Stats {
     samples: Rc<RefCell<Vec<SlotSample>>>,
     /// The test hook `SCX_TT_TEST_OBS` (obs_test.rs): the observation ring against the records.
     pub obs_test: Option<ObsTest>,
+    /// `--demos`: DEmOS's messages and power policy, from the records (demos.rs).
+    pub demos: Option<super::demos::DemosRun>,
 }
 
 impl Stats {
@@ -83,6 +85,7 @@ impl Stats {
             trace,
             samples: Rc::default(),
             obs_test: ObsTest::from_env(&cfg.managed)?,
+            demos: super::demos::DemosRun::open(args, plan, clock)?,
         })
     }
 
@@ -98,6 +101,9 @@ impl Stats {
             if let Some(t) = self.obs_test.as_mut() {
                 t.record(&s);
             }
+            if let Some(d) = self.demos.as_mut() {
+                d.record(s.slot);
+            }
             self.acc.add(&s);
             let rec = self.acc.trace_record(&s);
             self.energy.record(&rec);
@@ -105,6 +111,9 @@ impl Stats {
                 serde_json::to_writer(&mut *w, &rec).context("writing the trace")?;
                 w.write_all(b"\n").context("writing the trace")?;
             }
+        }
+        if let Some(d) = self.demos.as_mut() {
+            d.emit()?;
         }
         Ok(())
     }
@@ -115,6 +124,9 @@ impl Stats {
         }
         if let Some(t) = self.obs_test.as_mut() {
             t.finish()?;
+        }
+        if let Some(d) = self.demos.as_mut() {
+            d.finish();
         }
         Ok(())
     }
