@@ -51,6 +51,9 @@ enum Cmd {
 
 fn main() {
     let cli = Cli::parse();
+    if cli.cmd.as_ref().is_some_and(Cmd::writes_to_a_pipe) {
+        default_sigpipe();
+    }
     let result = match cli.cmd {
         Some(Cmd::Plan(cmd)) => cli::plan::run(cmd),
         Some(Cmd::Simulate(args)) => cli::simulate::run(*args),
@@ -66,5 +69,27 @@ fn main() {
             eprintln!("scx_tt: error: {e:#}");
             std::process::exit(1);
         }
+    }
+}
+
+impl Cmd {
+    /// The offline subcommands whose output is read through a pipe (`simulate ... | head`):
+    /// they end quietly when the reader goes away, as other Unix tools do. The run daemon and
+    /// `ctl` keep Rust's ignored SIGPIPE, so a control client or stats reader that closes its
+    /// socket early gets an EPIPE error, never a killed scheduler.
+    fn writes_to_a_pipe(&self) -> bool {
+        matches!(
+            self,
+            Cmd::Plan(_) | Cmd::Simulate(_) | Cmd::Report(_) | Cmd::Trace(_)
+        )
+    }
+}
+
+/// SIGPIPE back to its default action (terminate) for this process.
+fn default_sigpipe() {
+    // SAFETY: signal(2) with SIG_DFL installs no handler; it only changes the disposition,
+    // before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -148,3 +148,47 @@ fn a_missing_power_model_is_an_error_naming_the_file() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("/nonexistent/model.json"), "{err}");
 }
+
+/// `simulate ... | head -1`: the reader goes away after one line; simulate ends on SIGPIPE,
+/// as other Unix tools do, without a panic message on stderr.
+#[test]
+fn a_reader_that_closes_the_pipe_ends_simulate_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = scx_tt()
+        .current_dir(root())
+        .args([
+            "simulate",
+            "--demos",
+            "schedules/demos-example.yaml",
+            "--frames",
+            "20000",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn scx_tt");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut first)
+        .expect("read the first line");
+    // the reader (and with it the pipe's read end) is dropped here
+    let out = child.wait_with_output().expect("wait for scx_tt");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    println!(
+        "first line {first:?}; status {:?}; stderr {stderr:?}",
+        out.status
+    );
+    assert!(
+        first.contains("cmd="),
+        "a schedule log line first: {first:?}"
+    );
+    assert!(!stderr.contains("panicked"), "no panic: {stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "ended by SIGPIPE: {:?}",
+        out.status
+    );
+}
