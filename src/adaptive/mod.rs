@@ -27,10 +27,12 @@
 //! Every parameter is validated; a bad one is a [`ParamError`] naming the field, the value and
 //! the rule.
 
+pub mod bounds;
 pub mod controller;
 pub mod period;
 pub mod supervisor;
 
+pub use bounds::{AdaptiveBounds, AdaptiveParams};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{

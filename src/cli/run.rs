@@ -216,6 +216,17 @@ pub fn run(args: RunArgs) -> Result<i32> {
             args.freq_backend.name()
         );
     }
+    if let (None, Some(t)) = (
+        args.planner,
+        plan.tasks.iter().find(|t| t.class == plan::Class::Adaptive),
+    ) {
+        bail!(
+            "task {}: class adaptive needs planner mode: its reservation is granted at run time \
+             through the planner's admission (docs/adaptive.md); next step: run with --planner \
+             bss (or dvfs), or give the task class be or tt",
+            t.name
+        );
+    }
     if let Some(policy) = args.planner {
         online::check(policy, args.planner_lead_slots, plan.frame_slots)?;
         if args.perf_table.is_some() {

@@ -1227,7 +1227,8 @@ fn thread_comm(tid: u32) -> Option<String> {
 fn class_abi(class: Class) -> u8 {
     (match class {
         Class::Tt => abi::tt_class_TT_CLASS_TT,
-        Class::Be => abi::tt_class_TT_CLASS_BE,
+        // an adaptive task is best effort until the supervisor grants it a reservation
+        Class::Be | Class::Adaptive => abi::tt_class_TT_CLASS_BE,
     }) as u8
 }
 
