@@ -31,8 +31,10 @@ pub mod bounds;
 pub mod controller;
 pub mod period;
 pub mod supervisor;
+pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
+pub use tracker::Tracker;
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{

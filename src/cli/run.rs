@@ -18,6 +18,8 @@
 //!
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
+#[cfg(feature = "bpf")]
+mod adaptive;
 mod carry;
 #[cfg(feature = "bpf")]
 mod daemon;

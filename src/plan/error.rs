@@ -176,6 +176,8 @@ pub enum Rule {
     },
     #[error("has {count} tasks, above the BPF scheduler's limit of {limit} (TT_MAX_TASKS)")]
     TooManyTasks { count: usize, limit: usize },
+    #[error("has {count} adaptive tasks, above the BPF scheduler's limit of {limit} wakeup rings (TT_MAX_ADAPTIVE)")]
+    TooManyAdaptive { count: usize, limit: usize },
     #[error("is not below the BPF scheduler's limit of {limit} CPU ids (TT_MAX_CPUS)")]
     CpuIdTooLarge { limit: u32 },
     #[error("2 halves × {managed} managed CPUs × {frame} slots = {entries} table entries, above the BPF scheduler's limit of {limit}")]
