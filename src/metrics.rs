@@ -358,10 +358,10 @@ pub fn request(path: &std::path::Path, timeout_ms: u64) -> anyhow::Result<Metric
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Class;
     use crate::accounting::{
         CpuSummary, EnergyKind, EnergySummary, ExitReason, FreqShare, Quantiles, TaskSummary,
     };
+    use crate::plan::Class;
 
     fn summary() -> Summary {
         let cpu = |cpu: u32, managed: bool, p50: i64| CpuSummary {

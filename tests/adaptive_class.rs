@@ -167,7 +167,10 @@ fn an_adaptive_task_needs_a_managed_cpu() {
         "tasks[1].cpu: is required for an adaptive task (the CPU of its reservation)"
     );
     let (e, _) = only_error(&with(base(), 1, "cpu", json!(3)));
-    assert_eq!((e.path.as_str(), e.rule), ("tasks[1].cpu", Rule::NotManaged));
+    assert_eq!(
+        (e.path.as_str(), e.rule),
+        ("tasks[1].cpu", Rule::NotManaged)
+    );
 }
 
 #[test]
@@ -210,7 +213,12 @@ fn a_run_without_the_planner_refuses_an_adaptive_task_by_name() {
     let plan = dir.join("plan.json");
     std::fs::write(&plan, v.to_string()).expect("plan");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args(["--table", plan.to_str().expect("utf-8"), "--duration-s", "1"])
+        .args([
+            "--table",
+            plan.to_str().expect("utf-8"),
+            "--duration-s",
+            "1",
+        ])
         .output()
         .expect("run scx_tt");
     let err = String::from_utf8_lossy(&out.stderr);

@@ -34,13 +34,13 @@ pub mod supervisor;
 pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
-pub use tracker::Tracker;
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{
     supervise, AdaptiveRequest, AdmissionOracle, Allocation, Grant, PeriodicReservation,
     PlannerOracle, Supervision,
 };
+pub use tracker::Tracker;
 
 /// A parameter outside its rule: `field = value: rule`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

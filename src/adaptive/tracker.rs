@@ -112,7 +112,11 @@ mod tests {
         let mut now = t0;
         while now < end {
             now += 100_000_000;
-            let batch: Vec<u64> = train[i..].iter().take_while(|&&x| x < now).copied().collect();
+            let batch: Vec<u64> = train[i..]
+                .iter()
+                .take_while(|&&x| x < now)
+                .copied()
+                .collect();
             i += batch.len();
             tr.feed(&batch, 0);
             if tr.sample(now).is_some() {

@@ -6,10 +6,10 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use scx_tt::adaptive::AdaptiveBounds;
 use scx_tt::control::request::{
     Admit, AdmitClass, AdmitFirm, AdmitSelector, AfterJob, SetPolicy, SwitchTable, TaskArg,
 };
-use scx_tt::adaptive::AdaptiveBounds;
 use scx_tt::control::Request;
 use scx_tt::planner::Policy;
 use std::io::{BufRead, BufReader, Write};

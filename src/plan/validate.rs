@@ -422,17 +422,19 @@ fn check_adaptive(
 ) -> Option<Option<AdaptiveParams>> {
     let path = format!("{}.adaptive", cx.path);
     match (class, &t.adaptive) {
-        (Some(Class::Adaptive), bounds) => match bounds.clone().unwrap_or_default().params(cx.slot_us) {
-            Ok(params) => Some(Some(params)),
-            Err(e) => {
-                errs.push(
-                    format!("{path}.{}", e.field),
-                    Some(e.value),
-                    Rule::Adaptive(e.rule),
-                );
-                None
+        (Some(Class::Adaptive), bounds) => {
+            match bounds.clone().unwrap_or_default().params(cx.slot_us) {
+                Ok(params) => Some(Some(params)),
+                Err(e) => {
+                    errs.push(
+                        format!("{path}.{}", e.field),
+                        Some(e.value),
+                        Rule::Adaptive(e.rule),
+                    );
+                    None
+                }
             }
-        },
+        }
         (_, Some(_)) => {
             errs.push(path, None, Rule::AdaptiveNotAdaptive);
             None

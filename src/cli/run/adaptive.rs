@@ -57,7 +57,7 @@ impl AdaptiveRun {
             t.tracker.feed(&d.times_ns, d.lost);
             if let Some(det) = t.tracker.sample(now_ns) {
                 println!(
-                    "scx_tt: adaptive {}: {}; {}",
+                    "scx_tt: adaptive {}: at {now_ns} ns: {}; {}",
                     t.name,
                     detection_text(&det),
                     totals(&t.tracker, ring.cost_per_event_ns())
