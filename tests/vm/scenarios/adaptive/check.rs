@@ -28,9 +28,14 @@ const SETTLE_NS: u64 = 3_000_000_000;
 const FOLLOW_NS: u64 = 3_500_000_000;
 /// The analyser's accuracy once settled (the bound).
 const MAX_PERIOD_ERR: f64 = 0.01;
-/// The program's deadline misses, share of its jobs (timing: TCG stalls of the vCPU; as be in
-/// the slack of a CPU 30 % used by tt-a, a job of 4-8 ms has 28 ms of 40 to finish).
+/// The program's deadline misses, share of its jobs released from `JUDGED_AFTER_T0_NS` after
+/// slot 0 on (timing: TCG stalls of the vCPU; as be in the slack of a CPU 30 % used by tt-a, a
+/// job of 4-8 ms has 28 ms of 40 to finish).
 const MAX_MISS_PCT: f64 = 5.0;
+/// The program starts before scx_tt is attached (scx_tt spawns it, then loads the BPF
+/// scheduler: seconds of verification under TCG), so its first jobs wait for the attach (1.4 s
+/// measured: 36 jobs late, then it catches up); misses are judged from this long after slot 0.
+const JUDGED_AFTER_T0_NS: u64 = 1_000_000_000;
 
 /// One detection line of the run's output.
 #[derive(Debug, PartialEq)]
@@ -182,13 +187,25 @@ fn check(out: &VmOutput, c: &mut Checks) {
         cost.is_some(),
         format!("the tracer's cost per event: {cost:?} ns"),
     );
-    let (m40, n40, w40) = misses(l40, 40_000_000);
-    let (m30, n30, w30) = misses(l30, 30_000_000);
+    let t0 = out
+        .summary(&format!("{RUN}.json"))
+        .map_or(u64::MAX, |s| s.t0_ns);
+    let from = t0.saturating_add(JUDGED_AFTER_T0_NS);
+    let judged = |l: &[JobLine]| -> Vec<JobLine> {
+        l.iter().filter(|j| j.release_ns >= from).copied().collect()
+    };
+    let (all40, _, _) = misses(l40, 40_000_000);
+    println!(
+        "  jobs late from the program's start (before and after the attach): {all40} of {} at 40 ms",
+        l40.len()
+    );
+    let (m40, n40, w40) = misses(&judged(l40), 40_000_000);
+    let (m30, n30, w30) = misses(&judged(l30), 30_000_000);
     let pct = 100.0 * (m40 + m30) as f64 / (n40 + n30).max(1) as f64;
     c.check_timing(
         pct <= MAX_MISS_PCT,
         format!(
-            "the program's deadline misses {m40}/{n40} at 40 ms (latest by {:.1} ms), {m30}/{n30} at 30 ms (latest by {:.1} ms): {pct:.2} % (bound {MAX_MISS_PCT} %)",
+            "the program's deadline misses from 1 s after slot 0: {m40}/{n40} at 40 ms (latest by {:.1} ms), {m30}/{n30} at 30 ms (latest by {:.1} ms): {pct:.2} % (bound {MAX_MISS_PCT} %)",
             w40 as f64 / 1e6,
             w30 as f64 / 1e6
         ),
