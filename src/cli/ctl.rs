@@ -213,7 +213,8 @@ impl AdmitArgs {
                 spread: self.adaptive_spread,
                 sampling_us: self.adaptive_sampling_us,
             })
-            .filter(|b| *b != AdaptiveBounds::default()),
+            .filter(|b| *b != AdaptiveBounds::default())
+            .map(Box::new),
         }
     }
 }

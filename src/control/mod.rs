@@ -1629,7 +1629,8 @@ fn check_adaptive(r: &Admit, timed: bool, slot_us: u64) -> Result<(), (String, S
         ));
     }
     r.adaptive
-        .clone()
+        .as_deref()
+        .cloned()
         .unwrap_or_default()
         .params(Some(slot_us))
         .map(drop)

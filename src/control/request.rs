@@ -170,7 +170,7 @@ pub struct Admit {
     pub cpu: Option<u32>,
     /// With class `adaptive`: its bounds (the plan's `adaptive` object, docs/plan-format.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adaptive: Option<crate::adaptive::AdaptiveBounds>,
+    pub adaptive: Option<Box<crate::adaptive::AdaptiveBounds>>,
 }
 
 impl Admit {

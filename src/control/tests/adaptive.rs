@@ -36,7 +36,7 @@ fn an_adaptive_task_joins_the_slack_of_its_cpu_and_refusals_change_nothing() {
     };
     let mut be_with_bounds = adaptive(Some(1));
     be_with_bounds.class = AdmitClass::Be;
-    be_with_bounds.adaptive = Some(spread.clone());
+    be_with_bounds.adaptive = Some(Box::new(spread.clone()));
     let cases = [
         (
             adaptive(None),
@@ -54,14 +54,14 @@ fn an_adaptive_task_joins_the_slack_of_its_cpu_and_refusals_change_nothing() {
         ),
         (
             Admit {
-                adaptive: Some(spread),
+                adaptive: Some(Box::new(spread)),
                 ..adaptive(Some(1))
             },
             "adaptive.spread = 20: must be in [0, 10]",
         ),
         (
             Admit {
-                adaptive: Some(short),
+                adaptive: Some(Box::new(short)),
                 ..adaptive(Some(1))
             },
             "adaptive.period_min_us = 5000: must be at least slot_us (10000): a reservation \
@@ -94,10 +94,10 @@ fn an_adaptive_task_joins_the_slack_of_its_cpu_and_refusals_change_nothing() {
     );
     // the journal keeps the request, bounds and all
     let r = Admit {
-        adaptive: Some(AdaptiveBounds {
+        adaptive: Some(Box::new(AdaptiveBounds {
             spread: Some(0.3),
             ..Default::default()
-        }),
+        })),
         ..adaptive(Some(1))
     };
     assert_eq!(
