@@ -39,6 +39,11 @@ pub const ARM_NO_TIMER: i32 = 4;
 /// Slots per managed CPU in the observation ring (`TT_OBS_RING`, a power of two): the entry of
 /// (managed index `m`, slot `s`) is `m * OBS_RING + s % OBS_RING` (src/sched/obs.rs).
 pub const OBS_RING: u64 = 16;
+/// Adaptive tasks traced at once, one wakeup ring each (`TT_MAX_ADAPTIVE`, src/bpf/tt_sched.bpf.c
+/// L): bss `task_adaptive[task]` is its ring + 1.
+pub const MAX_ADAPTIVE: usize = 16;
+/// Wakeups per ring (`TT_WAKE_RING`, a power of two; src/sched/wake.rs).
+pub const WAKE_RING: u64 = 256;
 /// Observation flag: the owner's current job completed in the slot (`TT_OBS_DONE`).
 pub const OBS_DONE: u32 = 1;
 /// The task bits of a table entry (`TT_ENTRY_TASK_MASK`): task indices are below
@@ -112,7 +117,8 @@ pub fn arm_result_text(rc: i32) -> String {
 #[cfg(feature = "bpf")]
 pub use crate::bpf_intf::{
     tt_arm_arg, tt_class_TT_CLASS_BE, tt_class_TT_CLASS_TT, tt_cpu_role_TT_CPU_MANAGED,
-    tt_cpu_stats, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx, tt_task_stats,
+    tt_cpu_stats, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx, tt_task_stats, tt_wake_ev,
+    tt_wake_ring,
 };
 
 #[cfg(feature = "bpf")]
@@ -130,6 +136,11 @@ mod checks {
     const _: () = assert!(c::tt_limits_TT_DPM_MAX_SLOTS as u64 == DPM_MAX_SLOTS);
     const _: () = assert!(c::TT_LOADER_TASK == LOADER_TASK);
     const _: () = assert!(c::tt_limits_TT_OBS_RING as u64 == OBS_RING);
+    const _: () = assert!(c::tt_limits_TT_MAX_ADAPTIVE as usize == MAX_ADAPTIVE);
+    const _: () = assert!(c::tt_limits_TT_WAKE_RING as u64 == WAKE_RING);
+    const _: () = assert!(WAKE_RING.is_power_of_two() && MAX_ADAPTIVE.is_power_of_two());
+    // task_adaptive is a u8 holding ring + 1
+    const _: () = assert!(MAX_ADAPTIVE < 256);
     const _: () = assert!(c::TT_OBS_DONE == OBS_DONE);
     const _: () = assert!(c::TT_ENTRY_TASK_MASK == ENTRY_TASK_MASK);
     const _: () = assert!(c::TT_ENTRY_JOB_START == ENTRY_JOB_START);
@@ -153,6 +164,8 @@ mod checks {
     const _: () = assert!(c::TT_NO_SWITCH as i64 as u64 == NO_SWITCH);
     // The sizes of intf.h's _Static_assert lines.
     const _: () = assert!(size_of::<tt_task_ctx>() == 16);
+    const _: () = assert!(size_of::<tt_wake_ev>() == 16);
+    const _: () = assert!(size_of::<tt_wake_ring>() == 16 + 16 * WAKE_RING as usize);
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
@@ -228,6 +241,8 @@ mod tests {
         assert_eq!(value("TT_ARM_NO_T0"), ARM_NO_T0.to_string());
         assert_eq!(value("TT_ARM_NO_TIMER"), ARM_NO_TIMER.to_string());
         assert_eq!(value("TT_OBS_RING"), OBS_RING.to_string());
+        assert_eq!(value("TT_MAX_ADAPTIVE"), MAX_ADAPTIVE.to_string());
+        assert_eq!(value("TT_WAKE_RING"), WAKE_RING.to_string());
         assert_eq!(value("TT_OBS_DONE"), format!("{OBS_DONE}u"));
         assert_eq!(
             value("TT_ENTRY_TASK_MASK"),

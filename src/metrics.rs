@@ -8,7 +8,6 @@
 //! (`_ns`, `_us`, `_mhz`, `_j`) and in each field's description.
 
 use crate::accounting::{residency_text, Summary, TaskState};
-use crate::plan::Class;
 use scx_stats::prelude::*;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
@@ -156,7 +155,7 @@ impl Metrics {
                 (
                     t.name.clone(),
                     TaskMetrics {
-                        class: class_name(t.class).into(),
+                        class: t.class.name().into(),
                         cpu: t.cpu.map_or(-1, i64::from),
                         state: state_name(t.state).into(),
                         planned_ns: t.planned_ns,
@@ -263,13 +262,6 @@ fn pct(v: Option<f64>) -> String {
     v.map_or("-".to_string(), |p| format!("{p:.1}%"))
 }
 
-fn class_name(c: Class) -> &'static str {
-    match c {
-        Class::Tt => "tt",
-        Class::Be => "be",
-    }
-}
-
 fn state_name(s: TaskState) -> &'static str {
     match s {
         TaskState::Running => "running",
@@ -369,6 +361,7 @@ mod tests {
     use crate::accounting::{
         CpuSummary, EnergyKind, EnergySummary, ExitReason, FreqShare, Quantiles, TaskSummary,
     };
+    use crate::plan::Class;
 
     fn summary() -> Summary {
         let cpu = |cpu: u32, managed: bool, p50: i64| CpuSummary {

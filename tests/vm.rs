@@ -14,6 +14,8 @@ mod planner_checks;
 #[path = "vm/witness.rs"]
 mod witness;
 
+#[path = "vm/scenarios/adaptive/check.rs"]
+mod adaptive;
 #[path = "vm/scenarios/admit/check.rs"]
 mod admit;
 #[path = "vm/scenarios/completion/check.rs"]

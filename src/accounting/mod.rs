@@ -392,7 +392,7 @@ impl Accounting {
                 let acc = &self.per_task[i];
                 let (planned_ns, delivered_ns) = match info.class {
                     Class::Tt => (acc.planned_slots * self.slot_ns, acc.delivered_ns),
-                    Class::Be => (0, counters.inside_ns),
+                    Class::Be | Class::Adaptive => (0, counters.inside_ns),
                 };
                 TaskSummary {
                     name: info.name.clone(),

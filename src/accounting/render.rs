@@ -24,7 +24,7 @@ pub fn task_letters(acc: &Accounting) -> Vec<char> {
             used.push(letter);
             match t.class {
                 Class::Tt => letter,
-                Class::Be => letter.to_ascii_lowercase(),
+                Class::Be | Class::Adaptive => letter.to_ascii_lowercase(),
             }
         })
         .collect()
@@ -138,10 +138,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         "jobs_done"
     );
     for t in &s.tasks {
-        let class = match t.class {
-            Class::Tt => "tt",
-            Class::Be => "be",
-        };
+        let class = t.class.name();
         let state = serde_json::to_value(t.state)
             .ok()
             .and_then(|v| v.as_str().map(String::from));
@@ -160,7 +157,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             ms(t.run_ns),
             match t.class {
                 Class::Tt => t.jobs_done.to_string(),
-                Class::Be => "-".to_string(),
+                Class::Be | Class::Adaptive => "-".to_string(),
             }
         );
     }

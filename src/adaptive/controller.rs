@@ -46,7 +46,7 @@ pub const MAX_WINDOW: usize = 4096;
 pub const MAX_SPREAD: f64 = 10.0;
 
 /// The controller's parameters (module doc, "Parameters").
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ControllerConfig {
     /// Shortest period an adaptive task may be given, ns.
     pub period_min_ns: u64,

@@ -27,16 +27,20 @@
 //! Every parameter is validated; a bad one is a [`ParamError`] naming the field, the value and
 //! the rule.
 
+pub mod bounds;
 pub mod controller;
 pub mod period;
 pub mod supervisor;
+pub mod tracker;
 
+pub use bounds::{AdaptiveBounds, AdaptiveParams};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{
     supervise, AdaptiveRequest, AdmissionOracle, Allocation, Grant, PeriodicReservation,
     PlannerOracle, Supervision,
 };
+pub use tracker::Tracker;
 
 /// A parameter outside its rule: `field = value: rule`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

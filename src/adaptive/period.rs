@@ -66,7 +66,7 @@ pub const TIE: f64 = 0.05;
 pub const SUB_PEAK: f64 = 0.5;
 
 /// The analyser's parameters (module doc, "Parameters").
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct AnalyserConfig {
     /// Lowest frequency of the spectrum (the longest period considered), Hz.
     pub f_min_hz: f64,

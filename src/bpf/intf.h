@@ -40,6 +40,10 @@ enum tt_limits {
 	TT_OBS_RING = 16,
 	/* Slots one deferred slot tick may skip at most (a DPM idle period, K). */
 	TT_DPM_MAX_SLOTS = 1024,
+	/* Adaptive tasks traced at once: one wakeup ring each (bss wake_rings, L). */
+	TT_MAX_ADAPTIVE = 16,
+	/* Wakeups per adaptive task's ring (a power of two; L). */
+	TT_WAKE_RING = 256,
 };
 
 /* "no task": a free slot in the table, or no be task in a record. */
@@ -227,7 +231,29 @@ struct tt_cpu_stats {
 	u64 dpm_shortened; /* deferrals cut short from ops.dispatch (a lowered dpm_until) */
 };
 
+/*
+ * The wakeup tracer of adaptive tasks (tt_sched.bpf.c L): bss wake_rings[a] for the task whose
+ * bss task_adaptive is a + 1. Event n (counted from 0) is at ev[n % TT_WAKE_RING]; its seq is
+ * n + 1 once t_ns is written (a reader takes an entry only with the seq it expects: an older
+ * one, or 0, is not written yet, a newer one was overwritten; the writer sets seq to 0 before
+ * the timestamp and to n + 1 after it). head: the events reserved so far.
+ * cost_ns: the tracer's own time over all events (from the event's timestamp to the end of
+ * its publication, one more bpf_ktime_get_ns), the measured overhead per event.
+ */
+struct tt_wake_ev {
+	u64 seq; /* n + 1 once t_ns is written; 0 never written */
+	u64 t_ns; /* the wakeup: ops.runnable of a thread of the task with SCX_ENQ_WAKEUP */
+};
+
+struct tt_wake_ring {
+	u64 head; /* events reserved (fetch-add) */
+	u64 cost_ns; /* the tracer's own time, summed */
+	struct tt_wake_ev ev[TT_WAKE_RING];
+};
+
 _Static_assert(sizeof(struct tt_task_ctx) == 16, "tt_task_ctx");
+_Static_assert(sizeof(struct tt_wake_ev) == 16, "tt_wake_ev");
+_Static_assert(sizeof(struct tt_wake_ring) == 16 + 16 * TT_WAKE_RING, "tt_wake_ring");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_release_arg) == 8, "tt_release_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");

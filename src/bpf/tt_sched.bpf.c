@@ -300,6 +300,28 @@
  *       ahead of the slot it needs (its lead), so the wake comes in time unless the kick takes
  *       longer than a slot.
  *   Kthread or foreign time in a skipped slot beyond the two open records goes to lost_ns (E).
+ *
+ * L. The wakeup tracer of adaptive tasks (seed 003, docs/adaptive.md)
+ *
+ *   An adaptive task (plan class adaptive, or `ctl admit --class adaptive`) has no timing; the
+ *   userspace period analyser infers its period from its wakeups. Userspace gives each such
+ *   task a ring a < TT_MAX_ADAPTIVE (bss task_adaptive[task] = a + 1, written with its other
+ *   entries before nr_tasks covers it, F). ops.runnable with SCX_ENQ_WAKEUP of any thread of
+ *   the task (whatever its class at the time: be before it has a reservation, tt after)
+ *   appends bpf_ktime_get_ns() to wake_rings[a] (struct tt_wake_ring, intf.h): head is
+ *   reserved by fetch-add (threads of one task may wake on several CPUs at once), the entry's
+ *   seq set to 0, the timestamp written, then seq = n + 1 (both by xchg, full barriers, as in
+ *   J): a seqlock per entry. Two writers on one entry at once (events n and n + TT_WAKE_RING
+ *   of one task within one event's few instructions) are not guarded against. The
+ *   reader (src/sched/wake.rs, in the mmapped .bss) keeps its own count of events taken and
+ *   takes event n only when ev[n % TT_WAKE_RING].seq == n + 1 (read with acquire): a smaller
+ *   seq is not written yet (it stops there and retries later), a larger one was overwritten
+ *   (the ring lapped it: counted lost). Consumed time needs nothing new: task_stats[task]
+ *   .run_ns. Cost per event: a fetch-add, two xchg and a store, two bpf_ktime_get_ns and a
+ *   fetch-add of cost_ns (no map lookup: .bss arrays); the tracer sums its own time (from
+ *   the event's timestamp to after the xchg) in cost_ns, so the overhead per event is
+ *   measured on every run (cost_ns / head; the run reports it). Measured in the VM (TCG) and
+ *   documented in docs/adaptive.md. Tasks that are not adaptive pay one load and a compare.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -347,6 +369,8 @@ volatile u8 task_local[TT_MAX_TASKS]; /* enum tt_local: how a tt task orders its
  * reclaims.
  */
 volatile u64 task_period[TT_MAX_TASKS];
+/* An adaptive task's wakeup ring (L): a + 1 for wake_rings[a]; 0: not traced. */
+volatile u8 task_adaptive[TT_MAX_TASKS];
 volatile u64 task_offset[TT_MAX_TASKS];
 volatile u64 task_deadline[TT_MAX_TASKS];
 volatile u32 table_active;
@@ -355,6 +379,7 @@ volatile u64 table_switch_slot = TT_NO_SWITCH;
 
 /* Statistics, read by userspace. */
 struct tt_task_stats task_stats[TT_MAX_TASKS];
+struct tt_wake_ring wake_rings[TT_MAX_ADAPTIVE]; /* wakeups of adaptive tasks (L) */
 struct tt_cpu_stats cpu_stats[TT_MAX_CPUS];
 u64 nr_arms;
 u64 nr_affinity_conflicts;
@@ -1866,14 +1891,45 @@ bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
 	return false;
 }
 
-/* A thread becomes runnable (woken, or new): count it for its tt task (I, J). */
+/* Publish a wakeup of adaptive task @task in its ring (L). */
+static void trace_wakeup(u32 task)
+{
+	struct tt_wake_ring *r;
+	struct tt_wake_ev *ev;
+	u64 now, n;
+	u32 a;
+
+	if (task >= nr_tasks || task >= TT_MAX_TASKS)
+		return;
+	a = task_adaptive[task & (TT_MAX_TASKS - 1)];
+	if (!a || a > TT_MAX_ADAPTIVE)
+		return;
+	now = bpf_ktime_get_ns();
+	r = &wake_rings[(a - 1) & (TT_MAX_ADAPTIVE - 1)];
+	n = __sync_fetch_and_add(&r->head, 1);
+	ev = &r->ev[n & (TT_WAKE_RING - 1)];
+	/* a seqlock per entry: invalid, the timestamp, then valid (xchg: full barriers) */
+	__sync_lock_test_and_set(&ev->seq, 0);
+	ev->t_ns = now;
+	__sync_lock_test_and_set(&ev->seq, n + 1);
+	__sync_fetch_and_add(&r->cost_ns, bpf_ktime_get_ns() - now);
+}
+
+/*
+ * A thread becomes runnable (woken, or new): count it for its tt task (I, J); a wakeup of an
+ * adaptive task's thread goes to its ring (L).
+ */
 void BPF_STRUCT_OPS(tt_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct tt_task_ctx *tctx = lookup_ctx(p);
 	struct tt_thread_rt *th;
 	u32 task;
 
-	if (!tctx || !is_tt(tctx->task))
+	if (!tctx)
+		return;
+	if (enq_flags & SCX_ENQ_WAKEUP)
+		trace_wakeup(tctx->task);
+	if (!is_tt(tctx->task))
 		return;
 	task = tctx->task & (TT_MAX_TASKS - 1);
 	count_runnable(p, task);

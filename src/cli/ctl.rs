@@ -6,6 +6,7 @@
 
 use anyhow::{Context, Result};
 use clap::{Args, Subcommand};
+use scx_tt::adaptive::AdaptiveBounds;
 use scx_tt::control::request::{
     Admit, AdmitClass, AdmitFirm, AdmitSelector, AfterJob, SetPolicy, SwitchTable, TaskArg,
 };
@@ -105,8 +106,10 @@ pub struct AdmitArgs {
     #[arg(long, value_name = "PID|NAME")]
     qemu: Option<String>,
     /// tt (default): owns slots by the timing below; be: runs in the slack of the managed CPUs
-    /// (of --cpu if given), no timing.
-    #[arg(long, value_name = "CLASS", default_value = "tt", value_parser = ["tt", "be"])]
+    /// (of --cpu if given), no timing; adaptive: no timing, needs --cpu, runs as be there until
+    /// the supervisor grants it a reservation from its observed period and consumption
+    /// (docs/adaptive.md), within the --adaptive-* bounds.
+    #[arg(long, value_name = "CLASS", default_value = "tt", value_parser = ["tt", "be", "adaptive"])]
     class: String,
     /// Slots per period (must divide the frame) ...
     #[arg(long, value_name = "P", requires = "wcet_slots", conflicts_with_all = ["util", "latency_us"])]
@@ -136,6 +139,32 @@ pub struct AdmitArgs {
     /// The managed CPU (default: the least loaded, siblings apart).
     #[arg(long, value_name = "CPU")]
     cpu: Option<u32>,
+    /// Adaptive: the shortest period it may be given, us (default 5000).
+    #[arg(long, value_name = "US")]
+    adaptive_period_min_us: Option<u64>,
+    /// Adaptive: the longest period, us (default 500000).
+    #[arg(long, value_name = "US")]
+    adaptive_period_max_us: Option<u64>,
+    /// Adaptive: the most bandwidth (budget/period) it may be given, in (0, 1] (default 0.9).
+    #[arg(long, value_name = "B")]
+    adaptive_max_bandwidth: Option<f64>,
+    /// Adaptive: the least bandwidth the supervisor may compress it to (default 0).
+    #[arg(long, value_name = "B")]
+    adaptive_min_bandwidth: Option<f64>,
+    /// Adaptive: the percentile p of the consumption samples, in (0, 1] (default 0.9375).
+    #[arg(long, value_name = "P")]
+    adaptive_percentile: Option<f64>,
+    /// Adaptive: consumption samples in the percentile's window (default 16).
+    #[arg(long, value_name = "N")]
+    adaptive_window: Option<usize>,
+    /// Adaptive: the spread factor x of the budget (1 + x) * percentile, in [0, 10] (default
+    /// 0.15).
+    #[arg(long, value_name = "X")]
+    adaptive_spread: Option<f64>,
+    /// Adaptive: the sampling period of the controller, us (default 1000000; at least the
+    /// longest period).
+    #[arg(long, value_name = "US")]
+    adaptive_sampling_us: Option<u64>,
 }
 
 impl AdmitArgs {
@@ -160,6 +189,7 @@ impl AdmitArgs {
             select,
             class: match self.class.as_str() {
                 "be" => AdmitClass::Be,
+                "adaptive" => AdmitClass::Adaptive,
                 _ => AdmitClass::Tt,
             },
             period_slots: self.period_slots,
@@ -173,6 +203,18 @@ impl AdmitArgs {
             util: self.util,
             latency_us: self.latency_us,
             cpu: self.cpu,
+            adaptive: Some(AdaptiveBounds {
+                period_min_us: self.adaptive_period_min_us,
+                period_max_us: self.adaptive_period_max_us,
+                max_bandwidth: self.adaptive_max_bandwidth,
+                min_bandwidth: self.adaptive_min_bandwidth,
+                percentile: self.adaptive_percentile,
+                window: self.adaptive_window,
+                spread: self.adaptive_spread,
+                sampling_us: self.adaptive_sampling_us,
+            })
+            .filter(|b| *b != AdaptiveBounds::default())
+            .map(Box::new),
         }
     }
 }

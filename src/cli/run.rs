@@ -18,6 +18,8 @@
 //!
 //! Exit codes: 0 clean end, 2 invalid plan, 1 any other error.
 
+#[cfg(feature = "bpf")]
+mod adaptive;
 mod carry;
 #[cfg(feature = "bpf")]
 mod daemon;
@@ -229,6 +231,17 @@ pub fn run(args: RunArgs) -> Result<i32> {
             "--freq-backend {}: only planner mode (--planner) sets frequencies per slot; \
              without it use --perf-table (cpuperf)",
             args.freq_backend.name()
+        );
+    }
+    if let (None, Some(t)) = (
+        args.planner,
+        plan.tasks.iter().find(|t| t.class == plan::Class::Adaptive),
+    ) {
+        bail!(
+            "task {}: class adaptive needs planner mode: its reservation is granted at run time \
+             through the planner's admission (docs/adaptive.md); next step: run with --planner \
+             bss (or dvfs), or give the task class be or tt",
+            t.name
         );
     }
     if let Some(policy) = args.planner {

@@ -419,7 +419,7 @@ impl Control {
                     Err(_) => return,
                 },
                 // in no planner: gone from the slot in progress
-                Class::Be => self.clock.slot_or_first(engine.now_ns()),
+                Class::Be | Class::Adaptive => self.clock.slot_or_first(engine.now_ns()),
             };
             let name = self.added[i].name.clone();
             self.added[i].gone_from = Some(from);
@@ -968,6 +968,13 @@ impl Control {
             .iter()
             .any(Option::is_some)
             || r.util.is_some();
+        if r.adaptive.is_some() && r.class != AdmitClass::Adaptive {
+            return Err(bad(
+                "adaptive",
+                serde_json::to_string(&r.adaptive).unwrap_or_default(),
+                "is only for class adaptive",
+            ));
+        }
         let timing = match r.class {
             AdmitClass::Tt => Some(
                 timing(r, self.plan.frame_slots, self.plan.slot_us)
@@ -983,6 +990,11 @@ impl Control {
                 ))
             }
             AdmitClass::Be => None,
+            AdmitClass::Adaptive => {
+                check_adaptive(r, timed, self.plan.slot_us)
+                    .map_err(|(f, v, rule)| bad(&f, v, &rule))?;
+                None
+            }
         };
         let sel = match &r.select {
             AdmitSelector::Pid(p) => Selector::Pid(*p),
@@ -1000,7 +1012,7 @@ impl Control {
         }
         let Some(timing) = timing else {
             // (r.cpu was checked to be a managed CPU above)
-            return self.admit_be(name, r, r.cpu, tids, engine);
+            return self.admit_slack(name, r, r.cpu, tids, engine);
         };
         // a VM: one task per vCPU thread; anything else: one task of all its threads
         let groups: Vec<Vec<u32>> = match sel {
@@ -1235,9 +1247,11 @@ impl Control {
         Ok(answer)
     }
 
-    /// `admit` of a be task (`r.class`): its threads `tids` join the slack of managed CPU `cpu`
-    /// (any managed CPU when `None`) at once; no planner, no timing, no guarantee.
-    fn admit_be(
+    /// `admit` of a be or an adaptive task (`r.class`): its threads `tids` join the slack of
+    /// managed CPU `cpu` (any managed CPU when `None`; an adaptive task always has one) at
+    /// once; no planner, no timing, no guarantee (an adaptive task's reservation comes later,
+    /// from the supervisor).
+    fn admit_slack(
         &mut self,
         name: &str,
         r: &Admit,
@@ -1253,7 +1267,11 @@ impl Control {
                 rule: format!("one more task exceeds the BPF task table of {MAX_TASKS}"),
             });
         }
-        let index = match engine.add_task(Class::Be, cpu, &tids) {
+        let class = match r.class {
+            AdmitClass::Adaptive => Class::Adaptive,
+            _ => Class::Be,
+        };
+        let index = match engine.add_task(class, cpu, &tids) {
             Ok(i) if i == first => i,
             Ok(i) => {
                 return Err(ControlError::Kernel(format!(
@@ -1267,7 +1285,7 @@ impl Control {
         self.added.push(AddedTask {
             index,
             name: name.into(),
-            class: Class::Be,
+            class,
             cpu,
             tids: tids.clone(),
             period: 0,
@@ -1281,7 +1299,7 @@ impl Control {
         let answer = Answer::TaskAdmitted {
             tasks: vec![AdmittedTask {
                 task: name.into(),
-                class: AdmitClass::Be,
+                class: r.class,
                 cpu,
                 from_slot,
                 period_slots: 0,
@@ -1589,3 +1607,32 @@ pub fn timing(
 
 #[cfg(test)]
 mod tests;
+
+/// An `admit` of class adaptive: no timing, a managed CPU (`cpu`), and bounds within their
+/// rules (`crate::adaptive::bounds`). The error: field, value, rule.
+fn check_adaptive(r: &Admit, timed: bool, slot_us: u64) -> Result<(), (String, String, String)> {
+    if timed || r.deadline_slots.is_some() || r.after.is_some() || r.offset_slots.is_some() {
+        return Err((
+            "class".into(),
+            "\"adaptive\"".into(),
+            "an adaptive task takes no timing (period_slots, wcet_slots, offset_slots, \
+             deadline_slots, after, util, latency_us): its period and budget are inferred at run \
+             time; bound them with adaptive"
+                .into(),
+        ));
+    }
+    if r.cpu.is_none() {
+        return Err((
+            "cpu".into(),
+            "null".into(),
+            "is required for an adaptive task (the CPU of its reservation)".into(),
+        ));
+    }
+    r.adaptive
+        .as_deref()
+        .cloned()
+        .unwrap_or_default()
+        .params(Some(slot_us))
+        .map(drop)
+        .map_err(|e| (format!("adaptive.{}", e.field), e.value, e.rule))
+}

@@ -95,13 +95,17 @@ pub enum AdmitSelector {
 }
 
 /// The class of an `admit`ted task: `tt` (the default) owns slots by its timing; `be` runs in
-/// the slack of the managed CPUs (of `cpu` if given), with no timing and no guarantee.
+/// the slack of the managed CPUs (of `cpu` if given), with no timing and no guarantee;
+/// `adaptive` gives no timing either and names its managed CPU: it runs as `be` there until the
+/// supervisor grants it a reservation from its observed period and consumption, within the
+/// optional `adaptive` bounds (docs/adaptive.md).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AdmitClass {
     #[default]
     Tt,
     Be,
+    Adaptive,
 }
 
 impl AdmitClass {
@@ -164,6 +168,9 @@ pub struct Admit {
     pub latency_us: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u32>,
+    /// With class `adaptive`: its bounds (the plan's `adaptive` object, docs/plan-format.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<Box<crate::adaptive::AdaptiveBounds>>,
 }
 
 impl Admit {
@@ -182,6 +189,7 @@ impl Admit {
             util: None,
             latency_us: None,
             cpu: None,
+            adaptive: None,
         }
     }
 }

@@ -73,12 +73,19 @@ pub enum Rule {
     CommTooLong,
     #[error("must be an absolute cgroup v2 path starting with /")]
     CgroupNotAbsolute,
-    #[error("must be \"tt\" or \"be\"")]
+    #[error("must be \"tt\", \"be\" or \"adaptive\"")]
     Class,
     #[error("a tt task needs exactly one timing model (period+wcet, utilization+latency_us, jobs, interface), found {0}")]
     TimingCount(String),
     #[error("is a timing field; a be task has no timing (it runs only in slack)")]
     BeTiming,
+    #[error("is a timing field; an adaptive task has no timing (its period and budget are inferred at run time; bound them in adaptive)")]
+    AdaptiveTiming,
+    #[error("is only for adaptive tasks (class \"adaptive\")")]
+    AdaptiveNotAdaptive,
+    /// An adaptive bound outside its rule (`crate::adaptive::bounds`).
+    #[error("{0}")]
+    Adaptive(String),
     #[error("must be at least 1")]
     Zero,
     #[error("exceeds its deadline window of {window} slots")]
@@ -112,7 +119,7 @@ pub enum Rule {
     FrameUnknown,
     #[error("must be \"table\" or \"admitted\"")]
     Start,
-    #[error("is only for tt tasks (a be task owns no slots)")]
+    #[error("is only for tt tasks (a be task owns no slots; an adaptive task's reservation is granted at run time)")]
     StartNotTt,
     #[error("start = \"admitted\" needs period+wcet, utilization+latency_us or interface timing with the deadline equal to the period and no offset (it is admitted as an implicit-deadline periodic task)")]
     StartTiming,
@@ -169,6 +176,8 @@ pub enum Rule {
     },
     #[error("has {count} tasks, above the BPF scheduler's limit of {limit} (TT_MAX_TASKS)")]
     TooManyTasks { count: usize, limit: usize },
+    #[error("has {count} adaptive tasks, above the BPF scheduler's limit of {limit} wakeup rings (TT_MAX_ADAPTIVE)")]
+    TooManyAdaptive { count: usize, limit: usize },
     #[error("is not below the BPF scheduler's limit of {limit} CPU ids (TT_MAX_CPUS)")]
     CpuIdTooLarge { limit: u32 },
     #[error("2 halves × {managed} managed CPUs × {frame} slots = {entries} table entries, above the BPF scheduler's limit of {limit}")]

@@ -302,10 +302,7 @@ pub fn render_text(e: &Explain) -> String {
     }
     for t in &e.tasks {
         let cpu = t.cpu.map_or("any".to_string(), |c| c.to_string());
-        let class = match t.class {
-            Class::Tt => "tt",
-            Class::Be => "be",
-        };
+        let class = t.class.name();
         let _ = write!(
             s,
             "task {:<16} {class} cpu {cpu:<4} demand {} slots/frame",

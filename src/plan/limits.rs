@@ -33,6 +33,20 @@ pub fn table_entries(managed: usize, frame: u64) -> u128 {
 
 /// `tasks`: at most `TT_MAX_TASKS` (the BPF task table and statistics arrays).
 pub(super) fn check_task_count(tasks: &[RawTask], errs: &mut Errors) {
+    let adaptive = tasks
+        .iter()
+        .filter(|t| t.class.as_deref() == Some("adaptive"))
+        .count();
+    if adaptive > crate::abi::MAX_ADAPTIVE {
+        errs.push(
+            "tasks",
+            None,
+            Rule::TooManyAdaptive {
+                count: adaptive,
+                limit: crate::abi::MAX_ADAPTIVE,
+            },
+        );
+    }
     if tasks.len() > MAX_TASKS {
         errs.push(
             "tasks",

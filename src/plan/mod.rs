@@ -259,7 +259,7 @@ impl Plan {
                 has_be: self
                     .tasks
                     .iter()
-                    .any(|t| t.class == Class::Be && t.cpu.is_none_or(|x| x == c.cpu)),
+                    .any(|t| t.runs_in_slack() && t.cpu.is_none_or(|x| x == c.cpu)),
             })
             .collect()
     }
@@ -283,7 +283,8 @@ pub struct Task {
     pub selector: Selector,
     pub class: Class,
     /// The managed CPU a `tt` task was assigned to (given or by the partitioning heuristic).
-    /// For a `be` task: the CPU it is restricted to, or `None` for any managed CPU.
+    /// For a `be` task: the CPU it is restricted to, or `None` for any managed CPU. For an
+    /// `adaptive` task: its managed CPU (always given).
     pub cpu: Option<u32>,
     /// When a `tt` task starts owning slots (`be` tasks: always `Table`).
     #[serde(skip_serializing_if = "Start::is_table")]
@@ -297,6 +298,17 @@ pub struct Task {
     /// (its jobs are then Γ's: period Π, wcet Θ); shown by `plan explain`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interface: Option<timing::InterfaceTiming>,
+    /// An `adaptive` task's controller and analyser parameters (`Some` exactly for that class).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<crate::adaptive::AdaptiveParams>,
+}
+
+impl Task {
+    /// Whether the task runs in the slack of managed CPUs (a `be` task, and an `adaptive` task
+    /// until it has a reservation).
+    pub fn runs_in_slack(&self) -> bool {
+        matches!(self.class, Class::Be | Class::Adaptive)
+    }
 }
 
 /// How a job of a `tt` task ends before its slots do (docs/plan-format.md, `completion`;
@@ -386,6 +398,21 @@ pub enum Class {
     Tt,
     /// Best effort: runs only in slack on managed CPUs.
     Be,
+    /// A legacy task with no timing given (seed 003, docs/adaptive.md): best effort in the
+    /// slack of its managed CPU until planner mode's supervisor grants it a periodic
+    /// reservation sized from its observed wakeups and consumption.
+    Adaptive,
+}
+
+impl Class {
+    /// The class as the plan writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Tt => "tt",
+            Class::Be => "be",
+            Class::Adaptive => "adaptive",
+        }
+    }
 }
 
 /// The offline schedule of one managed CPU.

@@ -124,7 +124,7 @@ pub struct RawTask {
     )]
     pub cmd: Option<Vec<String>>,
 
-    /// `"tt"` or `"be"`.
+    /// `"tt"`, `"be"` or `"adaptive"`.
     #[serde(
         default,
         skip_serializing_if = "Option::is_none",
@@ -211,6 +211,14 @@ pub struct RawTask {
         deserialize_with = "strict::present"
     )]
     pub completion: Option<String>,
+
+    /// An `adaptive` task's optional bounds (docs/adaptive.md); only on that class.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "strict::object"
+    )]
+    pub adaptive: Option<crate::adaptive::AdaptiveBounds>,
 }
 
 /// A QEMU process, by pid or by its `-name`; exactly one.
@@ -401,8 +409,10 @@ pub const FIELDS: &[(&str, &[&str])] = &[
             "interface",
             "start",
             "completion",
+            "adaptive",
         ],
     ),
+    ("adaptive", crate::adaptive::bounds::FIELDS),
     ("interface", &["scheduler", "supply", "budget", "tasks"]),
     ("interface_task", &["period", "wcet", "thread", "tid"]),
     ("qemu", &["pid", "name"]),
@@ -446,6 +456,7 @@ mod tests {
         accepts::<RawRange>(fields("range"));
         accepts::<RawInterface>(fields("interface"));
         accepts::<RawInterfaceTask>(fields("interface_task"));
+        accepts::<crate::adaptive::AdaptiveBounds>(fields("adaptive"));
         // A struct with all fields set serializes exactly the listed names.
         let task = RawTask {
             name: Some("a".into()),
@@ -467,6 +478,7 @@ mod tests {
             interface: Some(RawInterface::default()),
             start: Some("table".into()),
             completion: Some("yield".into()),
+            adaptive: Some(Default::default()),
         };
         let value = serde_json::to_value(&task).unwrap();
         let mut keys: Vec<&str> = value

@@ -20,6 +20,7 @@ use super::{
     Class, Completion, CpuPlan, Plan, QemuSelector, Selector, ServerDesign, Start, Task,
     ThreadSelector,
 };
+use crate::adaptive::AdaptiveParams;
 use crate::planner::interface::{self, Scheduler, Supply, Workload};
 use crate::planner::offline::{edf, intervals, Job, Slot};
 use serde::Serialize;
@@ -67,6 +68,7 @@ struct Checked {
     interface: Option<InterfaceTiming>,
     start: Start,
     completion: Completion,
+    adaptive: Option<AdaptiveParams>,
 }
 
 /// What stage 1 establishes.
@@ -115,6 +117,7 @@ impl TryFrom<RawPlan> for Plan {
                 completion: t.completion,
                 local: t.interface.as_ref().and_then(InterfaceTiming::local),
                 interface: t.interface.clone(),
+                adaptive: t.adaptive.clone(),
             })
             .collect();
         let mut cpus: Vec<CpuPlan> = f
@@ -339,6 +342,7 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         }
         Some("tt") => Some(Class::Tt),
         Some("be") => Some(Class::Be),
+        Some("adaptive") => Some(Class::Adaptive),
         Some(other) => {
             errs.value(format!("{p}.class"), other, Rule::Class);
             None
@@ -368,8 +372,24 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
             }
             None
         }
+        Some(Class::Adaptive) => {
+            for (field, set) in timing_fields(t) {
+                if set {
+                    errs.push(format!("{p}.{field}"), None, Rule::AdaptiveTiming);
+                }
+            }
+            if t.cpu.is_none() {
+                errs.push(
+                    format!("{p}.cpu"),
+                    None,
+                    Rule::MissingWhen("for an adaptive task (the CPU of its reservation)"),
+                );
+            }
+            None
+        }
         None => None,
     };
+    let adaptive = check_adaptive(t, cx, class, errs);
     let (timing, interface) = match timing {
         Some(t) => {
             let (timing, interface) = t?;
@@ -388,7 +408,39 @@ fn check_task(t: &RawTask, cx: &TaskCx, errs: &mut Errors) -> Option<Checked> {
         interface,
         start,
         completion,
+        adaptive: adaptive?,
     })
+}
+
+/// `adaptive`: an adaptive task's optional bounds ([`crate::adaptive::bounds`]), on that class
+/// only. `Some(None)` for another class without them; `None` (with errors pushed) when invalid.
+fn check_adaptive(
+    t: &RawTask,
+    cx: &TaskCx,
+    class: Option<Class>,
+    errs: &mut Errors,
+) -> Option<Option<AdaptiveParams>> {
+    let path = format!("{}.adaptive", cx.path);
+    match (class, &t.adaptive) {
+        (Some(Class::Adaptive), bounds) => {
+            match bounds.clone().unwrap_or_default().params(cx.slot_us) {
+                Ok(params) => Some(Some(params)),
+                Err(e) => {
+                    errs.push(
+                        format!("{path}.{}", e.field),
+                        Some(e.value),
+                        Rule::Adaptive(e.rule),
+                    );
+                    None
+                }
+            }
+        }
+        (_, Some(_)) => {
+            errs.push(path, None, Rule::AdaptiveNotAdaptive);
+            None
+        }
+        (_, None) => Some(None),
+    }
 }
 
 /// `completion`: "yield", "block" or "none" on a tt task; absent, the default of its selector
@@ -447,7 +499,7 @@ fn check_start(
         }
     };
     let before = errs.0.len();
-    if class == Some(Class::Be) {
+    if matches!(class, Some(Class::Be | Class::Adaptive)) {
         errs.value(path.as_str(), value, Rule::StartNotTt);
     }
     if cx.table_given {

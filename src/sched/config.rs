@@ -396,10 +396,11 @@ mod tests {
             start: Start::Table,
             completion: match class {
                 Class::Tt => Completion::Yield,
-                Class::Be => Completion::None,
+                Class::Be | Class::Adaptive => Completion::None,
             },
             local: None,
             interface: None,
+            adaptive: None,
         }
     }
 

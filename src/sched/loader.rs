@@ -431,6 +431,9 @@ impl<'a> Scheduler<'a> {
             for (t, &(class, cpu)) in cfg.tasks.iter().enumerate().take(MAX_TASKS) {
                 bss.task_class[t] = class_abi(class);
                 bss.task_cpu[t] = cpu.map_or(-1, |c| c as i32);
+                if class == Class::Adaptive {
+                    bss.task_adaptive[t] = next_wake_ring(&bss.task_adaptive[..t])?;
+                }
             }
             for (t, c) in cfg.completion.iter().enumerate().take(MAX_TASKS) {
                 bss.task_completion[t] = c.abi();
@@ -787,6 +790,10 @@ impl<'a> Scheduler<'a> {
         bss.task_class[index] = class_abi(class);
         bss.task_cpu[index] = cpu.map_or(-1, |c| c as i32);
         bss.task_completion[index] = completion.abi();
+        bss.task_adaptive[index] = match class {
+            Class::Adaptive => next_wake_ring(&bss.task_adaptive[..index])?,
+            _ => 0,
+        };
         // the entries before the count (F): a reader that sees the index sees them
         std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
         // SAFETY: a u32 of the mmapped .bss that BPF reads; a volatile store.
@@ -808,6 +815,18 @@ impl<'a> Scheduler<'a> {
         // a thread running on a housekeeping CPU now is enqueued again, as a plan thread
         run_task_prog(&self.skel.progs.join_task, "join_task", index, cpu)?;
         Ok(index)
+    }
+
+    /// The wakeup ring of adaptive task `task` (src/bpf/tt_sched.bpf.c L), in the mmapped
+    /// .bss; `None` for a task that is not adaptive (or an index past the table).
+    pub fn wake_ring(&self, task: usize) -> Option<&crate::sched::wake::WakeRing> {
+        let bss = self.skel.maps.bss_data.as_deref()?;
+        // SAFETY: a u8 BPF never writes; userspace wrote it before nr_tasks covered the task.
+        let a = unsafe { std::ptr::read_volatile(bss.task_adaptive.get(task)?) } as usize;
+        let ring = bss.wake_rings.get(a.checked_sub(1)?)?;
+        // SAFETY: tt_wake_ring is u64s only, laid out as WakeRing (sizes asserted in
+        // sched::wake); BPF writes it concurrently, which WakeRing reads as atomics.
+        Some(unsafe { &*(ring as *const _ as *const crate::sched::wake::WakeRing) })
     }
 
     /// The writer of the DPM idle period ends (`dpm_until`) and the kick that makes a
@@ -937,6 +956,7 @@ impl<'a> Scheduler<'a> {
             ("dispatch", p.tt_dispatch.as_fd()),
             ("running", p.tt_running.as_fd()),
             ("stopping", p.tt_stopping.as_fd()),
+            ("runnable", p.tt_runnable.as_fd()),
         ]
         .into_iter()
         .filter_map(|(name, fd)| {
@@ -1224,10 +1244,29 @@ fn thread_comm(tid: u32) -> Option<String> {
         .map(|s| s.trim_end_matches('\n').to_string())
 }
 
+/// The `task_adaptive` value of the next adaptive task after `before` (src/bpf/tt_sched.bpf.c
+/// L): its wakeup ring + 1, rings given in task order.
+fn next_wake_ring(before: &[u8]) -> Result<u8, LoadError> {
+    let used = before.iter().filter(|&&a| a != 0).count();
+    if used >= abi::MAX_ADAPTIVE {
+        return Err(LoadError::Map {
+            map: "wake_rings",
+            msg: format!(
+                "adaptive task {}: the BPF scheduler traces at most {} adaptive tasks \
+                 (TT_MAX_ADAPTIVE)",
+                used + 1,
+                abi::MAX_ADAPTIVE
+            ),
+        });
+    }
+    Ok(used as u8 + 1)
+}
+
 fn class_abi(class: Class) -> u8 {
     (match class {
         Class::Tt => abi::tt_class_TT_CLASS_TT,
-        Class::Be => abi::tt_class_TT_CLASS_BE,
+        // an adaptive task is best effort until the supervisor grants it a reservation
+        Class::Be | Class::Adaptive => abi::tt_class_TT_CLASS_BE,
     }) as u8
 }
 

@@ -15,5 +15,6 @@ pub mod settle;
 #[cfg(feature = "bpf")]
 pub mod spawn;
 pub mod system;
+pub mod wake;
 
 pub use config::SchedConfig;

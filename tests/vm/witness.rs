@@ -784,7 +784,12 @@ pub fn frame(
         ..Frame::default()
     };
     for t in &s.tasks {
-        f.tasks.insert(t.name.clone(), (t.class.clone(), t.cpu));
+        // an adaptive task runs as be until it has a reservation (docs/adaptive.md)
+        let class = match t.class.as_str() {
+            "adaptive" => "be".to_string(),
+            other => other.to_string(),
+        };
+        f.tasks.insert(t.name.clone(), (class, t.cpu));
         for &tid in &t.tids {
             f.tids.insert(tid, t.name.clone());
         }

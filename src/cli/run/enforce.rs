@@ -4,6 +4,7 @@
 //! the slot grid ([`Live`]); a restart takes it over from the scheduler before, with that
 //! scheduler's table state, and arms its timers on the same grid.
 
+use super::adaptive::AdaptiveRun;
 use super::carry::Counters;
 use super::daemon::{Daemon, Shutdown};
 use super::engine::RunEngine;
@@ -90,6 +91,8 @@ pub struct Enforcer<'d, 'a, 'obj> {
     thread: Option<PlannerLoop>,
     /// The observation ring, read every slot by the test hook (obs_test.rs) when it is on.
     obs: Option<ObsReader>,
+    /// The adaptive tasks' wakeup tracing and period inference (adaptive.rs).
+    adaptive: AdaptiveRun,
 }
 
 impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
@@ -162,6 +165,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             deadline_ns,
             metrics,
         };
+        let adaptive = AdaptiveRun::new(d.plan, monotonic_ns())?;
         Ok(Enforcer {
             d,
             live,
@@ -169,6 +173,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             ring,
             thread,
             obs,
+            adaptive,
         })
     }
 
@@ -232,6 +237,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             d.restarts.count(),
             threads.len()
         );
+        let adaptive = AdaptiveRun::new(d.plan, monotonic_ns())?;
         Ok(Enforcer {
             d,
             live: k.live,
@@ -239,6 +245,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             ring,
             thread,
             obs,
+            adaptive,
         })
     }
 
@@ -298,6 +305,9 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             if ring.due(now) || demos_due {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
+                if !self.adaptive.is_empty() {
+                    self.adaptive.poll(&self.sched, now);
+                }
             }
             if control.due(now) {
                 self.control_turn(Turn::Full);
@@ -520,6 +530,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             ring,
             mut thread,
             obs,
+            mut adaptive,
         } = self;
         let planner = thread.as_mut().map_or(Ok(()), PlannerLoop::stop);
         // the last observations (the slots closed since the last poll)
@@ -532,6 +543,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         let _ = ring.consume();
         live.stats.drain()?;
+        adaptive.finish(&sched);
         d.counters = d.counters.plus(&counters(&sched, d.tasks.found().len()));
         let restart = exit == ExitReason::SchedulerExited
             && sched.exit_info().should_restart()

@@ -29,6 +29,7 @@ fn admit_of(
         util: ul.map(|x| x.0),
         latency_us: ul.map(|x| x.1),
         cpu: None,
+        adaptive: None,
     }
 }
 

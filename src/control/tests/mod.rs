@@ -5,6 +5,7 @@
 //! table-write recorder that fails on demand, a planner of its own and the run log it was
 //! given.
 
+mod adaptive;
 mod admit;
 mod aperiodic;
 mod compat;
