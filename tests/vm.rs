@@ -26,6 +26,8 @@ mod cpuperf;
 mod delivery;
 #[path = "vm/scenarios/demos/check.rs"]
 mod demos;
+#[path = "vm/scenarios/demos_golden/check.rs"]
+mod demos_golden;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
 #[path = "vm/scenarios/faults/check.rs"]
