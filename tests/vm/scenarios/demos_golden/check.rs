@@ -18,6 +18,8 @@
 
 use crate::harness::{self, Checks, Vm, VmOutput};
 use crate::witness;
+use scx_tt::trace::SlotRecord;
+use std::collections::BTreeSet;
 
 /// (run, golden configuration)
 const CONFIGS: [(&str, &str); 3] = [
@@ -32,6 +34,12 @@ const FRAME_MS: u64 = 10;
 const START_P99_NS: u64 = 3_000_000;
 /// ... and at worst (a host stall).
 const START_MAX_NS: u64 = 15_000_000;
+/// Frames of a run (290 in 3 s) whose SC log must be judged: those without a skipped slot
+/// (measured at `-smp 3` on a busy 2-core host: 01 290, 03 279, 07 135).
+const MIN_JUDGED_FRAMES: u64 = 100;
+/// A tt task's run time outside its slots, share of its run time (timing; the witness's
+/// default is 5 %: 1 ms slots at `-smp 3` measured up to 11 %, docs/vm-harness.md).
+const OUTSIDE_SHARE: f64 = 0.15;
 /// A thread running this long before its logged start is an early start.
 const EARLY_NS: u64 = 100_000;
 
@@ -44,6 +52,20 @@ fn moved(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// (whole frames in `trace`, the frames with a (CPU, slot) without a record among them): a
+/// slot whose tick came more than a slot late has no record, and its frame is not judged.
+fn frames_judged(trace: &[SlotRecord], slot_us: u64) -> (u64, BTreeSet<u64>) {
+    let frame_slots = (FRAME_MS * 1000 / slot_us.max(1)).max(1);
+    let frames = trace.iter().map(|r| r.slot + 1).max().unwrap_or(0) / frame_slots;
+    let have: BTreeSet<(u32, u64)> = trace.iter().map(|r| (r.cpu, r.slot)).collect();
+    let cpus: BTreeSet<u32> = trace.iter().map(|r| r.cpu).collect();
+    let skipped = (0..frames * frame_slots)
+        .filter(|s| cpus.iter().any(|c| !have.contains(&(*c, *s))))
+        .map(|s| s / frame_slots)
+        .collect();
+    (frames, skipped)
 }
 
 /// (time ms, cpu, cmd) of a schedule log line.
@@ -85,11 +107,20 @@ fn check_config(out: &VmOutput, c: &mut Checks, run: &str, cfg: &str) {
         Err(e) => return c.check(false, format!("{run}: summary: {e}")),
     };
     summary.print(cfg);
-    let end_ms = summary.duration_ns / 1_000_000;
-    // the trace covers whole slots up to the run's end: compare up to the last whole frame
+    let trace: Vec<SlotRecord> = match out.records(&format!("{run}.trace.jsonl")) {
+        Ok(t) => t,
+        Err(e) => return c.check(false, format!("{run}: trace: {e}")),
+    };
+    let (frames, skipped) = frames_judged(&trace, summary.slot_us);
+    println!(
+        "  {frames} whole frames in the trace, {} with a slot without a record (a tick more than \
+         a slot late: not judged)",
+        skipped.len()
+    );
+    let judged = |t: u64| t / FRAME_MS < frames && !skipped.contains(&(t / FRAME_MS));
     let within = |text: &str| -> Vec<String> {
         text.lines()
-            .filter(|l| parse(l).is_some_and(|(t, _, _)| t + FRAME_MS <= end_ms))
+            .filter(|l| parse(l).is_some_and(|(t, _, _)| judged(t)))
             .map(str::to_string)
             .collect()
     };
@@ -102,39 +133,62 @@ fn check_config(out: &VmOutput, c: &mut Checks, run: &str, cfg: &str) {
         sim.len(),
         kernel.len()
     );
-    let want_lines = (end_ms / FRAME_MS) as usize; // at least one SC start a frame
+    let judged_frames = frames.saturating_sub(skipped.len() as u64);
     c.check(
         out.number(&format!("{run}_sim_rc")).ok() == Some(0)
             && out.number(&format!("{run}_kernel_log_rc")).ok() == Some(0)
-            && sim.len() + 1 >= want_lines
+            && sim.len() as u64 >= judged_frames
             && sim == kernel,
         format!(
-            "{run}: the kernel run's SC schedule log equals DEmOS's own line for line ({} lines)",
+            "{run}: the kernel run's SC schedule log equals DEmOS's own line for line ({} lines \
+             in {judged_frames} judged frames)",
             kernel.len()
         ),
     );
-    // DEmOS's golden log (`-t 20`): its SC lines are the kernel log's first 20 ms
+    c.check_timing(
+        judged_frames >= MIN_JUDGED_FRAMES,
+        format!(
+            "{run}: frames judged {judged_frames} of {frames} >= {MIN_JUDGED_FRAMES} (the rest \
+             had a skipped slot)"
+        ),
+    );
+    // DEmOS's golden log (`-t 20`): its SC lines are DEmOS's own first 20 ms, and the kernel
+    // log's in the judged frames among them
     let log = moved(&read(&format!("tests/demos/{cfg}.log")));
     let sc_cmds: Vec<String> = sim.iter().filter_map(|l| Some(parse(l)?.2)).collect();
     let golden_sc: Vec<&str> = log
         .lines()
         .filter(|l| parse(l).is_some_and(|(_, _, cmd)| sc_cmds.contains(&cmd)))
         .collect();
-    let kernel_20: Vec<&str> = kernel
+    let first_20 = |text: &str, only_judged: bool| -> Vec<String> {
+        text.lines()
+            .filter(|l| parse(l).is_some_and(|(t, _, _)| t <= 20 && (!only_judged || judged(t))))
+            .map(str::to_string)
+            .collect()
+    };
+    let sim_all = out.file(&format!("{run}.sim.log")).unwrap_or_default();
+    let golden_judged: Vec<&str> = golden_sc
         .iter()
-        .filter(|l| parse(l).is_some_and(|(t, _, _)| t <= 20))
-        .map(String::as_str)
+        .copied()
+        .filter(|l| parse(l).is_some_and(|(t, _, _)| judged(t)))
         .collect();
+    let kernel_20 = first_20(&kernel.join("\n"), true);
     println!("  golden SC lines (CPUs one up): {golden_sc:?}");
     c.check(
-        golden_sc.len() >= 3 && golden_sc == kernel_20,
+        golden_sc.len() >= 3 && golden_sc == first_20(&sim_all, false) && golden_judged == kernel_20,
         format!(
-            "{run}: the kernel log's first 20 ms are tests/demos/{cfg}.log's SC lines ({})",
-            golden_sc.len()
+            "{run}: tests/demos/{cfg}.log's SC lines ({}) are DEmOS's own first 20 ms and the \
+             kernel log's ({} in judged frames)",
+            golden_sc.len(),
+            kernel_20.len()
         ),
     );
     check_starts(out, c, run, &summary, &kernel);
-    witness::check(c, out, run, &witness::Bounds::default());
+    let bounds = witness::Bounds {
+        outside_share: OUTSIDE_SHARE,
+        ..witness::Bounds::default()
+    };
+    witness::check(c, out, run, &bounds);
     out.check_clean_exit(c, run);
 }
 
