@@ -80,7 +80,12 @@ fn frames_judged(trace: &[SlotRecord], slot_us: u64) -> (u64, BTreeSet<u64>) {
 /// (time ms, cpu, cmd) of a schedule log line.
 fn parse(line: &str) -> Option<(u64, u32, String)> {
     let (t, rest) = line.split_once(": ")?;
-    let cpu = rest.strip_prefix("cpus=")?.split(' ').next()?.parse().ok()?;
+    let cpu = rest
+        .strip_prefix("cpus=")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
     let cmd = rest.split("cmd='").nth(1)?.split("' budget=").next()?;
     Some((t.trim().parse().ok()?, cpu, cmd.to_string()))
 }
@@ -184,7 +189,9 @@ fn check_config(out: &VmOutput, c: &mut Checks, run: &str, cfg: &str) {
     let kernel_20 = first_20(&kernel.join("\n"), true);
     println!("  golden SC lines (CPUs one up): {golden_sc:?}");
     c.check(
-        golden_sc.len() >= 3 && golden_sc == first_20(&sim_all, false) && golden_judged == kernel_20,
+        golden_sc.len() >= 3
+            && golden_sc == first_20(&sim_all, false)
+            && golden_judged == kernel_20,
         format!(
             "{run}: tests/demos/{cfg}.log's SC lines ({}) are DEmOS's own first 20 ms and the \
              kernel log's ({} in judged frames)",
@@ -227,7 +234,11 @@ fn check_starts(
         task.tids.first().copied()
     };
     let (mut delays, mut early, mut unknown) = (Vec::new(), 0, 0);
-    for (t, cpu, cmd) in kernel.iter().filter_map(|l| parse(l)).filter(|l| l.0 >= 1000) {
+    for (t, cpu, cmd) in kernel
+        .iter()
+        .filter_map(|l| parse(l))
+        .filter(|l| l.0 >= 1000)
+    {
         let Some(pid) = pid_of(&cmd) else {
             unknown += 1;
             continue;
