@@ -10,8 +10,8 @@
 //!   - the SC schedule log of the kernel run (`simulate --demos --from-trace` of its trace)
 //!     equals DEmOS's own (`simulate --demos --sc-only`) line for line in every frame whose
 //!     slots all have a trace record (a tick more than a slot late leaves none: TCG; at least
-//!     [`MIN_JUDGED_FRAMES`] judged), and the golden log's SC lines (DEmOS's `-t 20`, CPUs
-//!     moved) are DEmOS's own first 20 ms and the kernel's in the judged frames;
+//!     [`MIN_JUDGED_FRAMES`] judged); the golden log's SC lines (DEmOS's `-t 20`, CPUs moved)
+//!     are DEmOS's own first 20 ms, and their first frame is the kernel's every judged frame;
 //!   - each logged start from the second second on, against the kernel's switch trace (the
 //!     witness): the process's thread ran before it (more than [`EARLY_NS`]) for at most
 //!     [`EARLY_SHARE`] of them, and first runs at most [`START_P99_NS`] after it at the 99th
@@ -22,7 +22,7 @@
 use crate::harness::{self, Checks, Vm, VmOutput};
 use crate::witness;
 use scx_tt::trace::SlotRecord;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// (run, golden configuration)
 const CONFIGS: [(&str, &str); 3] = [
@@ -166,37 +166,47 @@ fn check_config(out: &VmOutput, c: &mut Checks, run: &str, cfg: &str) {
              had a skipped slot)"
         ),
     );
-    // DEmOS's golden log (`-t 20`): its SC lines are DEmOS's own first 20 ms, and the kernel
-    // log's in the judged frames among them
+    // DEmOS's golden log (`-t 20`): its SC lines are DEmOS's own first 20 ms, and its first
+    // frame (repeated by the second) is the kernel log's every judged frame
     let log = moved(&read(&format!("tests/demos/{cfg}.log")));
     let sc_cmds: Vec<String> = sim.iter().filter_map(|l| Some(parse(l)?.2)).collect();
     let golden_sc: Vec<&str> = log
         .lines()
         .filter(|l| parse(l).is_some_and(|(_, _, cmd)| sc_cmds.contains(&cmd)))
         .collect();
-    let first_20 = |text: &str, only_judged: bool| -> Vec<String> {
-        text.lines()
-            .filter(|l| parse(l).is_some_and(|(t, _, _)| t <= 20 && (!only_judged || judged(t))))
-            .map(str::to_string)
-            .collect()
-    };
     let sim_all = out.file(&format!("{run}.sim.log")).unwrap_or_default();
-    let golden_judged: Vec<&str> = golden_sc
-        .iter()
-        .copied()
-        .filter(|l| parse(l).is_some_and(|(t, _, _)| judged(t)))
+    let sim_20: Vec<&str> = sim_all
+        .lines()
+        .filter(|l| parse(l).is_some_and(|(t, _, _)| t <= 20))
         .collect();
-    let kernel_20 = first_20(&kernel.join("\n"), true);
+    // (frame, (time in the frame, cpu, cmd)) of log lines
+    let by_frame = |lines: &[&str]| -> BTreeMap<u64, Vec<(u64, u32, String)>> {
+        let mut m: BTreeMap<u64, Vec<(u64, u32, String)>> = BTreeMap::new();
+        for (t, cpu, cmd) in lines.iter().filter_map(|l| parse(l)) {
+            m.entry(t / FRAME_MS)
+                .or_default()
+                .push((t % FRAME_MS, cpu, cmd));
+        }
+        m
+    };
+    let golden_frames = by_frame(&golden_sc);
+    let pattern = golden_frames.get(&0).cloned().unwrap_or_default();
+    let kernel_frames = by_frame(&kernel.iter().map(String::as_str).collect::<Vec<_>>());
+    let differing = (0..frames)
+        .filter(|f| !skipped.contains(f))
+        .filter(|f| kernel_frames.get(f).unwrap_or(&Vec::new()) != &pattern)
+        .count();
     println!("  golden SC lines (CPUs one up): {golden_sc:?}");
     c.check(
-        golden_sc.len() >= 3
-            && golden_sc == first_20(&sim_all, false)
-            && golden_judged == kernel_20,
+        !pattern.is_empty()
+            && golden_frames.get(&1) == Some(&pattern)
+            && golden_sc == sim_20
+            && differing == 0,
         format!(
-            "{run}: tests/demos/{cfg}.log's SC lines ({}) are DEmOS's own first 20 ms and the \
-             kernel log's ({} in judged frames)",
-            golden_sc.len(),
-            kernel_20.len()
+            "{run}: tests/demos/{cfg}.log's SC lines ({}) are DEmOS's own first 20 ms, and its \
+             first frame is the kernel log's in every judged frame ({differing} of \
+             {judged_frames} differ)",
+            golden_sc.len()
         ),
     );
     check_starts(out, c, run, &summary, &kernel);
