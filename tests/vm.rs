@@ -28,6 +28,8 @@ mod cpuperf;
 mod delivery;
 #[path = "vm/scenarios/demos/check.rs"]
 mod demos;
+#[path = "vm/scenarios/demos_golden/check.rs"]
+mod demos_golden;
 #[path = "vm/scenarios/demos_power/check.rs"]
 mod demos_power;
 #[path = "vm/scenarios/errors/check.rs"]
