@@ -450,3 +450,53 @@ fn a_broken_slot_clock_is_an_error_line_and_a_healthy_one_is_not() {
     });
     assert!(!lossy.contains("error:"), "{lossy}");
 }
+
+/// The per-task table of the text summary keeps its columns for every class name, the longest
+/// (`adaptive`) included: the `cpu` column ends at the same byte in the header and every row.
+#[test]
+fn the_task_table_stays_aligned_for_every_class() {
+    let mut tasks = tasks();
+    tasks.push(TaskInfo {
+        name: "legacy".into(),
+        class: Class::Adaptive,
+        cpu: Some(1),
+    });
+    let acc = Accounting::new(SLOT, tasks, &[1], 0);
+    let mut f = facts(vec![TaskCounters::default(); 4]);
+    f.tids.push(vec![13]);
+    f.states.push(TaskState::Running);
+    let text = render_summary(&acc, &acc.summary(&f));
+    let lines: Vec<&str> = text.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.starts_with("task ") && l.contains("planned_ms"))
+        .expect("the task table's header");
+    // where the third column (cpu) ends: the byte after its last character
+    let end_of_third = |l: &str| {
+        let mut words = 0;
+        let mut in_word = false;
+        for (i, ch) in l.char_indices() {
+            if ch != ' ' && !in_word {
+                in_word = true;
+            } else if ch == ' ' && in_word {
+                in_word = false;
+                words += 1;
+                if words == 3 {
+                    return Some(i);
+                }
+            }
+        }
+        None
+    };
+    let want = end_of_third(lines[header]).expect("a cpu column");
+    let names = ["spin-a", "spin-b", "background", "legacy"];
+    for (row, name) in lines[header + 1..].iter().zip(names) {
+        assert!(row.starts_with(name), "row {row:?} is {name}'s");
+        let got = end_of_third(row);
+        assert_eq!(
+            got,
+            Some(want),
+            "{name}: cpu column ends at {got:?}, header at {want}\n{text}"
+        );
+    }
+}

@@ -124,7 +124,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     );
     let _ = writeln!(
         out,
-        "{:<12} {:<5} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10} {:>9}",
+        "{:<12} {:<8} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10} {:>9}",
         "task",
         "class",
         "cpu",
@@ -144,7 +144,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             .and_then(|v| v.as_str().map(String::from));
         let _ = writeln!(
             out,
-            "{:<12} {:<5} {:>4} {:<9} {:>11.1} {:>13.1} {:>7} {:>11.1} {:>8} {:>10.1} {:>9}",
+            "{:<12} {:<8} {:>4} {:<9} {:>11.1} {:>13.1} {:>7} {:>11.1} {:>8} {:>10.1} {:>9}",
             t.name,
             class,
             t.cpu.map_or("any".to_string(), |c| c.to_string()),
