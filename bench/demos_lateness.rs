@@ -25,6 +25,8 @@
 
 #[path = "../tests/vm/harness.rs"]
 mod harness;
+#[path = "vm_bench.rs"]
+mod vm_bench;
 #[path = "../tests/vm/witness.rs"]
 #[allow(dead_code)]
 mod witness;
@@ -34,7 +36,7 @@ use scx_tt::demos::{simulate, Config, CpuSet, SimOptions};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::process::Command;
+use vm_bench::{load, sh};
 use witness::Segment;
 
 const CONFIG: &str = "tests/vm/scenarios/demos_lateness/demos.yaml";
@@ -311,26 +313,6 @@ fn measure(
     };
     times.sort_unstable();
     Ok((lateness(&segments, CPU, &judged), control(&times, &judged)))
-}
-
-fn sh(cmd: &str, args: &[&str]) -> String {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string()
-        })
-        .unwrap_or_else(|e| format!("({cmd}: {e})"))
-}
-
-fn load() -> String {
-    let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    l.split_whitespace().take(3).collect::<Vec<_>>().join(" ")
 }
 
 fn us(ns: u64) -> f64 {
@@ -649,23 +631,9 @@ fn main() {
         }
         return;
     }
-    let duration_s: u64 = std::env::var("SCX_TT_BENCH_DURATION_S")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
+    let duration_s = vm_bench::duration_s();
     let load_before = load();
-    let out = match harness::Vm::new("demos_lateness")
-        .smp(2)
-        .timeout_s(600)
-        .arg("duration_s", duration_s)
-        .run()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("bench demos_lateness: {e}");
-            std::process::exit(1);
-        }
-    };
+    let out = vm_bench::boot("demos_lateness", "demos_lateness", duration_s, 600);
     let (t, mut failed) = match report(&out, duration_s, &load_before) {
         Ok(r) => r,
         Err(e) => {

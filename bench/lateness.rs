@@ -12,15 +12,17 @@
 
 #[path = "../tests/vm/harness.rs"]
 mod harness;
+#[path = "vm_bench.rs"]
+mod vm_bench;
 // the harness's control-run checks call the witness
 #[path = "../tests/vm/witness.rs"]
 #[allow(dead_code)]
 mod witness;
 
-use harness::{us, Summary, Vm};
+use harness::{us, Summary};
 use serde::Deserialize;
 use std::fmt::Write as _;
-use std::process::Command;
+use vm_bench::{load, sh};
 
 #[derive(Deserialize)]
 struct Baseline {
@@ -50,21 +52,6 @@ struct Prog {
 
 const SLOTS_US: [u64; 2] = [1_000, 10_000];
 const MEASURED_CPU: u32 = 1;
-
-fn sh(cmd: &str, args: &[&str]) -> String {
-    Command::new(cmd)
-        .args(args)
-        .output()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string()
-        })
-        .unwrap_or_else(|e| format!("({cmd}: {e})"))
-}
 
 fn ratio(base: i64, bpf: i64) -> String {
     if bpf <= 0 {
@@ -117,23 +104,9 @@ fn bpf_programs(out: &harness::VmOutput, slot_us: u64) -> Result<String, String>
 
 fn main() {
     // `cargo bench` passes --bench; this benchmark takes no arguments.
-    let duration_s: u64 = std::env::var("SCX_TT_BENCH_DURATION_S")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10);
-    let load_before = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let out = match Vm::new("lateness")
-        .smp(2)
-        .timeout_s(300)
-        .arg("duration_s", duration_s)
-        .run()
-    {
-        Ok(out) => out,
-        Err(e) => {
-            eprintln!("bench lateness: {e}");
-            std::process::exit(1);
-        }
-    };
+    let duration_s = vm_bench::duration_s();
+    let load_before = load();
+    let out = vm_bench::boot("lateness", "lateness", duration_s, 300);
     let guest = out
         .console
         .lines()
@@ -152,21 +125,11 @@ fn main() {
         sh("qemu-system-x86_64", &["--version"]),
         std::env::var("SCX_TT_VM_ACCEL").unwrap_or_else(|_| "tcg,thread=multi".into()),
     );
-    let load_after = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let _ = writeln!(
         t,
-        "run: make bench-lateness   ({}); host load average before {}, after {}",
+        "run: make bench-lateness   ({}); host load average before {load_before}, after {}",
         sh("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-        load_before
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" "),
-        load_after
-            .split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+        load()
     );
     let _ = writeln!(
         t,
