@@ -104,6 +104,13 @@ impl ExitInfo {
         self.restart
     }
 
+    /// The kernel ended the scheduler by itself (an error, the watchdog, sysrq, a CPU hotplug
+    /// request, or the BPF program's own exit): anything but "still running" and userspace's
+    /// own detach.
+    pub fn ended_by_kernel(&self) -> bool {
+        !matches!(self.kind, ExitKind::None | ExitKind::Unregistered)
+    }
+
     /// The message, or the reason when there is no message.
     pub fn describe(&self) -> &str {
         if self.message.is_empty() {

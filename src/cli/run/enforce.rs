@@ -558,6 +558,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             let exit = detached.exit;
             return Ok(Stopped::Restart(Kept { live, table, exit }));
         }
+        let exit = ended_before_detach(exit, &sched.exit_info());
         let mut end = d.end(live, exit, planner);
         let detached = sched.shutdown(&d.sysfs, DETACH_TIMEOUT);
         drop(ring);
@@ -565,6 +566,33 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         end.state = detached.state; // the state after detaching
         Ok(Stopped::Final(end))
     }
+}
+
+/// The run's exit reason once it stops for `exit`, given how the kernel says the scheduler
+/// ended before scx_tt detached it: a run that reached its duration (or a signal, or its
+/// tasks' exit) in the same poll in which the kernel ended the scheduler (an error, the
+/// watchdog, sysrq) did not end cleanly, and says so (`SchedulerExited`, exit code 1; the
+/// kernel's reason is printed by the detach as `EXIT: ...`). A restart request at that moment
+/// is not an error: the run was ending anyway.
+fn ended_before_detach(exit: ExitReason, ended: &ExitInfo) -> ExitReason {
+    if exit == ExitReason::SchedulerExited || !ended.ended_by_kernel() {
+        return exit;
+    }
+    if ended.should_restart() {
+        eprintln!(
+            "scx_tt: the kernel asked for a restart of the BPF scheduler ({}) as the run ended \
+             ({exit:?}): not restarted",
+            ended.describe()
+        );
+        return exit;
+    }
+    eprintln!(
+        "scx_tt: error: the kernel had ended the BPF scheduler ({:?}: {}) before scx_tt \
+         detached it at the run's end ({exit:?}); the run did not end cleanly",
+        ended.kind,
+        ended.describe()
+    );
+    ExitReason::SchedulerExited
 }
 
 /// The calling thread's nice value set to `nice` for as long as this lives (then restored);
@@ -718,4 +746,54 @@ enum Turn {
     Ready,
     /// Only the switch.
     Switch,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scx_tt::sched::loader::ExitKind;
+
+    fn ended(kind: ExitKind, restart: bool) -> ExitInfo {
+        ExitInfo {
+            kind,
+            reason: "reason".into(),
+            message: "message".into(),
+            restart,
+            hotplug: restart,
+        }
+    }
+
+    #[test]
+    fn an_error_the_kernel_reported_before_the_detach_ends_the_run_as_exited() {
+        let d = ExitReason::Duration;
+        // still running, or ended by scx_tt's own detach: the run's reason stands
+        assert_eq!(ended_before_detach(d, &ended(ExitKind::None, false)), d);
+        assert_eq!(
+            ended_before_detach(d, &ended(ExitKind::Unregistered, false)),
+            d
+        );
+        // a restart request as the run ends: not an error
+        assert_eq!(
+            ended_before_detach(d, &ended(ExitKind::UnregisteredByKernel, true)),
+            d
+        );
+        for kind in [
+            ExitKind::Error,
+            ExitKind::ErrorByBpf,
+            ExitKind::Stall,
+            ExitKind::SysRq,
+        ] {
+            for reason in [
+                ExitReason::Duration,
+                ExitReason::Signal,
+                ExitReason::TasksExited,
+            ] {
+                assert_eq!(
+                    ended_before_detach(reason, &ended(kind, false)),
+                    ExitReason::SchedulerExited,
+                    "{kind:?} before a {reason:?} end"
+                );
+            }
+        }
+    }
 }

@@ -173,21 +173,11 @@ fn kernel_evidence(c: &mut Checks, out: &VmOutput) {
     // The kernel's log of the boot: warm-up (enabled, detached by scx_tt); cases 1 and 3
     // (enabled, unregistered by the kernel, enabled again, detached by scx_tt); case 2
     // (enabled, unregistered by the kernel, never again).
-    let events: Vec<&str> = dmesg
+    let lines: Vec<&str> = dmesg
         .lines()
         .filter(|l| l.contains("BPF scheduler \"tt_"))
-        .filter_map(|l| {
-            if l.ends_with(" enabled") {
-                Some("enabled")
-            } else if l.ends_with("disabled (unregistered from user space)") {
-                Some("user")
-            } else if l.ends_with("disabled (unregistered from the main kernel)") {
-                Some("kernel")
-            } else {
-                None
-            }
-        })
         .collect();
+    let events: Vec<&str> = lines.iter().map(|l| dmesg_event(l)).collect();
     let want = [
         "enabled", "user", // warm-up
         "enabled", "kernel", "enabled", "user", // case 1
@@ -196,8 +186,35 @@ fn kernel_evidence(c: &mut Checks, out: &VmOutput) {
     ];
     c.check(
         events == want,
-        format!("dmesg: sched_ext events {events:?}, want {want:?}"),
+        format!(
+            "dmesg: sched_ext events {events:?}, want {want:?}{}",
+            if events == want {
+                String::new()
+            } else {
+                // every sched_ext line of the boot (an error exit has a second line with its
+                // message), so that a failure says what the kernel said
+                format!(
+                    "; the kernel's sched_ext lines:\n    {}",
+                    dmesg.lines().collect::<Vec<_>>().join("\n    ")
+                )
+            }
+        ),
     );
+}
+
+/// The event a `sched_ext: BPF scheduler "tt_..." ...` line of dmesg says: `enabled`, `user` or
+/// `kernel` (unregistered from user space or from the main kernel), or the line itself (any
+/// other end: an error, the watchdog, sysrq).
+fn dmesg_event(line: &str) -> &str {
+    if line.ends_with(" enabled") {
+        "enabled"
+    } else if line.ends_with("disabled (unregistered from user space)") {
+        "user"
+    } else if line.ends_with("disabled (unregistered from the main kernel)") {
+        "kernel"
+    } else {
+        line
+    }
 }
 
 /// The spawned tasks kept their pids across the restart.
