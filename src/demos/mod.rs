@@ -27,6 +27,7 @@ pub mod import;
 pub mod output;
 pub mod power;
 pub mod rng;
+pub mod seq_driver;
 pub mod sequencer;
 pub mod sim;
 pub mod trace_log;

@@ -80,6 +80,9 @@ pub struct SlotDecision {
     /// The owner (BPF task index) of each managed CPU, in the order given to
     /// [`Sequencer::new`]; `None`: idle (free for `be` work).
     pub owners: Vec<Option<u32>>,
+    /// Per managed CPU: the slot is the first of its owner's activation (a new job of the
+    /// task: the table entry's job-start flag).
+    pub first: Vec<bool>,
     /// The processes running in the slot, in slice order.
     pub running: Vec<ProcId>,
     /// The schedule log lines of the processes starting at this slot.
@@ -223,7 +226,9 @@ impl Sequencer {
     }
 
     /// A sequencer for `plan`, the import of `config` (`plan import --demos`): process `k` of
-    /// partition `P` is the plan task named `P.k`, on that task's CPU.
+    /// partition `P` is the plan task named `P.k`, on that task's CPU. Only `tt` tasks own
+    /// slots: a BE process is imported as a `be` task, which the BPF scheduler runs in any free
+    /// slot of its CPU, so its turns are free slots (`None`).
     pub fn for_plan(
         config: &Config,
         plan: &Plan,
@@ -238,6 +243,9 @@ impl Sequencer {
                     .map(|k| {
                         let name = format!("{}.{k}", p.name);
                         let i = plan.tasks.iter().position(|t| t.name == name)?;
+                        if plan.tasks[i].class != crate::plan::Class::Tt {
+                            return None;
+                        }
                         let cpu = plan.tasks[i].cpu?;
                         Some(TaskRef {
                             task: u32::try_from(i).ok()?,
@@ -322,6 +330,7 @@ impl Sequencer {
             }
         }
         let mut owners = vec![None; self.managed.len()];
+        let mut first = vec![false; self.managed.len()];
         let mut running = Vec::new();
         let specs = &self.windows[self.window].slices;
         for (s, rt) in self.slices.iter_mut().enumerate() {
@@ -337,6 +346,7 @@ impl Sequencer {
                 let i = self.managed.iter().position(|&c| c == t.cpu);
                 if let (Some(i), true) = (i, specs[s].cpus.contains(t.cpu)) {
                     owners[i] = Some(t.task);
+                    first[i] = r.from == n;
                 }
             }
         }
@@ -344,6 +354,7 @@ impl Sequencer {
         SlotDecision {
             slot: n,
             owners,
+            first,
             running,
             log: std::mem::take(&mut self.log),
         }
