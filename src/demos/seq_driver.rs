@@ -90,7 +90,10 @@ impl SeqDriver {
     /// BPF's observation of `slot` on a managed CPU: its owner, and whether the owner's job
     /// completed in it. Returns whether a completion was taken.
     pub fn observe(&mut self, slot: u64, owner: Option<u32>, done: bool) -> bool {
-        let Some(proc) = owner.filter(|_| done).and_then(|t| self.seq.process_of_task(t)) else {
+        let Some(proc) = owner
+            .filter(|_| done)
+            .and_then(|t| self.seq.process_of_task(t))
+        else {
             return false;
         };
         let taken = self.seq.complete(proc, slot);
@@ -225,7 +228,10 @@ mod tests {
         let text: Vec<String> = log.iter().map(|l| l.to_string()).collect();
         assert_eq!(
             text,
-            ["     0: cpus=1 cmd='a' budget=4", "     4: cpus=1 cmd='b' budget=4"]
+            [
+                "     0: cpus=1 cmd='a' budget=4",
+                "     4: cpus=1 cmd='b' budget=4"
+            ]
         );
         assert_eq!(dropped, 0);
         let s = d.summary();

@@ -102,6 +102,14 @@ struct WindowSpec {
     slices: Vec<SliceSpec>,
 }
 
+#[derive(Clone, Debug)]
+struct ProcSpec {
+    budget_ms: u64,
+    jitter_ms: u64,
+    cmd: String,
+    task: Option<TaskRef>,
+}
+
 #[derive(Clone, Debug, Default)]
 struct ProcRt {
     /// Used its budget or completed in the partition's current activation.
@@ -130,8 +138,8 @@ struct SliceRt {
 pub struct Sequencer {
     slot_us: u64,
     windows: Vec<WindowSpec>,
-    /// Per partition, per process: budget and jitter (ms), command, task.
-    procs: Vec<Vec<(u64, u64, String, Option<TaskRef>)>>,
+    /// Per partition, per process.
+    procs: Vec<Vec<ProcSpec>>,
     managed: Vec<u32>,
     cursor: Vec<usize>,
     state: Vec<Vec<ProcRt>>,
@@ -201,7 +209,12 @@ impl Sequencer {
             let mut v = Vec::new();
             for (k, q) in part.processes.iter().enumerate() {
                 let task = tasks.get(p).and_then(|t| t.get(k)).copied().flatten();
-                v.push((q.budget, q.jitter, q.cmd.clone(), task));
+                v.push(ProcSpec {
+                    budget_ms: q.budget,
+                    jitter_ms: q.jitter,
+                    cmd: q.cmd.clone(),
+                    task,
+                });
             }
             procs.push(v);
         }
@@ -281,7 +294,9 @@ impl Sequencer {
     /// The process whose task is `task`, if any.
     pub fn process_of_task(&self, task: u32) -> Option<ProcId> {
         self.procs.iter().enumerate().find_map(|(p, v)| {
-            let k = v.iter().position(|q| q.3.is_some_and(|t| t.task == task))?;
+            let k = v
+                .iter()
+                .position(|q| q.task.is_some_and(|t| t.task == task))?;
             Some(ProcId {
                 partition: p,
                 process: k,
@@ -342,7 +357,7 @@ impl Sequencer {
                 partition: p,
                 process: r.process,
             });
-            if let Some(t) = self.procs[p][r.process].3 {
+            if let Some(t) = self.procs[p][r.process].task {
                 let i = self.managed.iter().position(|&c| c == t.cpu);
                 if let (Some(i), true) = (i, specs[s].cpus.contains(t.cpu)) {
                     owners[i] = Some(t.task);
@@ -397,7 +412,7 @@ impl Sequencer {
             };
             let (budget, jitter, cmd) = {
                 let q = &self.procs[p][k];
-                (q.0, q.1, q.2.clone())
+                (q.budget_ms, q.jitter_ms, q.cmd.clone())
             };
             let budget_us = match self.state[p][k].carried_us.take() {
                 Some(us) => us,
