@@ -13,9 +13,10 @@
 //!               write (cpu, t mod frame) := owner | JOB_START on an activation's first slot
 //! ```
 //!
-//! Lag: a completion in slot `s` is observed once slot `s` closed, while slots up to about
-//! `s + lead` are already decided; the next process starts at the first undecided slot, so
-//! `lead` slots (± one turn of the thread) after the completion's slot + 1. Those slots stay
+//! Lag: a completion in slot `s` is observed once slot `s` closed (the thread waits for that
+//! observation up to half a slot after the boundary), while slots up to `s + lead` are already
+//! decided; the next process starts at the first undecided slot, `s + 1 + lead`: `lead` slots
+//! after DEmOS's start on the grid (one more when the observation comes later than that). Those slots stay
 //! with the done owner: BPF gives a done owner's time to `be` work under the default server
 //! design (`wcps`), so BE work can run there before all SC work of the window is done.
 
@@ -85,6 +86,10 @@ impl SeqDriver {
             late: 0,
             lags: Vec::new(),
         })
+    }
+
+    pub fn lead(&self) -> u64 {
+        self.lead
     }
 
     /// BPF's observation of `slot` on a managed CPU: its owner, and whether the owner's job

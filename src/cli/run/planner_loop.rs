@@ -101,6 +101,9 @@ impl DemosSeq {
 
 /// SCHED_FIFO priority of the planner thread (above normal tasks on its housekeeping CPU).
 const FIFO_PRIORITY: i32 = 10;
+/// With `--demos`: how often the thread looks again for the observation of the slot that just
+/// closed (up to half a slot after the boundary).
+const OBS_RETRY_NS: u64 = 200_000;
 
 pub struct PlannerLoop {
     stop: Arc<AtomicBool>,
@@ -403,23 +406,46 @@ fn run_demos(
     let Some(reader) = writers.obs.as_ref() else {
         anyhow::bail!("--demos in planner mode needs the closed loop's observations");
     };
+    let cpus = reader.managed().len();
     let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
-    let mut follower = ObsFollower::new(reader.managed().len(), first);
+    let mut follower = ObsFollower::new(cpus, first);
+    // the last slot observed per CPU
+    let mut seen: Vec<Option<u64>> = vec![None; cpus];
+    let lead = demos
+        .driver
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .lead();
     while !stop.load(Ordering::SeqCst) {
         let cur = clock.slot_at(monotonic_ns());
-        let writes = {
-            let mut d = demos.driver.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(c) = cur {
+        if let Some(c) = cur {
+            // the tick that publishes slot c - 1 may come after this turn's wake-up: with
+            // lead >= 2, wait for it up to half a slot (slot c + lead is due before the tick of
+            // c + lead - 1), so that a completion in c - 1 is not a slot later
+            let until = clock.start_ns(c) + clock.slot_ns / 2;
+            loop {
+                let mut d = demos.driver.lock().unwrap_or_else(|e| e.into_inner());
                 follower.poll(
                     c,
                     |m, slot| reader.read_index(m, slot),
-                    |_, o| {
+                    |m, o| {
+                        seen[m] = seen[m].max(Some(o.slot));
                         d.observe(o.slot, o.owner, o.done);
                     },
                 );
+                drop(d);
+                let all = c == 0 || seen.iter().all(|s| *s >= Some(c - 1));
+                if all || lead < 2 || monotonic_ns() >= until || stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                sleep_until_ns(monotonic_ns() + OBS_RETRY_NS);
             }
-            d.advance(cur)
-        };
+        }
+        let writes = demos
+            .driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .advance(cur);
         for w in &writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
             writers

@@ -1,7 +1,7 @@
 # Issue 18: DEmOS's sequence on the kernel path (`--planner bss --demos`, the slot sequencer).
 # demos_seq.yaml (written here: the job logs go to $OUT), one 200 ms window on CPU 1, 10 ms
 # slots: SC1 = sc1a (tt_jobs: 15 ms of CPU time per job, then sched_yield(), the plan's
-# completion "yield"; budget 50 ms) then sc1b (busy, 30 ms); BE1 = be1 (busy, budget 250 ms:
+# completion "yield"; budget 100 ms) then sc1b (busy, 30 ms); BE1 = be1 (busy, budget 250 ms:
 # more than a window's BE time, so it carries over). The imported plan gets "server": "ptps"
 # (a done owner's slot idles instead of going to be work). Run for tt.duration_s seconds
 # (default 6) with lead 2; leaves the sequenced log (kernel.log), DEmOS's own
@@ -13,7 +13,7 @@ cat > $CFG <<YAML
 partitions:
   - name: SC1
     processes:
-      - {cmd: "TT_SIM_WORK_MS=15 tt_jobs --period-us 1 --exec-us 15000 --exec-min-pct 100 --exec-max-pct 100 --end yield --log $OUT/sc1a.log # sc1a", budget: 50}
+      - {cmd: "TT_SIM_WORK_MS=15 tt_jobs --period-us 1 --exec-us 15000 --exec-min-pct 100 --exec-max-pct 100 --end yield --log $OUT/sc1a.log # sc1a", budget: 100}
       - {cmd: "while :; do :; done # sc1b", budget: 30}
   - name: BE1
     processes:
