@@ -32,6 +32,8 @@ mod demos;
 mod demos_golden;
 #[path = "vm/scenarios/demos_power/check.rs"]
 mod demos_power;
+#[path = "vm/scenarios/demos_seq/check.rs"]
+mod demos_seq;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
 #[path = "vm/scenarios/faults/check.rs"]

@@ -186,8 +186,14 @@ pub struct RunArgs {
     pub planner_log: Option<PathBuf>,
     /// The DEmOS configuration the plan was imported from (`plan import --demos`): the run
     /// knows its windows, for -m/-M/-p (docs/demos.md). Refused unless the plan is its import.
-    #[arg(long, value_name = "CONFIG.yaml", conflicts_with = "planner")]
+    /// With --planner: the slots follow DEmOS's sequence (early starts on completion, BE after
+    /// all SC) instead of the plan's table (docs/demos.md, "Sequenced kernel run").
+    #[arg(long, value_name = "CONFIG.yaml")]
     pub demos: Option<PathBuf>,
+    /// With --demos and --planner: write the sequenced run's schedule log (DEmOS's format) to
+    /// FILE when the run ends.
+    #[arg(long, value_name = "FILE", requires = "demos")]
+    pub schedule_log: Option<PathBuf>,
     /// With --demos: print MSG on stdout at each window start (DEmOS's -m).
     #[arg(short = 'm', long, value_name = "MSG", requires = "demos")]
     pub window_message: Option<String>,

@@ -16,6 +16,8 @@
 //! - [`follow`]: the DEmOS events of a kernel run of an imported plan (the slot grid and the
 //!   enforced table), the check that the plan is the configuration's import, `-m`/`-M` lines.
 //! - [`output`]: what `-m`/`-M`/`-p` print and write, for `simulate --demos` and the run.
+//! - [`sequencer`]: the same semantics stepped slot by slot from observed completions, for the
+//!   kernel path in planner mode (`--planner ... --demos`).
 //! - [`cpuset`], [`rng`]: DEmOS's CPU lists and its jitter generator.
 
 pub mod config;
@@ -25,6 +27,8 @@ pub mod import;
 pub mod output;
 pub mod power;
 pub mod rng;
+pub mod seq_driver;
+pub mod sequencer;
 pub mod sim;
 pub mod trace_log;
 

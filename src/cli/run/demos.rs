@@ -45,6 +45,14 @@ pub fn check(args: &RunArgs, plan: &Plan) -> Result<Option<(Config, PowerPolicy)
     };
     let config = Config::from_file(path).with_context(|| format!("--demos {}", path.display()))?;
     check_import(&config, plan).map_err(|e| anyhow::anyhow!("--demos {}: {e}", path.display()))?;
+    if args.planner.is_some() {
+        check_sequenced(args)?;
+    } else if args.schedule_log.is_some() {
+        anyhow::bail!(
+            "--schedule-log needs --planner: without it the plan's static table runs; its SC log \
+             is `scx_tt simulate --demos CONFIG --from-trace RUN.trace.jsonl`"
+        );
+    }
     let policy = match &args.power_policy {
         Some(p) => PowerPolicy::parse(p).context("--power-policy")?,
         None => PowerPolicy::None,
@@ -71,6 +79,31 @@ pub fn check(args: &RunArgs, plan: &Plan) -> Result<Option<(Config, PowerPolicy)
     Ok(Some((config, policy)))
 }
 
+/// `--demos` with `--planner` (the sequenced run, planner_loop.rs): the sequencer needs the
+/// closed loop's completions; -m/-M/-p follow the static table's events (follow.rs), which a
+/// sequenced run does not have.
+fn check_sequenced(args: &RunArgs) -> Result<()> {
+    if args.planner_open_loop {
+        anyhow::bail!(
+            "--demos with --planner-open-loop: the DEmOS sequence needs the closed loop's \
+             completions (drop --planner-open-loop)"
+        );
+    }
+    for (flag, given) in [
+        ("-m/--window-message", args.window_message.is_some()),
+        ("-M/--mf-message", args.mf_message.is_some()),
+        ("-p/--power-policy", args.power_policy.is_some()),
+    ] {
+        if given {
+            anyhow::bail!(
+                "{flag} with --demos and --planner: not supported in a sequenced run yet (its \
+                 events come from the static table); run without --planner for it"
+            );
+        }
+    }
+    Ok(())
+}
+
 pub struct DemosRun {
     config: Config,
     follower: Follower,
@@ -95,6 +128,10 @@ impl DemosRun {
         let Some((config, policy)) = check(args, plan)? else {
             return Ok(None);
         };
+        if args.planner.is_some() {
+            // the sequenced run: the planner thread (planner_loop.rs)
+            return Ok(None);
+        }
         let all = CpuSet::from_cpus(plan.managed.iter().copied());
         let power = match policy.is_active() {
             true => {

@@ -7,12 +7,22 @@
 //! admission from delaying the slot decisions, `planner::shared`); this
 //! file builds the planner, and is the clock, the thread and the map writes. The planner
 //! outlives a restart of the BPF scheduler; each scheduler gets its own thread and writers.
+//!
+//! With `--demos CONFIG` the slots are DEmOS's sequence instead (docs/demos.md "Sequenced
+//! kernel run"): each turn the thread feeds BPF's observations to the sequencer's driver
+//! (`scx_tt::demos::seq_driver`, pure) and writes the entries it decides `lead` slots ahead;
+//! the online planner is built but not stepped. The driver outlives a restart like the planner
+//! ([`DEMOS`]); at each stop of the thread its schedule log is written to `--schedule-log` and
+//! its figures to stderr.
 
 use super::freq::{Backend, Freq, FreqDriver};
 use super::idle_ctl::IdleControl;
 use super::RunArgs;
 use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
+use scx_tt::demos::seq_driver::SeqDriver;
+use scx_tt::demos::sequencer::Sequencer;
+use scx_tt::demos::{render_log, Config, CpuSet};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
 use scx_tt::planner::kernel_path::SlotObs;
@@ -23,12 +33,77 @@ use scx_tt::sched::affinity;
 use scx_tt::sched::config::SchedConfig;
 use scx_tt::sched::loader::{DpmWriter, Scheduler, TableWriter};
 use scx_tt::sched::obs::{ObsFollower, ObsReader};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
+/// The sequenced DEmOS run of `--planner ... --demos`, shared by the planner threads of the
+/// run's BPF schedulers (one run per process: the daemon enforces one plan).
+pub struct DemosSeq {
+    driver: Mutex<SeqDriver>,
+    schedule_log: Option<PathBuf>,
+}
+
+static DEMOS: Mutex<Option<Arc<DemosSeq>>> = Mutex::new(None);
+
+/// With `--demos`: the sequencer of the configuration (the plan is its import, checked by
+/// `demos::check`), its processes on the plan's tasks, `all` = the managed CPUs.
+fn demos_seq(args: &RunArgs, plan: &Plan) -> Result<Option<Arc<DemosSeq>>> {
+    let Some(path) = &args.demos else {
+        return Ok(None);
+    };
+    let config = Config::from_file(path).with_context(|| format!("--demos {}", path.display()))?;
+    let all = CpuSet::from_cpus(plan.managed.iter().copied());
+    let seed = scx_tt::demos::rng::Mt19937::DEFAULT_SEED;
+    let seq = Sequencer::for_plan(&config, plan, all, seed)
+        .map_err(|e| anyhow!("--demos {}: {e}", path.display()))?;
+    let driver = SeqDriver::new(
+        seq,
+        args.planner_lead_slots,
+        plan.frame_slots,
+        plan.managed.len(),
+    )
+    .map_err(|e| anyhow!("--demos {}: {e}", path.display()))?;
+    Ok(Some(Arc::new(DemosSeq {
+        driver: Mutex::new(driver),
+        schedule_log: args.schedule_log.clone(),
+    })))
+}
+
+impl DemosSeq {
+    /// The schedule log to `--schedule-log`, the figures on stderr.
+    fn report(&self) -> Result<()> {
+        let d = self.driver.lock().unwrap_or_else(|e| e.into_inner());
+        let (log, dropped) = d.log();
+        if let Some(path) = &self.schedule_log {
+            std::fs::write(path, render_log(log))
+                .with_context(|| format!("--schedule-log {}", path.display()))?;
+        }
+        let s = d.summary();
+        let lag = s.lag.map_or_else(
+            || "none taken".to_string(),
+            |(p50, p99, max)| format!("lag p50 {p50}, p99 {p99}, max {max} slots"),
+        );
+        eprintln!(
+            "scx_tt: demos: {} slots sequenced ({} decided late), {} log lines ({dropped} over \
+             the cap), {} completions taken ({lag}), {} stale, {} SC overruns",
+            s.decided,
+            s.late,
+            log.len(),
+            s.completions,
+            s.stale,
+            s.overruns
+        );
+        Ok(())
+    }
+}
+
 /// SCHED_FIFO priority of the planner thread (above normal tasks on its housekeeping CPU).
 const FIFO_PRIORITY: i32 = 10;
+/// With `--demos`: how often the thread looks again for the observation of the slot that just
+/// closed (up to half a slot after the boundary).
+const OBS_RETRY_NS: u64 = 200_000;
 
 pub struct PlannerLoop {
     stop: Arc<AtomicBool>,
@@ -48,6 +123,8 @@ pub struct Writers {
     pub dpm: Option<DpmWriter>,
     /// The idle control: a pm_qos limit per DPM idle period (idle_ctl.rs).
     pub idle: Option<Arc<Mutex<IdleControl>>>,
+    /// `--demos`: the sequencer decides the slots instead of the planner.
+    pub demos: Option<Arc<DemosSeq>>,
 }
 
 /// The planner of `--planner POLICY`, deciding from the table `cfg` loads (all at full speed).
@@ -86,6 +163,8 @@ pub fn kernel_planner(
     if args.planner_log.is_some() {
         planner.enable_log();
     }
+    let demos = demos_seq(args, plan)?;
+    *DEMOS.lock().unwrap_or_else(|e| e.into_inner()) = demos;
     Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)))
 }
 
@@ -134,6 +213,7 @@ impl PlannerLoop {
                 .unwrap_or_else(|e| e.into_inner())
                 .polling()
                 .then(|| idle.clone()),
+            demos: DEMOS.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         };
         Self::start(
             planner.clone(),
@@ -159,7 +239,14 @@ impl PlannerLoop {
                 .name("scx_tt-planner".into())
                 .spawn(move || {
                     prepare_thread(cpu);
-                    run(&online, &writers, frame_slots, clock, &stop)
+                    match writers.demos.clone() {
+                        Some(d) => {
+                            let ran = run_demos(&d, &writers, frame_slots, clock, &stop);
+                            let reported = d.report();
+                            ran.and(reported)
+                        }
+                        None => run(&online, &writers, frame_slots, clock, &stop),
+                    }
                 })
                 .context("starting the planner thread")?
         };
@@ -299,6 +386,73 @@ fn run(
             d.turn(cur, &clock);
         }
         // wake just after the next boundary of the slot clock
+        let next = match cur {
+            Some(c) => clock.start_ns(c + 1),
+            None => clock.t0_ns,
+        };
+        sleep_until_ns(next);
+    }
+    Ok(())
+}
+
+/// The thread's loop with `--demos`: observations to the sequencer, its entries to the table.
+fn run_demos(
+    demos: &DemosSeq,
+    writers: &Writers,
+    frame_slots: u64,
+    clock: SlotClock,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let Some(reader) = writers.obs.as_ref() else {
+        anyhow::bail!("--demos in planner mode needs the closed loop's observations");
+    };
+    let cpus = reader.managed().len();
+    let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
+    let mut follower = ObsFollower::new(cpus, first);
+    // the last slot observed per CPU
+    let mut seen: Vec<Option<u64>> = vec![None; cpus];
+    let lead = demos
+        .driver
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .lead();
+    while !stop.load(Ordering::SeqCst) {
+        let cur = clock.slot_at(monotonic_ns());
+        if let Some(c) = cur {
+            // the tick that publishes slot c - 1 may come after this turn's wake-up: with
+            // lead >= 2, wait for it up to half a slot (slot c + lead is due before the tick of
+            // c + lead - 1), so that a completion in c - 1 is not a slot later
+            let until = clock.start_ns(c) + clock.slot_ns / 2;
+            loop {
+                let mut d = demos.driver.lock().unwrap_or_else(|e| e.into_inner());
+                follower.poll(
+                    c,
+                    |m, slot| reader.read_index(m, slot),
+                    |m, o| {
+                        seen[m] = seen[m].max(Some(o.slot));
+                        d.observe(o.slot, o.owner, o.done);
+                    },
+                );
+                drop(d);
+                let all = c == 0 || seen.iter().all(|s| *s >= Some(c - 1));
+                if all || lead < 2 || monotonic_ns() >= until || stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                sleep_until_ns(monotonic_ns() + OBS_RETRY_NS);
+            }
+        }
+        let writes = demos
+            .driver
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .advance(cur);
+        for w in &writes {
+            let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
+            writers
+                .table
+                .write(index, w.entry)
+                .with_context(|| format!("writing table entry {index}"))?;
+        }
         let next = match cur {
             Some(c) => clock.start_ns(c + 1),
             None => clock.t0_ns,
