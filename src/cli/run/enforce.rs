@@ -10,7 +10,7 @@ use super::daemon::{Daemon, Shutdown};
 use super::engine::RunEngine;
 use super::every::Every;
 use super::plan_loader::PlanLoader;
-use super::planner_loop::{self, PlannerLoop};
+use super::planner_loop::{self, DemosSeq, PlannerLoop};
 use super::stats::Stats;
 use super::RunArgs;
 use anyhow::{Context, Result};
@@ -43,6 +43,9 @@ const DETACH_TIMEOUT: Duration = Duration::from_secs(2);
 /// Planner mode: the planner the planner thread steps and the control engine admits into.
 pub type SharedPlanner = Arc<PlannerHandle>;
 
+/// What planner mode starts: the planner, the DEmOS sequencer of `--demos` and the thread.
+type PlannerParts = (SharedPlanner, Option<Arc<DemosSeq>>, PlannerLoop);
+
 /// What counts on the slot grid: created by the first start, kept across restarts.
 pub struct Live {
     pub clock: SlotClock,
@@ -51,6 +54,8 @@ pub struct Live {
     pub loader: PlanLoader<WrittenHalf>,
     /// Planner mode: the planner the planner thread steps.
     pub planner: Option<SharedPlanner>,
+    /// Planner mode with `--demos`: the DEmOS sequencer the planner thread follows instead.
+    pub demos: Option<Arc<DemosSeq>>,
     pub stats: Stats,
     /// `--duration-s`: when the run ends (CLOCK_MONOTONIC ns).
     pub deadline_ns: Option<u64>,
@@ -122,7 +127,10 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         let clock = SlotClock::new(t0_ns, d.cfg.slot_ns);
         // 5. planner thread, 6. control; then the spawned tasks run
         let (control, planner) = start_planner(d, &mut sched, clock)?;
-        let (planner, thread) = planner.unzip();
+        let (planner, demos, thread) = match planner {
+            Some((p, demos, t)) => (Some(p), demos, Some(t)),
+            None => (None, None, None),
+        };
         if let Some(sock) = &d.socket {
             d.verbose(&format!("control socket at {}", sock.path().display()));
         }
@@ -161,6 +169,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             control,
             loader: PlanLoader::default(),
             planner,
+            demos,
             stats,
             deadline_ns,
             metrics,
@@ -224,7 +233,13 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         ));
         let thread = match &k.live.planner {
             Some(p) => Some(PlannerLoop::for_scheduler(
-                p, &mut sched, d.plan, clock, &d.freq, &d.idle,
+                p,
+                k.live.demos.as_ref(),
+                &mut sched,
+                d.plan,
+                clock,
+                &d.freq,
+                &d.idle,
             )?),
             None => None,
         };
@@ -672,7 +687,7 @@ fn start_planner(
     d: &Daemon,
     sched: &mut Scheduler,
     clock: SlotClock,
-) -> Result<(Control, Option<(SharedPlanner, PlannerLoop)>)> {
+) -> Result<(Control, Option<PlannerParts>)> {
     let table_name = d
         .args
         .table
@@ -683,13 +698,22 @@ fn start_planner(
         return Ok((control, None));
     };
     let planner = planner_loop::kernel_planner(policy, d.args, d.plan, d.model, &d.cfg)?;
-    let thread = PlannerLoop::for_scheduler(&planner, sched, d.plan, clock, &d.freq, &d.idle)?;
+    let demos = planner_loop::demos_seq(d.args, d.plan)?;
+    let thread = PlannerLoop::for_scheduler(
+        &planner,
+        demos.as_ref(),
+        sched,
+        d.plan,
+        clock,
+        &d.freq,
+        &d.idle,
+    )?;
     let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
     d.verbose(&format!(
         "planner {policy} deciding {} slots ahead on a housekeeping CPU",
         d.args.planner_lead_slots
     ));
-    Ok((control, Some((planner, thread))))
+    Ok((control, Some((planner, demos, thread))))
 }
 
 /// The observation ring's reader when the test hook is on (obs_test.rs).

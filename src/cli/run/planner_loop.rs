@@ -12,7 +12,7 @@
 //! kernel run"): each turn the thread feeds BPF's observations to the sequencer's driver
 //! (`scx_tt::demos::seq_driver`, pure) and writes the entries it decides `lead` slots ahead;
 //! the online planner is built but not stepped. The driver outlives a restart like the planner
-//! ([`DEMOS`]); at each stop of the thread its schedule log is written to `--schedule-log` and
+//! (the run keeps both, [`demos_seq`]); at each stop of the thread its schedule log is written to `--schedule-log` and
 //! its figures to stderr.
 
 use super::freq::{Backend, Freq, FreqDriver};
@@ -45,11 +45,9 @@ pub struct DemosSeq {
     schedule_log: Option<PathBuf>,
 }
 
-static DEMOS: Mutex<Option<Arc<DemosSeq>>> = Mutex::new(None);
-
 /// With `--demos`: the sequencer of the configuration (the plan is its import, checked by
 /// `demos::check`), its processes on the plan's tasks, `all` = the managed CPUs.
-fn demos_seq(args: &RunArgs, plan: &Plan) -> Result<Option<Arc<DemosSeq>>> {
+pub fn demos_seq(args: &RunArgs, plan: &Plan) -> Result<Option<Arc<DemosSeq>>> {
     let Some(path) = &args.demos else {
         return Ok(None);
     };
@@ -163,8 +161,6 @@ pub fn kernel_planner(
     if args.planner_log.is_some() {
         planner.enable_log();
     }
-    let demos = demos_seq(args, plan)?;
-    *DEMOS.lock().unwrap_or_else(|e| e.into_inner()) = demos;
     Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)))
 }
 
@@ -184,10 +180,11 @@ fn dvfs_freqs(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<Freqs> 
 }
 
 impl PlannerLoop {
-    /// Starts the thread of `planner` writing into `sched`'s table and perf map, pinned to
-    /// the plan's first housekeeping CPU.
+    /// Starts the thread of `planner` (or of the DEmOS sequencer `demos`) writing into
+    /// `sched`'s table and perf map, pinned to the plan's first housekeeping CPU.
     pub fn for_scheduler(
         planner: &Arc<PlannerHandle>,
+        demos: Option<&Arc<DemosSeq>>,
         sched: &mut Scheduler,
         plan: &Plan,
         clock: SlotClock,
@@ -213,7 +210,7 @@ impl PlannerLoop {
                 .unwrap_or_else(|e| e.into_inner())
                 .polling()
                 .then(|| idle.clone()),
-            demos: DEMOS.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            demos: demos.cloned(),
         };
         Self::start(
             planner.clone(),

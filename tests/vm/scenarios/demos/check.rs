@@ -20,8 +20,10 @@ use crate::witness;
 
 const RUN: &str = "demos";
 /// A logged start that the thread's first run may follow by, at the 99th percentile (TCG tick
-/// lateness; measured on a quiet host: p99 below 1 ms).
-const START_P99_NS: u64 = 3_000_000;
+/// lateness; measured on a quiet host: p99 below 1 ms, on a host loaded 2.5-4.5 by other VM
+/// runs and builds 3.7-10.8 ms over 9 boots, 2026-11-27): the bound of demos_golden, set on a
+/// loaded host, so that a loaded CI host does not fail it three times over.
+const START_P99_NS: u64 = 12_000_000;
 /// ... and at worst (a host hiccup).
 const START_MAX_NS: u64 = 15_000_000;
 
