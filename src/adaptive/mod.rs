@@ -29,11 +29,13 @@
 
 pub mod bounds;
 pub mod controller;
+pub mod live;
 pub mod period;
 pub mod supervisor;
 pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
+pub use live::{AdaptiveState, Change, Slots};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{

@@ -306,7 +306,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
                 if !self.adaptive.is_empty() {
-                    self.adaptive.poll(&self.sched, now);
+                    let planner = self.live.planner.as_deref();
+                    (self.adaptive).poll(&mut self.sched, planner, self.live.clock, now);
                 }
             }
             if control.due(now) {

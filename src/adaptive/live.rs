@@ -1,0 +1,215 @@
+//! The reservations of a run's adaptive tasks (issue 17): every sampling period each task's
+//! controller turns its consumption and its inferred period into a request in slots, the
+//! supervisor decides the grants of one CPU's tasks together, and [`changes`] says what the run
+//! must do to the planner for each task (grant, resize, remove) given what it holds now. Pure:
+//! the run (src/cli/run/adaptive.rs) applies the changes through the planner and BPF.
+//!
+//! # States (`status`, the stats, the summary)
+//! - `learning`: no request yet (no period inferred, or no consumption sample yet);
+//! - `reserved`: it holds the reservation it asked for;
+//! - `compressed`: it holds less than it asked for (the supervisor compressed it);
+//! - `best-effort`: it asked and holds nothing (dropped by the supervisor, or the planner
+//!   refused the admission): it runs as be in the slack.
+
+use super::supervisor::{Allocation, Grant, Supervision};
+use serde::Serialize;
+
+/// What an adaptive task is (module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AdaptiveState {
+    #[default]
+    Learning,
+    Reserved,
+    Compressed,
+    BestEffort,
+}
+
+impl AdaptiveState {
+    pub fn name(self) -> &'static str {
+        match self {
+            AdaptiveState::Learning => "learning",
+            AdaptiveState::Reserved => "reserved",
+            AdaptiveState::Compressed => "compressed",
+            AdaptiveState::BestEffort => "best-effort",
+        }
+    }
+}
+
+/// A periodic reservation held or wanted: `wcet` slots every `period` slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Slots {
+    pub period: u64,
+    pub wcet: u64,
+}
+
+impl Slots {
+    /// `W/P slots (Q ms every T ms)` for slots of `slot_ns`.
+    pub fn text(&self, slot_ns: u64) -> String {
+        let ms = |s: u64| s as f64 * slot_ns as f64 / 1e6;
+        format!(
+            "{}/{} slots ({} ms every {} ms)",
+            self.wcet,
+            self.period,
+            ms(self.wcet),
+            ms(self.period)
+        )
+    }
+}
+
+/// What the run does for one task (its id: the caller's, as in the supervisor's requests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// Admit `to` (it holds nothing).
+    Grant { id: usize, to: Slots },
+    /// Take `from` out and admit `to`, under one hold of the planner.
+    Resize { id: usize, from: Slots, to: Slots },
+    /// Take `from` out: it runs as be.
+    Remove { id: usize, from: Slots },
+}
+
+/// The grant of one allocation (`None`: dropped).
+pub fn granted(a: &Allocation) -> Option<Slots> {
+    (a.granted > 0).then_some(Slots {
+        period: a.request.period,
+        wcet: a.granted,
+    })
+}
+
+/// The state an allocation leaves its task in, when the run applied it.
+pub fn state_of(a: &Allocation) -> AdaptiveState {
+    match a.grant {
+        Grant::Full => AdaptiveState::Reserved,
+        Grant::Compressed => AdaptiveState::Compressed,
+        Grant::Dropped => AdaptiveState::BestEffort,
+    }
+}
+
+/// The changes that bring every supervised task from what it holds (`held(id)`) to its grant:
+/// nothing for a task whose grant equals what it holds. Removals come first (they free what
+/// the grants after them may need), then resizes, then grants, each in the supervisor's order.
+pub fn changes(sup: &Supervision, held: impl Fn(usize) -> Option<Slots>) -> Vec<Change> {
+    let mut out = Vec::new();
+    for pass in 0..3 {
+        for a in &sup.allocations {
+            let id = a.request.id;
+            let c = match (held(id), granted(a)) {
+                (Some(from), None) if pass == 0 => Change::Remove { id, from },
+                (Some(from), Some(to)) if pass == 1 && from != to => Change::Resize { id, from, to },
+                (None, Some(to)) if pass == 2 => Change::Grant { id, to },
+                _ => continue,
+            };
+            out.push(c);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adaptive::supervisor::{supervise, AdaptiveRequest, PeriodicReservation};
+
+    fn req(id: usize, period: u64, wcet: u64, min_wcet: u64) -> AdaptiveRequest {
+        AdaptiveRequest {
+            id,
+            period,
+            wcet,
+            min_wcet,
+        }
+    }
+
+    /// Σ wcet/period ≤ cap.
+    fn util(cap: f64) -> impl FnMut(&[PeriodicReservation]) -> bool {
+        move |s: &[PeriodicReservation]| {
+            s.iter()
+                .map(|r| r.wcet as f64 / r.period as f64)
+                .sum::<f64>()
+                <= cap + 1e-12
+        }
+    }
+
+    fn s(period: u64, wcet: u64) -> Slots {
+        Slots { period, wcet }
+    }
+
+    #[test]
+    fn a_first_grant_a_resize_and_a_removal_in_that_order_of_passes() {
+        // 0 holds 4/20 and now asks 5/20 (fits); 1 holds nothing and asks 3/15; 2 holds 2/20
+        // and is dropped: 5/20 + 3/15 = 0.45, + 2/20 = 0.55 > 0.5 (its minimum 2)
+        let reqs = [req(0, 20, 5, 5), req(1, 15, 3, 3), req(2, 20, 2, 2)];
+        let sup = supervise(&reqs, &mut util(0.5)).expect("valid");
+        let held = |id| match id {
+            0 => Some(s(20, 4)),
+            2 => Some(s(20, 2)),
+            _ => None,
+        };
+        assert_eq!(
+            changes(&sup, held),
+            vec![
+                Change::Remove {
+                    id: 2,
+                    from: s(20, 2)
+                },
+                Change::Resize {
+                    id: 0,
+                    from: s(20, 4),
+                    to: s(20, 5)
+                },
+                Change::Grant { id: 1, to: s(15, 3) },
+            ]
+        );
+        let states: Vec<AdaptiveState> = sup.allocations.iter().map(state_of).collect();
+        assert_eq!(
+            states,
+            [
+                AdaptiveState::Reserved,
+                AdaptiveState::Reserved,
+                AdaptiveState::BestEffort
+            ]
+        );
+    }
+
+    #[test]
+    fn an_unchanged_grant_changes_nothing_and_a_compressed_one_is_resized() {
+        let reqs = [req(0, 20, 4, 1)];
+        let sup = supervise(&reqs, &mut util(1.0)).expect("valid");
+        assert!(changes(&sup, |_| Some(s(20, 4))).is_empty());
+        // 2 slots of 20 at most: λ = 1/3, grant 1 + ⌊3/3⌋ = 2
+        let sup = supervise(&reqs, &mut util(0.1)).expect("valid");
+        assert_eq!(state_of(&sup.allocations[0]), AdaptiveState::Compressed);
+        assert_eq!(
+            changes(&sup, |_| Some(s(20, 4))),
+            vec![Change::Resize {
+                id: 0,
+                from: s(20, 4),
+                to: s(20, 2)
+            }]
+        );
+        // a new period is a resize too
+        let sup = supervise(&[req(0, 15, 3, 1)], &mut util(1.0)).expect("valid");
+        assert_eq!(
+            changes(&sup, |_| Some(s(20, 4))),
+            vec![Change::Resize {
+                id: 0,
+                from: s(20, 4),
+                to: s(15, 3)
+            }]
+        );
+    }
+
+    #[test]
+    fn states_and_slots_text() {
+        assert_eq!(AdaptiveState::BestEffort.name(), "best-effort");
+        assert_eq!(
+            serde_json::to_string(&AdaptiveState::BestEffort).expect("json"),
+            "\"best-effort\""
+        );
+        assert_eq!(AdaptiveState::default(), AdaptiveState::Learning);
+        assert_eq!(
+            s(20, 4).text(2_000_000),
+            "4/20 slots (8 ms every 40 ms)"
+        );
+        assert_eq!(s(15, 3).text(500_000), "3/15 slots (1.5 ms every 7.5 ms)");
+    }
+}
