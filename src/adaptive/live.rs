@@ -57,6 +57,38 @@ impl Slots {
     }
 }
 
+/// What the run shows of one adaptive task (`status`, the stats, the summary and its JSON;
+/// docs/run-output.md).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AdaptiveView {
+    pub name: String,
+    /// Its BPF task index.
+    pub task: usize,
+    pub state: AdaptiveState,
+    /// The last period inferred, µs (rounded); `None` before the first.
+    pub period_us: Option<u64>,
+    /// The reservation it holds (`None`: none, it runs as be).
+    pub reservation: Option<Slots>,
+    /// Reservation changes so far (grants, resizes, removals).
+    pub changes: u64,
+}
+
+impl AdaptiveView {
+    /// `NAME STATE period P ms, reservation W/P slots (...)` for slots of `slot_ns`.
+    pub fn text(&self, slot_ns: u64) -> String {
+        format!(
+            "{} {}: period {}, reservation {} ({} changes)",
+            self.name,
+            self.state.name(),
+            self.period_us
+                .map_or("none yet".to_string(), |p| format!("{:.3} ms", p as f64 / 1e3)),
+            self.reservation
+                .map_or("none".to_string(), |r| r.text(slot_ns)),
+            self.changes
+        )
+    }
+}
+
 /// What the run does for one task (its id: the caller's, as in the supervisor's requests).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
@@ -196,6 +228,38 @@ mod tests {
                 to: s(15, 3)
             }]
         );
+    }
+
+    #[test]
+    fn a_view_in_text_and_json() {
+        let v = AdaptiveView {
+            name: "legacy".into(),
+            task: 1,
+            state: AdaptiveState::Reserved,
+            period_us: Some(40_001),
+            reservation: Some(s(20, 4)),
+            changes: 2,
+        };
+        assert_eq!(
+            v.text(2_000_000),
+            "legacy reserved: period 40.001 ms, reservation 4/20 slots (8 ms every 40 ms) (2 changes)"
+        );
+        let json = serde_json::to_value(&v).expect("json");
+        assert_eq!(json["state"], "reserved");
+        assert_eq!(json["period_us"], 40_001);
+        assert_eq!(json["reservation"]["period"], 20);
+        assert_eq!(json["reservation"]["wcet"], 4);
+        let none = AdaptiveView {
+            state: AdaptiveState::Learning,
+            period_us: None,
+            reservation: None,
+            ..v
+        };
+        assert_eq!(
+            none.text(2_000_000),
+            "legacy learning: period none yet, reservation none (2 changes)"
+        );
+        assert!(serde_json::to_value(&none).expect("json")["reservation"].is_null());
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub mod supervisor;
 pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
-pub use live::{AdaptiveState, Change, Slots};
+pub use live::{AdaptiveState, AdaptiveView, Change, Slots};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{

@@ -381,8 +381,17 @@ impl Control {
             admissions_accepted: 0,
             admissions_rejected: 0,
             tasks: Vec::new(),
+            adaptive: Vec::new(),
         });
         self
+    }
+
+    /// Planner mode: the adaptive tasks as the run sees them now, for `status` (nothing
+    /// without a planner).
+    pub fn set_adaptive(&mut self, views: Vec<crate::adaptive::AdaptiveView>) {
+        if let Some(p) = self.planner.as_mut() {
+            p.adaptive = views;
+        }
     }
 
     /// The switches written so far, in order.

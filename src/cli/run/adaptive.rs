@@ -8,7 +8,7 @@
 //! are applied under one hold of the planner, BPF's class of the task following
 //! (`Scheduler::reclass_task`). At the end a last line per task with its totals.
 
-use scx_tt::adaptive::live::{self, AdaptiveState, Change, Slots};
+use scx_tt::adaptive::live::{self, AdaptiveState, AdaptiveView, Change, Slots};
 use scx_tt::adaptive::{
     supervise, AdaptiveParams, AdaptiveRequest, BandwidthController, Detection, Grant, Tracker,
 };
@@ -26,21 +26,6 @@ pub struct AdaptiveRun {
     managed: Vec<u32>,
     slot_ns: u64,
     frame: u64,
-}
-
-/// What the run shows of one adaptive task (`status`, the stats, the summary).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct AdaptiveView {
-    pub name: String,
-    /// Its BPF task index.
-    pub task: usize,
-    /// The last inferred period, ms.
-    pub period_ms: Option<f64>,
-    /// The reservation it holds.
-    pub reservation: Option<Slots>,
-    pub state: AdaptiveState,
-    /// Reservation changes so far (grants, resizes, removals).
-    pub changes: u64,
 }
 
 struct Traced {
@@ -111,11 +96,6 @@ impl AdaptiveRun {
         Ok(())
     }
 
-    /// Whether BPF task `task` is served here.
-    pub fn serves(&self, task: usize) -> bool {
-        self.tasks.iter().any(|t| t.task == task)
-    }
-
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
@@ -127,9 +107,9 @@ impl AdaptiveRun {
             .map(|t| AdaptiveView {
                 name: t.name.clone(),
                 task: t.task,
-                period_ms: t.tracker.period.as_ref().map(|e| e.period_ns / 1e6),
-                reservation: t.held,
                 state: t.state,
+                period_us: t.tracker.period.as_ref().map(|e| (e.period_ns / 1e3).round() as u64),
+                reservation: t.held,
                 changes: t.changes,
             })
             .collect()
