@@ -167,8 +167,8 @@
  *   - an adaptive task's class (L), between be (no reservation) and tt (it holds a periodic
  *     reservation in planner mode): userspace test-runs the SEC("syscall") program
  *     reclass_task, which writes task_class, then (after a full barrier) moves the task's
- *     threads queued under the old class (be: its CPU's be DSQ and TT_DSQ_BE_ANY; tt: its task
- *     DSQ) to the new class's DSQ and kicks its CPU (SCX_KICK_PREEMPT), so that a thread of it
+ *     threads queued under the old class (be: its CPU's be DSQ, an adaptive task always has a
+ *     CPU; tt: its task DSQ) to the new class's DSQ and kicks its CPU (SCX_KICK_PREEMPT), so that a thread of it
  *     running there is enqueued again under the new class: no thread is left in a DSQ nobody
  *     dispatches. An ops.enqueue on another CPU that read the old class just before the write
  *     may still insert into the old DSQ after the move: the run calls reclass_task again with
@@ -1456,19 +1456,22 @@ int join_task(struct tt_release_arg *arg)
 	return 0;
 }
 
-/* Move the threads of @task queued in @dsq to @to (reclass_task); how many moved. */
-static __always_inline s32 move_threads(u64 dsq, u32 task, u64 to)
+/*
+ * Move the threads of @task queued in @dsq to @to (reclass_task); whether any moved (a flag,
+ * not a count: a counter would give the verifier a new state per iteration).
+ */
+static __always_inline bool move_threads(u64 dsq, u32 task, u64 to)
 {
 	struct tt_task_ctx *tctx;
 	struct task_struct *p;
-	s32 moved = 0;
+	bool moved = false;
 
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		tctx = lookup_ctx(p);
 		if (!tctx || tctx->task != task)
 			continue;
 		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0))
-			moved++;
+			moved = true;
 	}
 	return moved;
 }
@@ -1476,19 +1479,19 @@ static __always_inline s32 move_threads(u64 dsq, u32 task, u64 to)
 /*
  * An adaptive task gets (TT_CLASS_TT) or loses (TT_CLASS_BE) its reservation (F, L): its class
  * changes, its threads already queued under the old class move to the new class's DSQ (be: its
- * CPU's be DSQ, or the shared one; tt: its task DSQ), and its CPU is kicked so that a thread of
+ * CPU's be DSQ; tt: its task DSQ), and its CPU is kicked so that a thread of
  * it running there is enqueued again under the new class. Idempotent: with the class unchanged
  * it only moves stragglers (a thread whose ops.enqueue read the old class while this ran) and
- * kicks only when it moved one. Returns how many threads moved, or -EINVAL for a task that is
- * not an adaptive task of the table or a class other than tt and be.
+ * kicks only when it moved one. Returns 1 when a thread moved, 0 when none did, or -EINVAL for
+ * a task that is not an adaptive task of the table or a class other than tt and be.
  */
 SEC("syscall")
 int reclass_task(struct tt_reclass_arg *arg)
 {
 	u32 task = arg->task;
-	s32 cpu, moved = 0;
-	bool changed;
-	u64 be;
+	bool changed, moved;
+	u64 be, from, to;
+	s32 cpu;
 
 	if (task >= nr_tasks || task >= TT_MAX_TASKS || !task_adaptive[task & (TT_MAX_TASKS - 1)])
 		return -22; /* EINVAL */
@@ -1505,14 +1508,15 @@ int reclass_task(struct tt_reclass_arg *arg)
 	 */
 	task_class[task & (TT_MAX_TASKS - 1)] = arg->class;
 	__sync_fetch_and_add(&nr_reclasses, 1);
-	/* a DSQ iterator outside a sched_ext op needs an RCU read-side section */
+	/*
+	 * one queue to empty: an adaptive task has a CPU, so as be it is queued in that CPU's be
+	 * DSQ only (D), never in TT_DSQ_BE_ANY. A DSQ iterator outside a sched_ext op needs an
+	 * RCU read-side section.
+	 */
+	from = arg->class == TT_CLASS_TT ? be : task_dsq(task);
+	to = arg->class == TT_CLASS_TT ? task_dsq(task) : be;
 	bpf_rcu_read_lock();
-	if (arg->class == TT_CLASS_TT) {
-		moved += move_threads(be, task, task_dsq(task));
-		moved += move_threads(TT_DSQ_BE_ANY, task, task_dsq(task));
-	} else {
-		moved += move_threads(task_dsq(task), task, be);
-	}
+	moved = move_threads(from, task, to);
 	bpf_rcu_read_unlock();
 	if (changed || moved)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);

@@ -820,8 +820,9 @@ impl<'a> Scheduler<'a> {
     /// Adaptive task `index` gets (`Class::Tt`) or loses (`Class::Be`) its reservation
     /// (src/bpf/tt_sched.bpf.c F, `reclass_task`): its class changes and its queued threads
     /// move to the new class's queue. Called again with the same class, it moves the threads an
-    /// enqueue racing with the change left in the old queue. Returns how many threads moved;
-    /// an error for a task that is not adaptive (BPF refuses it, -EINVAL) or another class.
+    /// enqueue racing with the change left in the old queue. Returns 1 when a thread moved, 0
+    /// when none did; an error for a task that is not adaptive (BPF refuses it, -EINVAL) or
+    /// another class.
     pub fn reclass_task(&mut self, index: usize, class: Class) -> Result<u32, LoadError> {
         if !matches!(class, Class::Tt | Class::Be) {
             return Err(LoadError::Map {

@@ -311,9 +311,10 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
                     PeriodicOutcome::Rejected(r2) => {
                         t.held = None;
                         format!(
-                            "removed: {} (the resize to {} was refused: {r}; and so was the old one again: {r2})",
+                            "removed (the resize to {} was refused: {r}; and so was the old one again: {r2}): {} from slot {}",
+                            to.text(slot_ns),
                             from.text(slot_ns),
-                            to.text(slot_ns)
+                            p.now()
                         )
                     }
                 },
@@ -322,7 +323,11 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
         Change::Remove { from, .. } => {
             p.remove_admitted(t.task);
             t.held = None;
-            format!("removed: {} (runs as be in the slack)", from.text(slot_ns))
+            format!(
+                "removed (it runs as be in the slack): {} from slot {}",
+                from.text(slot_ns),
+                p.now()
+            )
         }
     };
     let class = if t.held.is_some() { Class::Tt } else { Class::Be };
