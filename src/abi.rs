@@ -117,8 +117,8 @@ pub fn arm_result_text(rc: i32) -> String {
 #[cfg(feature = "bpf")]
 pub use crate::bpf_intf::{
     tt_arm_arg, tt_class_TT_CLASS_BE, tt_class_TT_CLASS_TT, tt_cpu_role_TT_CPU_MANAGED,
-    tt_cpu_stats, tt_reclass_arg, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx, tt_task_stats, tt_wake_ev,
-    tt_wake_ring,
+    tt_cpu_stats, tt_reclass_arg, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx,
+    tt_task_stats, tt_wake_ev, tt_wake_ring,
 };
 
 #[cfg(feature = "bpf")]

@@ -70,7 +70,9 @@ pub struct TaskMetrics {
     pub run_ns: u64,
     #[stat(desc = "jobs ended early by the task's completion rule")]
     pub jobs_done: u64,
-    #[stat(desc = "adaptive task: learning, reserved, compressed or best-effort (empty: not adaptive)")]
+    #[stat(
+        desc = "adaptive task: learning, reserved, compressed or best-effort (empty: not adaptive)"
+    )]
     pub adaptive_state: String,
     #[stat(desc = "adaptive task: the last inferred period (us; 0: none yet)")]
     pub adaptive_period_us: u64,
@@ -506,7 +508,10 @@ mod tests {
         s.adaptive[0].period_us = None;
         s.adaptive[0].reservation = None;
         let line = Metrics::from_summary(&s, &Live::default()).line();
-        assert!(line.contains(" | adaptive fill=learning P=- res=0/0"), "{line}");
+        assert!(
+            line.contains(" | adaptive fill=learning P=- res=0/0"),
+            "{line}"
+        );
         assert!(describe().contains("reservation_wcet_slots"));
     }
 

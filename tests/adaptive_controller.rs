@@ -138,7 +138,10 @@ fn an_inferred_period_just_below_a_whole_number_of_slots_is_that_number() {
     let mut c = BandwidthController::new(ControllerConfig::default()).unwrap();
     c.push_consumption(150 * MS); // 15 % of each second
     let slots = |period_ms: f64| {
-        let s = c.request(period_ms * MS as f64).unwrap().to_slots(2 * MS, Some(120));
+        let s = c
+            .request(period_ms * MS as f64)
+            .unwrap()
+            .to_slots(2 * MS, Some(120));
         s.unwrap().period_slots
     };
     // 2 ms slots, frame 120: 39.99 ms is 20 slots (0.025 % below), not 19 → 15

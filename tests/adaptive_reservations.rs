@@ -6,7 +6,9 @@
 use scx_tt::adaptive::live::{changes, Change, Slots};
 use scx_tt::adaptive::{supervise, AdaptiveRequest, AdmissionOracle, Grant, PeriodicReservation};
 use scx_tt::plan::{self, Plan};
-use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner, PeriodicOutcome, PeriodicTask};
+use scx_tt::planner::kernel_path::{
+    KernelPathConfig, KernelPlanner, PeriodicOutcome, PeriodicTask,
+};
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::config::SchedConfig;
 
@@ -57,24 +59,59 @@ fn utilisation_fits(set: &[PeriodicReservation]) -> bool {
 fn the_oracle_agrees_with_edf_utilisation_and_with_the_live_admission() {
     let (_, mut p) = planner();
     // legacy already holds 4/20: the oracle leaves it out, so the set is judged as a whole
-    assert!(admit(&mut p, 1, Slots { period: 20, wcet: 4 }));
+    assert!(admit(
+        &mut p,
+        1,
+        Slots {
+            period: 20,
+            wcet: 4
+        }
+    ));
     let mut oracle = p.reservation_oracle(0, &[1, 2]);
     let mut checked = 0;
     for (p1, p2) in [(20, 20), (20, 15), (15, 10), (24, 40), (20, 7)] {
         for w1 in 1..=p1 {
             for w2 in [1, p2 / 2, p2] {
                 let set = [
-                    PeriodicReservation { id: 1, period: p1, wcet: w1 },
-                    PeriodicReservation { id: 2, period: p2, wcet: w2 },
+                    PeriodicReservation {
+                        id: 1,
+                        period: p1,
+                        wcet: w1,
+                    },
+                    PeriodicReservation {
+                        id: 2,
+                        period: p2,
+                        wcet: w2,
+                    },
                 ];
                 let fits = oracle.fits(&set);
                 assert_eq!(fits, utilisation_fits(&set), "{set:?}");
                 // the live planner, after taking legacy's reservation out, agrees
                 let (_, mut live) = planner();
-                assert!(admit(&mut live, 1, Slots { period: 20, wcet: 4 }));
+                assert!(admit(
+                    &mut live,
+                    1,
+                    Slots {
+                        period: 20,
+                        wcet: 4
+                    }
+                ));
                 assert!(live.remove_admitted(1));
-                let both = admit(&mut live, 1, Slots { period: p1, wcet: w1 })
-                    && admit(&mut live, 2, Slots { period: p2, wcet: w2 });
+                let both = admit(
+                    &mut live,
+                    1,
+                    Slots {
+                        period: p1,
+                        wcet: w1,
+                    },
+                ) && admit(
+                    &mut live,
+                    2,
+                    Slots {
+                        period: p2,
+                        wcet: w2,
+                    },
+                );
                 assert_eq!(fits, both, "{set:?}");
                 checked += 1;
             }
@@ -83,8 +120,22 @@ fn the_oracle_agrees_with_edf_utilisation_and_with_the_live_admission() {
     println!("{checked} sets: the oracle = utilisation ≤ 1 = the live admissions");
     // nothing changed in the live planner: legacy still holds its 4/20, and 10/20 more
     // (0.3 + 0.2 + 0.5 = 1) fits next to it, 11/20 does not
-    assert!(!admit(&mut p, 2, Slots { period: 20, wcet: 11 }));
-    assert!(admit(&mut p, 2, Slots { period: 20, wcet: 10 }));
+    assert!(!admit(
+        &mut p,
+        2,
+        Slots {
+            period: 20,
+            wcet: 11
+        }
+    ));
+    assert!(admit(
+        &mut p,
+        2,
+        Slots {
+            period: 20,
+            wcet: 10
+        }
+    ));
 }
 
 #[test]
@@ -93,22 +144,52 @@ fn a_request_that_does_not_fit_is_compressed_and_applied_without_touching_tt_a()
     // legacy asks 5/20 (25 %), heavy 8/10 (80 %): 0.3 + 0.25 + 0.8 > 1; heavy (second) is
     // compressed: grant 1 + ⌊λ·7⌋ with 0.3 + 0.25 + g/10 ≤ 1 → g ≤ 4.5 → g = 4, λ = 3/7
     let reqs = [
-        AdaptiveRequest { id: 1, period: 20, wcet: 5, min_wcet: 1 },
-        AdaptiveRequest { id: 2, period: 10, wcet: 8, min_wcet: 1 },
+        AdaptiveRequest {
+            id: 1,
+            period: 20,
+            wcet: 5,
+            min_wcet: 1,
+        },
+        AdaptiveRequest {
+            id: 2,
+            period: 10,
+            wcet: 8,
+            min_wcet: 1,
+        },
     ];
     let mut oracle = p.reservation_oracle(0, &[1, 2]);
     let sup = supervise(&reqs, &mut oracle).expect("valid");
-    let grants: Vec<(u64, Grant)> = sup.allocations.iter().map(|a| (a.granted, a.grant)).collect();
+    let grants: Vec<(u64, Grant)> = sup
+        .allocations
+        .iter()
+        .map(|a| (a.granted, a.grant))
+        .collect();
     assert_eq!(grants, [(5, Grant::Full), (4, Grant::Compressed)]);
     let lines = sup.explain();
     assert_eq!(lines.len(), 1);
-    assert!(lines[0].contains("compressed to 4 of 8 requested slots every 10"), "{}", lines[0]);
+    assert!(
+        lines[0].contains("compressed to 4 of 8 requested slots every 10"),
+        "{}",
+        lines[0]
+    );
     let cs = changes(&sup, |_| None);
     assert_eq!(
         cs,
         [
-            Change::Grant { id: 1, to: Slots { period: 20, wcet: 5 } },
-            Change::Grant { id: 2, to: Slots { period: 10, wcet: 4 } },
+            Change::Grant {
+                id: 1,
+                to: Slots {
+                    period: 20,
+                    wcet: 5
+                }
+            },
+            Change::Grant {
+                id: 2,
+                to: Slots {
+                    period: 10,
+                    wcet: 4
+                }
+            },
         ]
     );
     for c in cs {

@@ -222,11 +222,7 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         );
     }
     for a in &s.adaptive {
-        let _ = writeln!(
-            out,
-            "adaptive {}",
-            a.text(s.slot_us.saturating_mul(1000))
-        );
+        let _ = writeln!(out, "adaptive {}", a.text(s.slot_us.saturating_mul(1000)));
     }
     if let Some(c) = &s.planner_observations {
         let _ = writeln!(

@@ -80,8 +80,10 @@ impl AdaptiveView {
             "{} {}: period {}, reservation {} ({} changes)",
             self.name,
             self.state.name(),
-            self.period_us
-                .map_or("none yet".to_string(), |p| format!("{:.3} ms", p as f64 / 1e3)),
+            self.period_us.map_or("none yet".to_string(), |p| format!(
+                "{:.3} ms",
+                p as f64 / 1e3
+            )),
             self.reservation
                 .map_or("none".to_string(), |r| r.text(slot_ns)),
             self.changes
@@ -118,17 +120,26 @@ pub fn state_of(a: &Allocation) -> AdaptiveState {
 }
 
 /// The changes that bring every supervised task from what it holds (`held(id)`) to its grant:
-/// nothing for a task whose grant equals what it holds. Removals come first (they free what
-/// the grants after them may need), then resizes, then grants, each in the supervisor's order.
+/// nothing for a task whose grant equals what it holds. Removals come first, then the resizes
+/// that do not raise the bandwidth, then those that do, then grants (each pass in the
+/// supervisor's order): every change but the growing ones frees capacity, so that the planner,
+/// applying them one by one, admits each growing one next to what the others already gave
+/// back (the supervisor accepted the set as a whole).
 pub fn changes(sup: &Supervision, held: impl Fn(usize) -> Option<Slots>) -> Vec<Change> {
+    // wcet/period ≤ wcet'/period' in integers
+    let grows = |from: Slots, to: Slots| to.wcet * from.period > from.wcet * to.period;
     let mut out = Vec::new();
-    for pass in 0..3 {
+    for pass in 0..4 {
         for a in &sup.allocations {
             let id = a.request.id;
             let c = match (held(id), granted(a)) {
                 (Some(from), None) if pass == 0 => Change::Remove { id, from },
-                (Some(from), Some(to)) if pass == 1 && from != to => Change::Resize { id, from, to },
-                (None, Some(to)) if pass == 2 => Change::Grant { id, to },
+                (Some(from), Some(to))
+                    if from != to && pass == 1 + usize::from(grows(from, to)) =>
+                {
+                    Change::Resize { id, from, to }
+                }
+                (None, Some(to)) if pass == 3 => Change::Grant { id, to },
                 _ => continue,
             };
             out.push(c);
@@ -188,7 +199,10 @@ mod tests {
                     from: s(20, 4),
                     to: s(20, 5)
                 },
-                Change::Grant { id: 1, to: s(15, 3) },
+                Change::Grant {
+                    id: 1,
+                    to: s(15, 3)
+                },
             ]
         );
         let states: Vec<AdaptiveState> = sup.allocations.iter().map(state_of).collect();
@@ -198,6 +212,33 @@ mod tests {
                 AdaptiveState::Reserved,
                 AdaptiveState::Reserved,
                 AdaptiveState::BestEffort
+            ]
+        );
+    }
+
+    #[test]
+    fn shrinking_resizes_come_before_growing_ones() {
+        // 0 grows 3/15 → 4/15, 1 shrinks 5/10 → 4/10: 0.3 + 4/15 + 0.4 ≤ 1 as a set, but 0's
+        // growth first (next to 1's 5/10) would not fit; 1's shrink goes first
+        let reqs = [req(0, 15, 4, 4), req(1, 10, 4, 4)];
+        let sup = supervise(&reqs, &mut util(0.7)).expect("valid");
+        let held = |id| match id {
+            0 => Some(s(15, 3)),
+            _ => Some(s(10, 5)),
+        };
+        assert_eq!(
+            changes(&sup, held),
+            vec![
+                Change::Resize {
+                    id: 1,
+                    from: s(10, 5),
+                    to: s(10, 4)
+                },
+                Change::Resize {
+                    id: 0,
+                    from: s(15, 3),
+                    to: s(15, 4)
+                },
             ]
         );
     }
@@ -270,10 +311,7 @@ mod tests {
             "\"best-effort\""
         );
         assert_eq!(AdaptiveState::default(), AdaptiveState::Learning);
-        assert_eq!(
-            s(20, 4).text(2_000_000),
-            "4/20 slots (8 ms every 40 ms)"
-        );
+        assert_eq!(s(20, 4).text(2_000_000), "4/20 slots (8 ms every 40 ms)");
         assert_eq!(s(15, 3).text(500_000), "3/15 slots (1.5 ms every 7.5 ms)");
     }
 }

@@ -35,8 +35,8 @@ pub mod supervisor;
 pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
-pub use live::{AdaptiveState, AdaptiveView, Change, Slots};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
+pub use live::{AdaptiveState, AdaptiveView, Change, Slots};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{
     supervise, AdaptiveRequest, AdmissionOracle, Allocation, Grant, PeriodicReservation,

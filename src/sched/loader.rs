@@ -827,7 +827,9 @@ impl<'a> Scheduler<'a> {
         if !matches!(class, Class::Tt | Class::Be) {
             return Err(LoadError::Map {
                 map: "reclass_task",
-                msg: format!("task {index}: class {class:?}: an adaptive task is reclassed to tt or be only"),
+                msg: format!(
+                    "task {index}: class {class:?}: an adaptive task is reclassed to tt or be only"
+                ),
             });
         }
         let arg = abi::tt_reclass_arg {

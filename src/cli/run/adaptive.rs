@@ -6,13 +6,16 @@
 //! supervisor decides the grants of its CPU's adaptive tasks with the planner's exact admission
 //! as oracle ([`KernelPlanner::reservation_oracle`]); the changes ([`adaptive::live::changes`])
 //! are applied under one hold of the planner, BPF's class of the task following
-//! (`Scheduler::reclass_task`). At the end a last line per task with its totals.
+//! (`Scheduler::reclass_task`). The plan's adaptive tasks and those `ctl admit --class
+//! adaptive` added ([`AdaptiveRun::sync`]) alike. At the end a last line per task with its
+//! totals.
 
 use scx_tt::adaptive::live::{self, AdaptiveState, AdaptiveView, Change, Slots};
 use scx_tt::adaptive::{
     supervise, AdaptiveParams, AdaptiveRequest, BandwidthController, Detection, Grant, Tracker,
 };
 use scx_tt::clock::{monotonic_ns, SlotClock};
+use scx_tt::control::Control;
 use scx_tt::plan::{Class, Plan};
 use scx_tt::planner::kernel_path::{KernelPlanner, PeriodicOutcome, PeriodicTask};
 use scx_tt::planner::shared::PlannerHandle;
@@ -78,7 +81,9 @@ impl AdaptiveRun {
         let err = |e: scx_tt::adaptive::ParamError| anyhow::anyhow!("adaptive task {name}: {e}");
         let midx = cpu
             .and_then(|c| self.managed.iter().position(|&m| m == c))
-            .ok_or_else(|| anyhow::anyhow!("adaptive task {name}: cpu {cpu:?} is no managed CPU"))?;
+            .ok_or_else(|| {
+                anyhow::anyhow!("adaptive task {name}: cpu {cpu:?} is no managed CPU")
+            })?;
         self.tasks.push(Traced {
             name: name.to_string(),
             task,
@@ -96,6 +101,33 @@ impl AdaptiveRun {
         Ok(())
     }
 
+    /// The adaptive tasks `admit` added are traced and served from now on; those removed or
+    /// gone since (`ctl remove`, the reaper: they took the reservation out of the planner) are
+    /// no longer served.
+    pub fn sync(&mut self, control: &Control, now_ns: u64) {
+        for a in control
+            .added()
+            .iter()
+            .filter(|a| a.class == Class::Adaptive)
+        {
+            let served = self.tasks.iter().position(|t| t.task == a.index);
+            match (served, a.gone_from) {
+                (None, None) => {
+                    let Some(params) = control.adaptive_params(a.index) else {
+                        continue;
+                    };
+                    if let Err(e) = self.add(&a.name, a.index, a.cpu, params, now_ns) {
+                        eprintln!("scx_tt: warning: {e:#}");
+                    }
+                }
+                (Some(i), Some(_)) => {
+                    self.tasks.remove(i);
+                }
+                _ => {}
+            }
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
@@ -108,7 +140,11 @@ impl AdaptiveRun {
                 name: t.name.clone(),
                 task: t.task,
                 state: t.state,
-                period_us: t.tracker.period.as_ref().map(|e| (e.period_ns / 1e3).round() as u64),
+                period_us: t
+                    .tracker
+                    .period
+                    .as_ref()
+                    .map(|e| (e.period_ns / 1e3).round() as u64),
                 reservation: t.held,
                 changes: t.changes,
             })
@@ -128,7 +164,11 @@ impl AdaptiveRun {
         let mut due_cpus = Vec::new();
         for t in &mut self.tasks {
             if t.reclassed {
-                let class = if t.held.is_some() { Class::Tt } else { Class::Be };
+                let class = if t.held.is_some() {
+                    Class::Tt
+                } else {
+                    Class::Be
+                };
                 if let Err(e) = sched.reclass_task(t.task, class) {
                     eprintln!("scx_tt: warning: adaptive {}: {e}", t.name);
                 }
@@ -288,7 +328,10 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
                 format!("reservation {} from slot {from_slot}", to.text(slot_ns))
             }
             PeriodicOutcome::Rejected(r) => {
-                format!("reservation {} refused by the planner: {r}", to.text(slot_ns))
+                format!(
+                    "reservation {} refused by the planner: {r}",
+                    to.text(slot_ns)
+                )
             }
         },
         Change::Resize { from, to, .. } => {
@@ -330,7 +373,11 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
             )
         }
     };
-    let class = if t.held.is_some() { Class::Tt } else { Class::Be };
+    let class = if t.held.is_some() {
+        Class::Tt
+    } else {
+        Class::Be
+    };
     if let Err(e) = sched.reclass_task(t.task, class) {
         eprintln!("scx_tt: warning: adaptive {name}: reclass to {class:?}: {e}");
         if t.held.take().is_some() {

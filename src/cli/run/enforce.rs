@@ -305,6 +305,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             if ring.due(now) || demos_due {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
+                self.adaptive.sync(&self.live.control, now);
                 if !self.adaptive.is_empty() {
                     let planner = self.live.planner.as_deref();
                     (self.adaptive).poll(&mut self.sched, planner, self.live.clock, now);
