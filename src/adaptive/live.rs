@@ -148,6 +148,30 @@ pub fn changes(sup: &Supervision, held: impl Fn(usize) -> Option<Slots>) -> Vec<
     out
 }
 
+/// When BPF's class of an adaptive task follows a change of its reservation (src/bpf/
+/// tt_sched.bpf.c F), as `(at_ns, tt)` in time order: `removed_ns`, the start of the first slot
+/// the planner decides without the old reservation (the slots decided before still name the
+/// task: it stays tt through them); `admitted_ns`, the start of the new reservation's first
+/// slot (a frame start, up to a frame or two ahead). The task turns tt `advance_ns` before its
+/// first slot (the run polls every 100 ms: early enough that no slot of it finds it be, late
+/// enough that it does not wait long without slots), and be from the removal until then, so
+/// that a resize leaves it in the slack instead of without CPU while the new frame comes.
+pub fn class_changes(
+    removed_ns: Option<u64>,
+    admitted_ns: Option<u64>,
+    now_ns: u64,
+    advance_ns: u64,
+) -> Vec<(u64, bool)> {
+    let tt_at = admitted_ns.map(|a| a.saturating_sub(advance_ns).max(now_ns));
+    match (removed_ns, tt_at) {
+        (None, None) => Vec::new(),
+        (Some(r), None) => vec![(r.max(now_ns), false)],
+        (None, Some(t)) => vec![(t, true)],
+        (Some(r), Some(t)) if t <= r => vec![(t, true)],
+        (Some(r), Some(t)) => vec![(r.max(now_ns), false), (t, true)],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +325,36 @@ mod tests {
             "legacy learning: period none yet, reservation none (2 changes)"
         );
         assert!(serde_json::to_value(&none).expect("json")["reservation"].is_null());
+    }
+
+    #[test]
+    fn the_class_turns_tt_just_before_the_first_slot_and_be_after_the_last() {
+        const MS: u64 = 1_000_000;
+        // a grant from 600 ms: tt at 450 ms (150 ms ahead); one due now: at once
+        assert_eq!(
+            class_changes(None, Some(600 * MS), 100 * MS, 150 * MS),
+            [(450 * MS, true)]
+        );
+        assert_eq!(
+            class_changes(None, Some(200 * MS), 100 * MS, 150 * MS),
+            [(100 * MS, true)]
+        );
+        // a removal: be once its decided slots have passed
+        assert_eq!(
+            class_changes(Some(110 * MS), None, 100 * MS, 150 * MS),
+            [(110 * MS, false)]
+        );
+        // a resize whose new frame is far: be in between, then tt again
+        assert_eq!(
+            class_changes(Some(110 * MS), Some(700 * MS), 100 * MS, 150 * MS),
+            [(110 * MS, false), (550 * MS, true)]
+        );
+        // a resize whose new frame is near: tt throughout
+        assert_eq!(
+            class_changes(Some(110 * MS), Some(250 * MS), 100 * MS, 150 * MS),
+            [(100 * MS, true)]
+        );
+        assert!(class_changes(None, None, 0, 0).is_empty());
     }
 
     #[test]

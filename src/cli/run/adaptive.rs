@@ -45,6 +45,9 @@ struct Traced {
     request: Option<AdaptiveRequest>,
     held: Option<Slots>,
     state: AdaptiveState,
+    /// Its class in BPF now, and the changes due (`live::class_changes`).
+    class: Class,
+    pending: Vec<(u64, bool)>,
     /// Its class was changed at least once (the poll sweeps its old queue, F).
     reclassed: bool,
     changes: u64,
@@ -94,6 +97,8 @@ impl AdaptiveRun {
             request: None,
             held: None,
             state: AdaptiveState::Learning,
+            class: Class::Be,
+            pending: Vec::new(),
             reclassed: false,
             changes: 0,
             said: None,
@@ -164,14 +169,7 @@ impl AdaptiveRun {
         let mut due_cpus = Vec::new();
         for t in &mut self.tasks {
             if t.reclassed {
-                let class = if t.held.is_some() {
-                    Class::Tt
-                } else {
-                    Class::Be
-                };
-                if let Err(e) = sched.reclass_task(t.task, class) {
-                    eprintln!("scx_tt: warning: adaptive {}: {e}", t.name);
-                }
+                reclass_due(sched, t, now_ns);
             }
             let Some(ring) = sched.wake_ring(t.task) else {
                 continue;
@@ -256,6 +254,7 @@ impl AdaptiveRun {
             tasks.iter().find(|t| t.task == id).and_then(|t| t.held)
         });
         let slot_ns = self.slot_ns;
+        let t0_ns = clock.t0_ns;
         let applied = planner.with_planner(
             || clock.slot_at(monotonic_ns()),
             |p, _cur| {
@@ -266,7 +265,7 @@ impl AdaptiveRun {
                         | Change::Remove { id, .. } => id,
                     };
                     if let Some(t) = tasks.iter_mut().find(|t| t.task == id) {
-                        apply(p, sched, t, *c, slot_ns);
+                        apply(p, sched, t, *c, (t0_ns, slot_ns));
                     }
                 }
             },
@@ -313,18 +312,32 @@ impl AdaptiveRun {
     }
 }
 
-/// One change for task `t` on the held planner `p`, BPF's class following (F: tt before the
-/// planner is let go after a grant; be after a removal). A refused admission of a resize
+/// How long before its reservation's first slot a task turns tt (`live::class_changes`): the
+/// poll's period (100 ms) and half of it for a late turn.
+const TT_ADVANCE_NS: u64 = 150_000_000;
+
+/// One change for task `t` on the held planner `p`; BPF's class follows by
+/// `live::class_changes` (src/bpf/tt_sched.bpf.c F): tt just before the new reservation's first
+/// slot, be from the removal's first slot until then. A refused admission of a resize
 /// re-admits the old reservation, and says so.
-fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change, slot_ns: u64) {
+fn apply(
+    p: &mut KernelPlanner,
+    sched: &mut Scheduler,
+    t: &mut Traced,
+    c: Change,
+    (t0_ns, slot_ns): (u64, u64),
+) {
     let (task, midx, name) = (t.task, t.midx, t.name.clone());
     let admit = |p: &mut KernelPlanner, s: Slots| {
         p.admit_task(&PeriodicTask::implicit(task, midx, s.period, s.wcet), &name)
     };
+    let at = |slot: u64| t0_ns.saturating_add(slot.saturating_mul(slot_ns));
+    let (mut removed, mut admitted) = (None, None);
     let outcome = match c {
         Change::Grant { to, .. } => match admit(p, to) {
             PeriodicOutcome::Accepted { from_slot, .. } => {
                 t.held = Some(to);
+                admitted = Some(at(from_slot));
                 format!("reservation {} from slot {from_slot}", to.text(slot_ns))
             }
             PeriodicOutcome::Rejected(r) => {
@@ -336,9 +349,11 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
         },
         Change::Resize { from, to, .. } => {
             p.remove_admitted(t.task);
+            removed = Some(at(p.now()));
             match admit(p, to) {
                 PeriodicOutcome::Accepted { from_slot, .. } => {
                     t.held = Some(to);
+                    admitted = Some(at(from_slot));
                     format!(
                         "resized from {} to {} from slot {from_slot}",
                         from.text(slot_ns),
@@ -346,11 +361,14 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
                     )
                 }
                 PeriodicOutcome::Rejected(r) => match admit(p, from) {
-                    PeriodicOutcome::Accepted { from_slot, .. } => format!(
-                        "resize to {} refused by the planner ({r}): {} again from slot {from_slot}",
-                        to.text(slot_ns),
-                        from.text(slot_ns)
-                    ),
+                    PeriodicOutcome::Accepted { from_slot, .. } => {
+                        admitted = Some(at(from_slot));
+                        format!(
+                            "resize to {} refused by the planner ({r}): {} again from slot {from_slot}",
+                            to.text(slot_ns),
+                            from.text(slot_ns)
+                        )
+                    }
                     PeriodicOutcome::Rejected(r2) => {
                         t.held = None;
                         format!(
@@ -366,6 +384,7 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
         Change::Remove { from, .. } => {
             p.remove_admitted(t.task);
             t.held = None;
+            removed = Some(at(p.now()));
             format!(
                 "removed (it runs as be in the slack): {} from slot {}",
                 from.text(slot_ns),
@@ -373,20 +392,38 @@ fn apply(p: &mut KernelPlanner, sched: &mut Scheduler, t: &mut Traced, c: Change
             )
         }
     };
-    let class = if t.held.is_some() {
-        Class::Tt
-    } else {
-        Class::Be
-    };
-    if let Err(e) = sched.reclass_task(t.task, class) {
-        eprintln!("scx_tt: warning: adaptive {name}: reclass to {class:?}: {e}");
-        if t.held.take().is_some() {
-            p.remove_admitted(t.task);
-        }
-    }
+    let now = monotonic_ns();
+    t.pending = live::class_changes(removed, admitted, now, TT_ADVANCE_NS);
     t.reclassed = true;
     t.changes = t.changes.saturating_add(1);
     println!("scx_tt: adaptive {name}: {outcome}");
+    // due at once (a grant whose first slot is near): still holding the planner, so before
+    // it decides any slot of the reservation
+    if !reclass_due(sched, t, now) && t.held.take().is_some() {
+        p.remove_admitted(t.task);
+        t.pending.clear();
+    }
+}
+
+/// BPF's class of `t` after its due changes (the last due one wins), and again as it is, to
+/// move what an enqueue racing with a change left in the old queue (F). `false` when BPF
+/// refused (said on stderr).
+fn reclass_due(sched: &mut Scheduler, t: &mut Traced, now_ns: u64) -> bool {
+    let due = t.pending.iter().take_while(|(at, _)| *at <= now_ns).count();
+    if let Some(&(_, tt)) = t.pending[..due].last() {
+        t.class = if tt { Class::Tt } else { Class::Be };
+    }
+    t.pending.drain(..due);
+    match sched.reclass_task(t.task, t.class) {
+        Ok(_) => true,
+        Err(e) => {
+            eprintln!(
+                "scx_tt: warning: adaptive {}: reclass to {:?}: {e}",
+                t.name, t.class
+            );
+            false
+        }
+    }
 }
 
 fn detection_text(d: &Detection) -> String {
