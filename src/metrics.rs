@@ -74,7 +74,7 @@ pub struct TaskMetrics {
         desc = "adaptive task: learning, reserved, compressed or best-effort (empty: not adaptive)"
     )]
     pub adaptive_state: String,
-    #[stat(desc = "adaptive task: the last inferred period (us; 0: none yet)")]
+    #[stat(desc = "adaptive task: the last inferred period, 0 before the first (us)")]
     pub adaptive_period_us: u64,
     #[stat(desc = "adaptive task: its reservation's period (slots; 0: no reservation)")]
     pub reservation_period_slots: u64,

@@ -141,8 +141,9 @@ fn the_oracle_agrees_with_edf_utilisation_and_with_the_live_admission() {
 #[test]
 fn a_request_that_does_not_fit_is_compressed_and_applied_without_touching_tt_a() {
     let (_, mut p) = planner();
-    // legacy asks 5/20 (25 %), heavy 8/10 (80 %): 0.3 + 0.25 + 0.8 > 1; heavy (second) is
-    // compressed: grant 1 + ⌊λ·7⌋ with 0.3 + 0.25 + g/10 ≤ 1 → g ≤ 4.5 → g = 4, λ = 3/7
+    // legacy asks 5/20 (25 %), heavy 8/10 (80 %): 0.3 + 0.25 + 0.8 > 1; both are compressed
+    // proportionally, grants 1 + ⌊λ·4⌋ and 1 + ⌊λ·7⌋: at λ = 4/7, 3/20 and 5/10, 0.3 + 0.15 +
+    // 0.5 = 0.95 fits; the next breakpoints (5/7: 3 and 6; 3/4: 4 and 6) give 1.05 and 1.1
     let reqs = [
         AdaptiveRequest {
             id: 1,
@@ -164,13 +165,14 @@ fn a_request_that_does_not_fit_is_compressed_and_applied_without_touching_tt_a()
         .iter()
         .map(|a| (a.granted, a.grant))
         .collect();
-    assert_eq!(grants, [(5, Grant::Full), (4, Grant::Compressed)]);
+    assert_eq!(grants, [(3, Grant::Compressed), (5, Grant::Compressed)]);
+    assert!((sup.level - 4.0 / 7.0).abs() < 1e-9, "{}", sup.level);
     let lines = sup.explain();
-    assert_eq!(lines.len(), 1);
+    assert_eq!(lines.len(), 2);
     assert!(
-        lines[0].contains("compressed to 4 of 8 requested slots every 10"),
+        lines[1].contains("compressed to 5 of 8 requested slots every 10"),
         "{}",
-        lines[0]
+        lines[1]
     );
     let cs = changes(&sup, |_| None);
     assert_eq!(
@@ -180,35 +182,50 @@ fn a_request_that_does_not_fit_is_compressed_and_applied_without_touching_tt_a()
                 id: 1,
                 to: Slots {
                     period: 20,
-                    wcet: 5
+                    wcet: 3
                 }
             },
             Change::Grant {
                 id: 2,
                 to: Slots {
                     period: 10,
-                    wcet: 4
+                    wcet: 5
                 }
             },
         ]
     );
+    let mut from = 0;
     for c in cs {
         if let Change::Grant { id, to } = c {
-            assert!(admit(&mut p, id, to), "{c:?}");
+            match p.admit_task(&PeriodicTask::implicit(id, 0, to.period, to.wcet), "t") {
+                PeriodicOutcome::Accepted { from_slot, .. } => from = from.max(from_slot),
+                r => panic!("{c:?}: {r:?}"),
+            }
         }
     }
+    assert_eq!(from % 120, 0, "a frame start");
     // the planner then gives every task its slots, frame after frame: tt-a 6 in each of its
-    // 20-slot periods, legacy 5, heavy 4 in each of its 10-slot periods (the reservations
+    // 20-slot periods, legacy 3, heavy 5 in each of its 10-slot periods (the reservations
     // from the frame after the admission)
-    let frames = 3;
+    let frames: u64 = from / 120 + 2;
+    let mut table = p.table().to_vec();
     let mut owners = Vec::new();
     for s in 0..frames * 120 {
-        p.advance(Some(s.saturating_sub(1))).expect("advance");
-        owners.push(p.table()[(s % 120) as usize]);
+        let adv = p.advance(Some(s.saturating_sub(1))).expect("advance");
+        for w in adv.writes {
+            if let Some(t) = w.task {
+                table[w.frame_slot as usize] = t;
+            }
+        }
+        owners.push(table[(s % 120) as usize]);
     }
     let owner = |e: u32| scx_tt::abi::entry_task(e);
-    for (task, period, wcet) in [(0u32, 20usize, 6usize), (1, 20, 5), (2, 10, 4)] {
-        for (k, w) in owners.chunks(period).enumerate().skip(120 / period) {
+    for (task, period, wcet) in [(0u32, 20usize, 6usize), (1, 20, 3), (2, 10, 5)] {
+        for (k, w) in owners
+            .chunks(period)
+            .enumerate()
+            .skip(from as usize / period)
+        {
             let got = w.iter().filter(|&&e| owner(e) == Some(task)).count();
             assert_eq!(got, wcet, "task {task}, period {k}: {w:?}");
         }
