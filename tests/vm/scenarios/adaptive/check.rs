@@ -1,11 +1,11 @@
 //! VM test, issue 17: adaptive tasks in planner mode (docs/adaptive.md, docs/vm-harness.md).
 //! `adaptive.json` (this folder) on managed CPU 1 (`-smp 2`), 2 ms slots, frame 120: the tt
 //! busy loop tt-a (6 slots every 20), `legacy`, class adaptive (spread 0.3, minimum bandwidth
-//! 0.2: its largest job, which the supervisor's proportional compression keeps), a tt_jobs
+//! 0.3: above its largest job, which the supervisor's proportional compression keeps), a tt_jobs
 //! program that blocks between jobs released every 40 ms (250 jobs, 4-8 ms each), then every
 //! 30 ms (3-6 ms), and `heavy`, class adaptive after it, tt_jobs from 6 s on (once legacy holds
-//! its reservation) with 6-12 ms every 20 ms (45 % on average), whose request does not fit:
-//! none announces its period. scx_tt traces their wakeups in BPF, infers their
+//! its reservation) with 9 ms every 20 ms (45 %), whose request does not fit next to tt-a and
+//! legacy's minimum: none announces its period. scx_tt traces their wakeups in BPF, infers their
 //! periods every second and grants, resizes or removes their reservations. Checked, every
 //! figure printed:
 //! - the inferred period: every detection from `SETTLE_NS` after the first 40 ms release to the
@@ -45,12 +45,12 @@ const FOLLOW_NS: u64 = 3_500_000_000;
 /// The analyser's accuracy once settled (the issue's bound).
 const MAX_PERIOD_ERR: f64 = 0.01;
 /// legacy's WCET in slots with its reservation, at 40 ms (20 slots) and at 30 ms (15 slots):
-/// from its minimum, `min_bandwidth` 0.2 (its largest job, 8 ms of 40, 6 of 30):
-/// ⌈0.2 · 20⌉ = 4, ⌈0.2 · 15⌉ = 3, to (1 + x) times its largest job, 1.3 · 8 / 40 = 26 %
-/// (1.3 · 6 / 30): ⌈5.2⌉ = 6, ⌈3.9⌉ = 4, plus one slot (the CPU time of the shell and the
-/// kernel's work on its behalf, counted in its run time).
-const WCET_BOUNDS_40: (u64, u64) = (4, 7);
-const WCET_BOUNDS_30: (u64, u64) = (3, 5);
+/// from its minimum, `min_bandwidth` 0.3 (above its largest job, 8 ms of 40 and 6 of 30, so
+/// that the supervisor compresses heavy, not legacy): ⌈0.3 · 20⌉ = 6, ⌈0.3 · 15⌉ = 5, to
+/// (1 + x) times its largest job, 1.3 · 8 / 40 = 26 % (1.3 · 6 / 30), below that minimum,
+/// plus one slot (the CPU time of the shell and the kernel's work on its behalf).
+const WCET_BOUNDS_40: (u64, u64) = (6, 7);
+const WCET_BOUNDS_30: (u64, u64) = (5, 6);
 /// The reservation in force with period 15 at most this long after the first 30 ms release:
 /// the detection (`FOLLOW_NS`) and the rest of the frame it is admitted in (0.24 s).
 const FOLLOW_RES_NS: u64 = 3_800_000_000;
