@@ -280,8 +280,7 @@ fn check_reservations(out: &VmOutput, c: &mut Checks, text: &str, logs: (&[JobLi
     let held_before = |t: u64| {
         changes
             .iter()
-            .filter(|r| r.from_slot.is_some_and(|s| at(s) <= t))
-            .last()
+            .rfind(|r| r.from_slot.is_some_and(|s| at(s) <= t))
             .and_then(|r| r.held)
     };
     let first_grant = changes.iter().find_map(|r| r.held.and(r.from_slot).map(at));
@@ -522,8 +521,11 @@ fn reservation_changes(text: &str, name: &str) -> Vec<ResChange> {
         .collect()
 }
 
-/// The adaptive task `name` of the summary JSON: (state, period_us, reservation (P, W)).
-fn summary_adaptive(json: &str, name: &str) -> Option<(String, Option<u64>, Option<(u64, u64)>)> {
+/// A reservation (period, WCET) in slots.
+type Res = Option<(u64, u64)>;
+
+/// The adaptive task `name` of the summary JSON: (state, period_us, reservation).
+fn summary_adaptive(json: &str, name: &str) -> Option<(String, Option<u64>, Res)> {
     let v: serde_json::Value = serde_json::from_str(json).ok()?;
     let a = v["adaptive"]
         .as_array()?
@@ -639,7 +641,7 @@ fn reservation_lines_parse() {
                 scx_tt: adaptive legacy: supervisor: adaptive task 1: compressed to 3 of 4 requested slots every 15 (minimum 1; level 0.667)\n\
                 scx_tt: adaptive legacy: reservation 9/15 slots (18 ms every 30 ms) refused by the planner: x\n\
                 scx_tt: adaptive legacy: removed (it runs as be in the slack): 5/20 slots (10 ms every 40 ms) from slot 3000\n";
-    let got: Vec<(Option<u64>, Option<(u64, u64)>)> = reservation_changes(text, "legacy")
+    let got: Vec<(Option<u64>, Res)> = reservation_changes(text, "legacy")
         .into_iter()
         .map(|r| (r.from_slot, r.held))
         .collect();
