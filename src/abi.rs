@@ -117,8 +117,8 @@ pub fn arm_result_text(rc: i32) -> String {
 #[cfg(feature = "bpf")]
 pub use crate::bpf_intf::{
     tt_arm_arg, tt_class_TT_CLASS_BE, tt_class_TT_CLASS_TT, tt_cpu_role_TT_CPU_MANAGED,
-    tt_cpu_stats, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx, tt_task_stats, tt_wake_ev,
-    tt_wake_ring,
+    tt_cpu_stats, tt_reclass_arg, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx,
+    tt_task_stats, tt_wake_ev, tt_wake_ring,
 };
 
 #[cfg(feature = "bpf")]
@@ -167,6 +167,7 @@ mod checks {
     const _: () = assert!(size_of::<tt_wake_ev>() == 16);
     const _: () = assert!(size_of::<tt_wake_ring>() == 16 + 16 * WAKE_RING as usize);
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
+    const _: () = assert!(size_of::<tt_reclass_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
     const _: () = assert!(size_of::<tt_task_stats>() == 40);

@@ -70,6 +70,16 @@ pub struct TaskMetrics {
     pub run_ns: u64,
     #[stat(desc = "jobs ended early by the task's completion rule")]
     pub jobs_done: u64,
+    #[stat(
+        desc = "adaptive task: learning, reserved, compressed or best-effort (empty: not adaptive)"
+    )]
+    pub adaptive_state: String,
+    #[stat(desc = "adaptive task: the last inferred period, 0 before the first (us)")]
+    pub adaptive_period_us: u64,
+    #[stat(desc = "adaptive task: its reservation's period (slots; 0: no reservation)")]
+    pub reservation_period_slots: u64,
+    #[stat(desc = "adaptive task: its reservation's WCET per period (slots; 0: no reservation)")]
+    pub reservation_wcet_slots: u64,
 }
 
 /// The top level: the run so far.
@@ -152,6 +162,8 @@ impl Metrics {
             .tasks
             .iter()
             .map(|t| {
+                let a = s.adaptive.iter().find(|a| a.name == t.name);
+                let r = a.and_then(|a| a.reservation);
                 (
                     t.name.clone(),
                     TaskMetrics {
@@ -163,6 +175,10 @@ impl Metrics {
                         outside_ns: t.outside_ns,
                         run_ns: t.run_ns,
                         jobs_done: t.jobs_done,
+                        adaptive_state: a.map_or(String::new(), |a| a.state.name().into()),
+                        adaptive_period_us: a.and_then(|a| a.period_us).unwrap_or(0),
+                        reservation_period_slots: r.map_or(0, |r| r.period),
+                        reservation_wcet_slots: r.map_or(0, |r| r.wcet),
                     },
                 )
             })
@@ -217,6 +233,25 @@ impl Metrics {
                 (t.planned_ns > 0).then(|| 100.0 * t.delivered_ns as f64 / t.planned_ns as f64);
             let outside = (t.run_ns > 0).then(|| 100.0 * t.outside_ns as f64 / t.run_ns as f64);
             let _ = write!(out, " {name}={}/out {}", pct(delivered), pct(outside));
+        }
+        let adaptive: Vec<(&String, &TaskMetrics)> = self
+            .tasks
+            .iter()
+            .filter(|(_, t)| !t.adaptive_state.is_empty())
+            .collect();
+        if !adaptive.is_empty() {
+            out.push_str(" | adaptive");
+        }
+        for (name, t) in adaptive {
+            let period = match t.adaptive_period_us {
+                0 => "-".to_string(),
+                p => format!("{:.3}ms", p as f64 / 1e3),
+            };
+            let _ = write!(
+                out,
+                " {name}={} P={period} res={}/{}",
+                t.adaptive_state, t.reservation_wcet_slots, t.reservation_period_slots
+            );
         }
         if !self.policy.is_empty() {
             let _ = write!(
@@ -429,7 +464,55 @@ mod tests {
             table_switches: vec![],
             planner_late_slots: Some(4),
             planner_observations: None,
+            adaptive: vec![],
         }
+    }
+
+    #[test]
+    fn an_adaptive_task_s_state_period_and_reservation_are_metrics_and_in_the_line() {
+        use crate::adaptive::{AdaptiveState, AdaptiveView, Slots};
+        let mut s = summary();
+        s.adaptive = vec![AdaptiveView {
+            name: "fill".into(),
+            task: 1,
+            state: AdaptiveState::Compressed,
+            period_us: Some(39_998),
+            reservation: Some(Slots {
+                period: 20,
+                wcet: 3,
+            }),
+            changes: 4,
+        }];
+        let m = Metrics::from_summary(&s, &Live::default());
+        let f = &m.tasks["fill"];
+        assert_eq!(
+            (
+                f.adaptive_state.as_str(),
+                f.adaptive_period_us,
+                f.reservation_period_slots,
+                f.reservation_wcet_slots
+            ),
+            ("compressed", 39_998, 20, 3)
+        );
+        // a task that is not adaptive: empty and zeros
+        assert_eq!(m.tasks["a<&>"].adaptive_state, "");
+        assert_eq!(m.tasks["a<&>"].reservation_wcet_slots, 0);
+        assert!(
+            m.line()
+                .contains(" | adaptive fill=compressed P=39.998ms res=3/20 | energy"),
+            "{}",
+            m.line()
+        );
+        // learning: no period, no reservation
+        s.adaptive[0].state = AdaptiveState::Learning;
+        s.adaptive[0].period_us = None;
+        s.adaptive[0].reservation = None;
+        let line = Metrics::from_summary(&s, &Live::default()).line();
+        assert!(
+            line.contains(" | adaptive fill=learning P=- res=0/0"),
+            "{line}"
+        );
+        assert!(describe().contains("reservation_wcet_slots"));
     }
 
     #[test]

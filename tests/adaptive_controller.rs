@@ -63,13 +63,22 @@ proptest! {
         let r = c.request(period_ms * MS as f64).unwrap();
         let slot_ns = slot_us * 1000;
         let s = r.to_slots(slot_ns, frame).unwrap();
-        // the period is at most the task's, and divides the frame
+        // the period is at most the task's (or less than 1 % above it: the snap to a whole
+        // number of slots), and divides the frame
         prop_assert!(s.period_slots >= 1);
-        prop_assert!((s.period_slots * slot_ns) as f64 <= r.period_ns + 1e-6);
+        prop_assert!((s.period_slots * slot_ns) as f64 <= r.period_ns / 0.99 + 1e-6);
+        let x = r.period_ns / slot_ns as f64;
+        let whole = if x.fract() > 0.0 && x.ceil() * 0.99 <= x {
+            x.ceil() as u64
+        } else {
+            x.floor() as u64
+        };
+        if frame.is_none() {
+            prop_assert_eq!(s.period_slots, whole);
+        }
         if let Some(f) = frame {
             prop_assert_eq!(f % s.period_slots, 0);
             // and is the largest such
-            let whole = (r.period_ns / slot_ns as f64).floor() as u64;
             prop_assert!(((s.period_slots + 1)..=whole.min(f)).all(|d| f % d != 0));
         }
         let p = s.period_slots as f64;
@@ -122,6 +131,27 @@ fn budget_is_the_spread_percentile_scaled_to_the_period() {
     // a restarted task (reading below the last) sets a new origin without a sample
     assert_eq!(c.read(10), None);
     assert_eq!(c.samples(), 5);
+}
+
+#[test]
+fn an_inferred_period_just_below_a_whole_number_of_slots_is_that_number() {
+    let mut c = BandwidthController::new(ControllerConfig::default()).unwrap();
+    c.push_consumption(150 * MS); // 15 % of each second
+    let slots = |period_ms: f64| {
+        let s = c
+            .request(period_ms * MS as f64)
+            .unwrap()
+            .to_slots(2 * MS, Some(120));
+        s.unwrap().period_slots
+    };
+    // 2 ms slots, frame 120: 39.99 ms is 20 slots (0.025 % below), not 19 → 15
+    assert_eq!(slots(39.99), 20);
+    assert_eq!(slots(40.0), 20);
+    assert_eq!(slots(40.7), 20);
+    // 0.9 % below 20 slots (39.65 ms) still snaps; 39.5 ms (1.25 % below) is 19 → 15
+    assert_eq!(slots(39.65), 20);
+    assert_eq!(slots(39.5), 15);
+    assert_eq!(slots(29.995), 15);
 }
 
 #[test]

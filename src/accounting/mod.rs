@@ -249,6 +249,8 @@ pub struct Accounting {
     timeline_slots: usize,
     /// Maps a slot's requested frequency to a P-state for the residency (none: no residency).
     model: Option<PowerModel>,
+    /// The adaptive tasks as the run last saw them ([`Self::set_adaptive`]).
+    adaptive: Vec<crate::adaptive::AdaptiveView>,
 }
 
 impl Accounting {
@@ -263,7 +265,14 @@ impl Accounting {
             per_task,
             timeline_slots,
             model: None,
+            adaptive: Vec::new(),
         }
+    }
+
+    /// The adaptive tasks' inferred periods, reservations and states now (planner mode; the
+    /// run sets them every sampling period and at the end): [`Summary::adaptive`].
+    pub fn set_adaptive(&mut self, views: Vec<crate::adaptive::AdaptiveView>) {
+        self.adaptive = views;
     }
 
     /// Keep a frequency residency per CPU: each record's requested frequency (1.0 without a
@@ -450,6 +459,7 @@ impl Accounting {
             table_switches: Vec::new(),
             planner_late_slots: None,
             planner_observations: None,
+            adaptive: self.adaptive.clone(),
         }
     }
 }
@@ -515,6 +525,10 @@ pub struct Summary {
     /// observations (docs/planner.md, "Observations: the closed loop"). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_observations: Option<crate::planner::kernel_path::LoopCounts>,
+    /// Planner mode: each adaptive task's state, last inferred period and reservation
+    /// (docs/adaptive.md). Absent without adaptive tasks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adaptive: Vec<crate::adaptive::AdaptiveView>,
 }
 
 /// A table switch: from `slot` on, every managed CPU followed the plan loaded from `table`.

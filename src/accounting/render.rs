@@ -221,6 +221,9 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             "planner_late_slots {late} (slots the planner decided after they had started)"
         );
     }
+    for a in &s.adaptive {
+        let _ = writeln!(out, "adaptive {}", a.text(s.slot_us.saturating_mul(1000)));
+    }
     if let Some(c) = &s.planner_observations {
         let _ = writeln!(
             out,

@@ -29,12 +29,14 @@
 
 pub mod bounds;
 pub mod controller;
+pub mod live;
 pub mod period;
 pub mod supervisor;
 pub mod tracker;
 
 pub use bounds::{AdaptiveBounds, AdaptiveParams};
 pub use controller::{BandwidthController, BudgetRequest, ControllerConfig, PercentileWindow};
+pub use live::{AdaptiveState, AdaptiveView, Change, Slots};
 pub use period::{AnalyserConfig, Detection, PeriodAnalyser, PeriodEstimate};
 pub use supervisor::{
     supervise, AdaptiveRequest, AdmissionOracle, Allocation, Grant, PeriodicReservation,

@@ -135,6 +135,15 @@ struct tt_release_arg {
 };
 
 /*
+ * Context of the SEC("syscall") program reclass_task (an adaptive task gets or loses its
+ * reservation: its class between TT_CLASS_BE and TT_CLASS_TT; tt_sched.bpf.c F, L).
+ */
+struct tt_reclass_arg {
+	u32 task; /* its index (an adaptive task) */
+	u32 class; /* enum tt_class: TT_CLASS_TT or TT_CLASS_BE */
+};
+
+/*
  * What arm_timer returns: 0 when the timer is armed; one of these when scx_tt's own checks
  * refuse; a negative errno when bpf_timer_init, bpf_timer_set_callback or bpf_timer_start
  * fails (a failed bpf_timer_start also exits the scheduler with scx_bpf_error naming the CPU
@@ -256,6 +265,7 @@ _Static_assert(sizeof(struct tt_wake_ev) == 16, "tt_wake_ev");
 _Static_assert(sizeof(struct tt_wake_ring) == 16 + 16 * TT_WAKE_RING, "tt_wake_ring");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_release_arg) == 8, "tt_release_arg");
+_Static_assert(sizeof(struct tt_reclass_arg) == 8, "tt_reclass_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
 _Static_assert(sizeof(struct tt_task_stats) == 40, "tt_task_stats");

@@ -158,12 +158,34 @@
  *     nr_tasks is raised, then its threads enter task_ctx (each thread's next enqueue routes
  *     it), then userspace test-runs the SEC("syscall") program join_task, which preempts the
  *     housekeeping CPUs so that a thread of it running there is enqueued again at once instead
- *     of at its slice's end. Entries below nr_tasks never change, so a reader that sees a task index below
- *     nr_tasks sees its entries. Every task index has its DSQ from ops.init on. A task added
+ *     of at its slice's end. Entries below nr_tasks never change (but an adaptive task's class,
+ *     below), so a reader that sees a task index below nr_tasks sees its entries. Every task index has its DSQ from ops.init on. A task added
  *     that way leaves the plan again (`scx_tt ctl remove`) by losing its threads: userspace
  *     deletes their task_ctx entries (its forked children's too), then test-runs the
  *     SEC("syscall") program release_task, which moves those still queued in the task's DSQ
  *     or a be DSQ to the housekeeping DSQ and kicks the task's CPU; its index stays, unused;
+ *   - an adaptive task's class (L), between be (no reservation) and tt (it holds a periodic
+ *     reservation in planner mode): userspace test-runs the SEC("syscall") program
+ *     reclass_task, which writes task_class, then (after a full barrier) moves the task's
+ *     threads queued under the old class (be: its CPU's be DSQ, an adaptive task always has a
+ *     CPU; tt: its task DSQ) to the new class's DSQ and kicks its CPU (SCX_KICK_PREEMPT), so that a thread of it
+ *     running there is enqueued again under the new class: no thread is left in a DSQ nobody
+ *     dispatches. An ops.enqueue on another CPU that read the old class just before the write
+ *     may still insert into the old DSQ after the move: the run calls reclass_task again with
+ *     the same class every 100 ms (then it only moves such stragglers, and kicks only when it
+ *     moved one); a straggler in the be DSQ of a tt task's CPU runs as be work meanwhile, one
+ *     in the task DSQ of a be task waits at most those 100 ms. Order, in userspace, while it
+ *     holds the planner (planner thread = the only writer of the table): a grant is admitted
+ *     and reclassed tt before the planner is let go, so the class is tt before the planner
+ *     decides the reservation's first slot (the task then waits for that slot, at most a frame
+ *     plus the lead: it no longer runs as be); a removal takes the reservation out of the
+ *     planner, then reclasses be: the slots already decided (at most the lead) still name the
+ *     task, and their dispatch, finding its task DSQ empty, runs be work (the task itself among
+ *     it). A resize is a removal and an admission under one hold of the planner, class tt
+ *     throughout. A reserved adaptive task is a hard reservation (the paper's CBS without
+ *     reclaiming): class tt, it runs in its own slots only, not in the slack; the controller's
+ *     spread x > 0 lets its budget grow when it needs more. Only adaptive tasks are reclassed
+ *     (-EINVAL for any other);
  *   - nothing in rodata (slot length, guard, CPU roles) changes after load.
  *
  * G. Known limitations
@@ -307,7 +329,8 @@
  *   userspace period analyser infers its period from its wakeups. Userspace gives each such
  *   task a ring a < TT_MAX_ADAPTIVE (bss task_adaptive[task] = a + 1, written with its other
  *   entries before nr_tasks covers it, F). ops.runnable with SCX_ENQ_WAKEUP of any thread of
- *   the task (whatever its class at the time: be before it has a reservation, tt after)
+ *   the task (whatever its class at the time: be before it has a reservation, tt while it
+ *   holds one, F: reclass_task)
  *   appends bpf_ktime_get_ns() to wake_rings[a] (struct tt_wake_ring, intf.h): head is
  *   reserved by fetch-add (threads of one task may wake on several CPUs at once), the entry's
  *   seq set to 0, the timestamp written, then seq = n + 1 (both by xchg, full barriers, as in
@@ -384,6 +407,7 @@ struct tt_cpu_stats cpu_stats[TT_MAX_CPUS];
 u64 nr_arms;
 u64 nr_affinity_conflicts;
 u64 nr_inherited;
+u64 nr_reclasses; /* reclass_task runs (F, L) */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1430,6 +1454,73 @@ int join_task(struct tt_release_arg *arg)
 			scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_PREEMPT);
 	}
 	return 0;
+}
+
+/*
+ * Move the threads of @task queued in @dsq to @to (reclass_task); whether any moved (a flag,
+ * not a count: a counter would give the verifier a new state per iteration).
+ */
+static __always_inline bool move_threads(u64 dsq, u32 task, u64 to)
+{
+	struct tt_task_ctx *tctx;
+	struct task_struct *p;
+	bool moved = false;
+
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		tctx = lookup_ctx(p);
+		if (!tctx || tctx->task != task)
+			continue;
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0))
+			moved = true;
+	}
+	return moved;
+}
+
+/*
+ * An adaptive task gets (TT_CLASS_TT) or loses (TT_CLASS_BE) its reservation (F, L): its class
+ * changes, its threads already queued under the old class move to the new class's DSQ (be: its
+ * CPU's be DSQ; tt: its task DSQ), and its CPU is kicked so that a thread of
+ * it running there is enqueued again under the new class. Idempotent: with the class unchanged
+ * it only moves stragglers (a thread whose ops.enqueue read the old class while this ran) and
+ * kicks only when it moved one. Returns 1 when a thread moved, 0 when none did, or -EINVAL for
+ * a task that is not an adaptive task of the table or a class other than tt and be.
+ */
+SEC("syscall")
+int reclass_task(struct tt_reclass_arg *arg)
+{
+	u32 task = arg->task;
+	bool changed, moved;
+	u64 be, from, to;
+	s32 cpu;
+
+	if (task >= nr_tasks || task >= TT_MAX_TASKS || !task_adaptive[task & (TT_MAX_TASKS - 1)])
+		return -22; /* EINVAL */
+	if (arg->class != TT_CLASS_TT && arg->class != TT_CLASS_BE)
+		return -22;
+	cpu = task_cpu[task & (TT_MAX_TASKS - 1)];
+	if (!is_managed(cpu))
+		return -22;
+	be = TT_DSQ_BE_CPU_BASE + cpu;
+	changed = task_class[task & (TT_MAX_TASKS - 1)] != arg->class;
+	/*
+	 * the class first, then a fetch-add (a full barrier; BPF has no 8-bit xchg): an enqueue
+	 * after it routes by the new class
+	 */
+	task_class[task & (TT_MAX_TASKS - 1)] = arg->class;
+	__sync_fetch_and_add(&nr_reclasses, 1);
+	/*
+	 * one queue to empty: an adaptive task has a CPU, so as be it is queued in that CPU's be
+	 * DSQ only (D), never in TT_DSQ_BE_ANY. A DSQ iterator outside a sched_ext op needs an
+	 * RCU read-side section.
+	 */
+	from = arg->class == TT_CLASS_TT ? be : task_dsq(task);
+	to = arg->class == TT_CLASS_TT ? task_dsq(task) : be;
+	bpf_rcu_read_lock();
+	moved = move_threads(from, task, to);
+	bpf_rcu_read_unlock();
+	if (changed || moved)
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return moved;
 }
 
 /* ---- routing (D) ---- */

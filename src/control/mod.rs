@@ -199,6 +199,8 @@ pub struct Control {
     swaps: Vec<(Policy, u64)>,
     /// Tasks admitted by `admit` (the plan does not name them), in BPF index order.
     added: Vec<AddedTask>,
+    /// The parameters of each adaptive task `admit` added, by BPF index ([`Self::adaptive_params`]).
+    adaptive_params: Vec<(usize, crate::adaptive::AdaptiveParams)>,
     /// Of which not yet taken by [`Control::take_added`].
     untaken: usize,
     /// What the requests changed, as the requests that rebuild it (`--resume`).
@@ -352,6 +354,7 @@ impl Control {
             swaps: Vec::new(),
             planner: None,
             added: Vec::new(),
+            adaptive_params: Vec::new(),
             untaken: 0,
             journal: journal::Entries::default(),
             admissions: (0, 0),
@@ -381,8 +384,17 @@ impl Control {
             admissions_accepted: 0,
             admissions_rejected: 0,
             tasks: Vec::new(),
+            adaptive: Vec::new(),
         });
         self
+    }
+
+    /// Planner mode: the adaptive tasks as the run sees them now, for `status` (nothing
+    /// without a planner).
+    pub fn set_adaptive(&mut self, views: Vec<crate::adaptive::AdaptiveView>) {
+        if let Some(p) = self.planner.as_mut() {
+            p.adaptive = views;
+        }
     }
 
     /// The switches written so far, in order.
@@ -411,7 +423,8 @@ impl Control {
         for i in gone {
             let (index, class) = (self.added[i].index, self.added[i].class);
             let from = match class {
-                Class::Tt => match engine.with_planner(|p, _| {
+                // an adaptive task may hold a reservation (the run's supervisor, src/adaptive)
+                Class::Tt | Class::Adaptive => match engine.with_planner(|p, _| {
                     p.remove_admitted(index);
                     p.now()
                 }) {
@@ -419,7 +432,7 @@ impl Control {
                     Err(_) => return,
                 },
                 // in no planner: gone from the slot in progress
-                Class::Be | Class::Adaptive => self.clock.slot_or_first(engine.now_ns()),
+                Class::Be => self.clock.slot_or_first(engine.now_ns()),
             };
             let name = self.added[i].name.clone();
             self.added[i].gone_from = Some(from);
@@ -543,6 +556,15 @@ impl Control {
     /// Tasks `admit` added so far, in BPF index order (gone ones too: their index stays taken).
     pub fn added(&self) -> &[AddedTask] {
         &self.added
+    }
+
+    /// The analyser's and controller's parameters of the adaptive task `admit` added with BPF
+    /// index `index` (its `adaptive` bounds, validated when it was admitted).
+    pub fn adaptive_params(&self, index: usize) -> Option<&crate::adaptive::AdaptiveParams> {
+        self.adaptive_params
+            .iter()
+            .find(|(i, _)| *i == index)
+            .map(|(_, p)| p)
     }
 
     /// The request lines that rebuild what the requests changed ([`journal`]), when they
@@ -873,9 +895,10 @@ impl Control {
     /// leaves the journal once every task it added is gone or removed. A failure of BPF's part
     /// is reported; the planner's part stays done (the task owns no slot either way).
     fn remove_added(&mut self, name: &str, which: &[usize], engine: &mut impl Engine) -> Answered {
+        // tt tasks, and adaptive ones, which may hold a reservation (the run's supervisor)
         let tt: Vec<usize> = which
             .iter()
-            .filter(|&&i| self.added[i].class == Class::Tt)
+            .filter(|&&i| self.added[i].class != Class::Be)
             .map(|&i| self.added[i].index)
             .collect();
         let from_slot = if tt.is_empty() {
@@ -1282,6 +1305,13 @@ impl Control {
         };
         let from_slot = self.clock.slot_or_first(engine.now_ns());
         self.record(name, TaskState::Admitted, from_slot);
+        if class == Class::Adaptive {
+            // checked by check_adaptive before anything changed
+            let bounds = r.adaptive.as_deref().cloned().unwrap_or_default();
+            if let Ok(p) = bounds.params(Some(self.plan.slot_us)) {
+                self.adaptive_params.push((index, p));
+            }
+        }
         self.added.push(AddedTask {
             index,
             name: name.into(),

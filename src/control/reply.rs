@@ -121,6 +121,10 @@ pub struct PlannerStatus {
     /// order of their first change.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskChange>,
+    /// The adaptive tasks (the plan's and `admit`'s): state, last inferred period and
+    /// reservation, as of the run's last sampling period (docs/adaptive.md).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub adaptive: Vec<crate::adaptive::AdaptiveView>,
 }
 
 /// The run-time state of a task that was admitted or removed.

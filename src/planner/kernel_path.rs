@@ -943,11 +943,34 @@ impl KernelPlanner {
         self.take_out(index, true)
     }
 
-    fn take_out(&mut self, index: usize, forget: bool) -> bool {
-        let Some(id) = (self.nr_plan_tasks..self.task_of.len())
+    /// The planner id of the task admitted with BPF index `index` ([`Self::admit_task`]).
+    fn admitted_id(&self, index: usize) -> Option<usize> {
+        (self.nr_plan_tasks..self.task_of.len())
             .rev()
             .find(|&id| self.task_of[id] as usize == index && self.admitted.contains(&id))
-        else {
+    }
+
+    /// The admission oracle of the adaptive supervisor (src/adaptive/supervisor.rs) on managed
+    /// CPU index `cpu`: a copy of this planner without the reservations admitted for BPF
+    /// indexes `without` (the adaptive tasks being supervised), which answers whether a set of
+    /// periodic reservations fits by admitting each with [`Self::admit_task`]'s test (the
+    /// planner's exact EDF admission next to everything guaranteed now). Nothing here changes.
+    pub fn reservation_oracle(&self, cpu: usize, without: &[usize]) -> ReservationOracle {
+        let mut planner = self.planner.clone();
+        for &index in without {
+            if let Some(id) = self.admitted_id(index) {
+                planner.remove_task(id);
+            }
+        }
+        ReservationOracle {
+            planner,
+            cpu,
+            first_id: self.task_of.len(),
+        }
+    }
+
+    fn take_out(&mut self, index: usize, forget: bool) -> bool {
+        let Some(id) = self.admitted_id(index) else {
             return false;
         };
         self.admitted.retain(|&a| a != id);
@@ -966,6 +989,34 @@ impl KernelPlanner {
         self.record(|| LogEvent::Remove { task });
         let found = self.planner.remove_task(task);
         (found, self.planner.now())
+    }
+}
+
+/// [`KernelPlanner::reservation_oracle`]: a planner copy that admits a set of reservations on
+/// one CPU, each a fresh copy's question.
+#[derive(Clone, Debug)]
+pub struct ReservationOracle {
+    planner: Planner,
+    cpu: usize,
+    first_id: usize,
+}
+
+impl crate::adaptive::AdmissionOracle for ReservationOracle {
+    fn fits(&mut self, set: &[crate::adaptive::PeriodicReservation]) -> bool {
+        let mut p = self.planner.clone();
+        set.iter().enumerate().all(|(i, r)| {
+            matches!(
+                p.admit_periodic_window(
+                    self.first_id + i,
+                    r.wcet,
+                    r.period,
+                    0,
+                    r.period,
+                    Placement::Only(self.cpu)
+                ),
+                Admission::Accepted { .. }
+            )
+        })
     }
 }
 

@@ -824,6 +824,28 @@ impl<'a> Scheduler<'a> {
         Ok(index)
     }
 
+    /// Adaptive task `index` gets (`Class::Tt`) or loses (`Class::Be`) its reservation
+    /// (src/bpf/tt_sched.bpf.c F, `reclass_task`): its class changes and its queued threads
+    /// move to the new class's queue. Called again with the same class, it moves the threads an
+    /// enqueue racing with the change left in the old queue. Returns 1 when a thread moved, 0
+    /// when none did; an error for a task that is not adaptive (BPF refuses it, -EINVAL) or
+    /// another class.
+    pub fn reclass_task(&mut self, index: usize, class: Class) -> Result<u32, LoadError> {
+        if !matches!(class, Class::Tt | Class::Be) {
+            return Err(LoadError::Map {
+                map: "reclass_task",
+                msg: format!(
+                    "task {index}: class {class:?}: an adaptive task is reclassed to tt or be only"
+                ),
+            });
+        }
+        let arg = abi::tt_reclass_arg {
+            task: index as u32,
+            class: class_abi(class) as u32,
+        };
+        run_prog_with(&self.skel.progs.reclass_task, "reclass_task", index, arg)
+    }
+
     /// The wakeup ring of adaptive task `task` (src/bpf/tt_sched.bpf.c L), in the mmapped
     /// .bss; `None` for a task that is not adaptive (or an index past the table).
     pub fn wake_ring(&self, task: usize) -> Option<&crate::sched::wake::WakeRing> {
@@ -874,6 +896,13 @@ impl<'a> Scheduler<'a> {
         })
         .map_err(map_err("slot_recs"))?;
         b.build().map_err(map_err("slot_recs"))
+    }
+
+    /// Task `task`'s CPU time so far (BPF's `task_stats.run_ns`), ns; `None` past the table.
+    pub fn task_run_ns(&self, task: usize) -> Option<u64> {
+        let bss = self.skel.maps.bss_data.as_ref()?;
+        // SAFETY: a volatile copy of a counter BPF updates concurrently.
+        Some(unsafe { std::ptr::read_volatile(&bss.task_stats.get(task)?.run_ns) })
     }
 
     /// Per-task totals (plan order) and per managed CPU counters.
@@ -1305,13 +1334,26 @@ fn run_task_prog(
     index: usize,
     cpu: Option<u32>,
 ) -> Result<u32, LoadError> {
-    let mut arg = abi::tt_release_arg {
+    let arg = abi::tt_release_arg {
         task: index as u32,
         cpu: cpu.map_or(-1, |c| c as i32),
     };
-    // SAFETY: the program reads the 8-byte context we pass and nothing beyond it.
+    run_prog_with(prog, name, index, arg)
+}
+
+/// Test-runs the SEC("syscall") program `prog` for task `index` with context `arg` (an
+/// 8-byte struct of src/bpf/intf.h): its non-negative return value, or an error naming the
+/// program.
+fn run_prog_with<T: Copy>(
+    prog: &libbpf_rs::ProgramMut<'_>,
+    name: &'static str,
+    index: usize,
+    mut arg: T,
+) -> Result<u32, LoadError> {
+    // SAFETY: `arg` is a plain-old-data context struct of intf.h; the program reads its bytes
+    // and nothing beyond them.
     let ctx =
-        unsafe { std::slice::from_raw_parts_mut(&mut arg as *mut _ as *mut u8, size_of_val(&arg)) };
+        unsafe { std::slice::from_raw_parts_mut(&mut arg as *mut T as *mut u8, size_of_val(&arg)) };
     let input = ProgramInput {
         context_in: Some(ctx),
         ..Default::default()

@@ -543,7 +543,14 @@ impl Frame {
                             }
                         }
                     }
-                    Some(_) => {}
+                    // a be-class task owns a slot only as an adaptive task holding a
+                    // reservation (docs/adaptive.md): its run there is the record's owner time
+                    Some((_, t)) => {
+                        if on_managed && self.owners.get(&(seg.cpu, slot)) == Some(&Some(t.clone()))
+                        {
+                            *owner_ns.entry((seg.cpu, slot)).or_default() += ns;
+                        }
+                    }
                     None if !on_managed || seg.pid == 0 => {}
                     None if is_percpu_kthread_of(&seg.comm, seg.cpu) => {
                         *r.kthread_ns.entry(seg.cpu).or_default() += ns
@@ -784,7 +791,8 @@ pub fn frame(
         ..Frame::default()
     };
     for t in &s.tasks {
-        // an adaptive task runs as be until it has a reservation (docs/adaptive.md)
+        // an adaptive task runs as be until it has a reservation, then in its slots only
+        // (docs/adaptive.md): judged as be, its owner time counted in the slots it owns
         let class = match t.class.as_str() {
             "adaptive" => "be".to_string(),
             other => other.to_string(),

@@ -320,8 +320,12 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             if ring.due(now) || demos_due {
                 let _ = self.ring.consume();
                 self.live.stats.drain()?;
+                self.adaptive.sync(&self.live.control, now);
                 if !self.adaptive.is_empty() {
-                    self.adaptive.poll(&self.sched, now);
+                    let planner = self.live.planner.as_deref();
+                    (self.adaptive).poll(&mut self.sched, planner, self.live.clock, now);
+                    self.live.control.set_adaptive(self.adaptive.views());
+                    self.live.stats.acc.set_adaptive(self.adaptive.views());
                 }
             }
             if control.due(now) {
@@ -559,6 +563,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         let _ = ring.consume();
         live.stats.drain()?;
         adaptive.finish(&sched);
+        live.stats.acc.set_adaptive(adaptive.views());
         d.counters = d.counters.plus(&counters(&sched, d.tasks.found().len()));
         let restart = exit == ExitReason::SchedulerExited
             && sched.exit_info().should_restart()

@@ -119,3 +119,41 @@ fn without_a_planner_an_adaptive_admit_is_refused() {
     assert!(got.contains("only in planner mode"), "{got}");
     assert!(e.added.is_empty());
 }
+
+#[test]
+fn an_admitted_adaptive_task_s_parameters_are_kept_and_remove_takes_its_reservation_out() {
+    use crate::planner::kernel_path::{PeriodicOutcome, PeriodicTask};
+    let (mut c, e) = planner_run(3, at(3));
+    let mut e = e.with_threads(&Selector::Pid(900), &[900]);
+    let r = Admit {
+        adaptive: Some(Box::new(AdaptiveBounds {
+            spread: Some(0.3),
+            ..Default::default()
+        })),
+        ..adaptive(Some(1))
+    };
+    assert!(e
+        .send(&mut c, &Request::Admit(r))
+        .to_line()
+        .contains("\"accepted\":true"));
+    let index = c.added()[0].index;
+    let p = c.adaptive_params(index).expect("its parameters");
+    assert_eq!(p.controller.spread, 0.3);
+    assert!(c.adaptive_params(index + 1).is_none());
+    // the run's supervisor granted it 1 slot every 8 (CPU index 0)
+    let granted = Engine::with_planner(&mut e, |p, _| {
+        p.admit_task(&PeriodicTask::implicit(index, 0, 8, 1), "legacy")
+    })
+    .expect("planner");
+    assert!(
+        matches!(granted, PeriodicOutcome::Accepted { .. }),
+        "{granted:?}"
+    );
+    let req = Request::Remove(crate::control::request::TaskArg {
+        task: "legacy".into(),
+    });
+    assert!(e.send(&mut c, &req).to_line().contains("\"ok\":true"));
+    // nothing left to take out: remove took the reservation with it
+    let left = Engine::with_planner(&mut e, |p, _| p.remove_admitted(index)).expect("planner");
+    assert!(!left);
+}

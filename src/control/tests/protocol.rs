@@ -341,6 +341,7 @@ fn a_status_reply_line() {
             state: TaskState::Admitted,
             from_slot: 24,
         }],
+        adaptive: Vec::new(),
     };
     let with_planner = Status {
         pending_switch_slot: Some(16),
@@ -353,6 +354,35 @@ fn a_status_reply_line() {
          \"pending_switch_slot\":16,\"planner\":{\"policy\":\"bss\",\"lead_slots\":2,\
          \"admissions_accepted\":1,\"admissions_rejected\":0,\
          \"tasks\":[{\"task\":\"v\",\"state\":\"admitted\",\"from_slot\":24}]}}\n"
+    );
+}
+
+#[test]
+fn a_status_reply_names_each_adaptive_task_s_state_period_and_reservation() {
+    use crate::adaptive::{AdaptiveState, AdaptiveView, Slots};
+    let mut c = super::control_of(2).with_planner("bss", 2);
+    let view = AdaptiveView {
+        name: "legacy".into(),
+        task: 3,
+        state: AdaptiveState::Reserved,
+        period_us: Some(40_000),
+        reservation: Some(Slots {
+            period: 20,
+            wcet: 4,
+        }),
+        changes: 1,
+    };
+    c.set_adaptive(vec![view]);
+    let Answer::Status(st) = c.status(0) else {
+        panic!("a status")
+    };
+    let text = line(Answer::Status(st));
+    assert!(
+        text.contains(
+            "\"adaptive\":[{\"name\":\"legacy\",\"task\":3,\"state\":\"reserved\",\
+             \"period_us\":40000,\"reservation\":{\"period\":20,\"wcet\":4},\"changes\":1}]"
+        ),
+        "{text}"
     );
 }
 
