@@ -168,24 +168,26 @@
  *     reservation in planner mode): userspace test-runs the SEC("syscall") program
  *     reclass_task, which writes task_class, then (after a full barrier) moves the task's
  *     threads queued under the old class (be: its CPU's be DSQ, an adaptive task always has a
- *     CPU; tt: its task DSQ) to the new class's DSQ and kicks its CPU (SCX_KICK_PREEMPT), so that a thread of it
- *     running there is enqueued again under the new class: no thread is left in a DSQ nobody
- *     dispatches. An ops.enqueue on another CPU that read the old class just before the write
- *     may still insert into the old DSQ after the move: the run calls reclass_task again with
- *     the same class every 100 ms (then it only moves such stragglers, and kicks only when it
- *     moved one); a straggler in the be DSQ of a tt task's CPU runs as be work meanwhile, one
- *     in the task DSQ of a be task waits at most those 100 ms. Order, in userspace, while it
- *     holds the planner (planner thread = the only writer of the table): a grant is admitted
- *     and reclassed tt before the planner is let go, so the class is tt before the planner
- *     decides the reservation's first slot (the task then waits for that slot, at most a frame
- *     plus the lead: it no longer runs as be); a removal takes the reservation out of the
- *     planner, then reclasses be: the slots already decided (at most the lead) still name the
- *     task, and their dispatch, finding its task DSQ empty, runs be work (the task itself among
- *     it). A resize is a removal and an admission under one hold of the planner, class tt
- *     throughout. A reserved adaptive task is a hard reservation (the paper's CBS without
- *     reclaiming): class tt, it runs in its own slots only, not in the slack; the controller's
- *     spread x > 0 lets its budget grow when it needs more. Only adaptive tasks are reclassed
- *     (-EINVAL for any other);
+ *     CPU; tt: its task DSQ) to the new class's DSQ and kicks its CPU (SCX_KICK_PREEMPT), so
+ *     that a thread of it running there is enqueued again under the new class: no thread is
+ *     left in a DSQ nobody dispatches. An ops.enqueue on another CPU that read the old class
+ *     just before the write may still insert into the old DSQ after the move: the run calls
+ *     reclass_task again with the same class every 100 ms (then it only moves such stragglers,
+ *     and kicks only when it moved one); a straggler in the be DSQ of a tt task's CPU runs as
+ *     be work meanwhile, one in the task DSQ of a be task waits at most those 100 ms. Order, in
+ *     userspace (src/cli/run/adaptive.rs, adaptive::live::class_changes): a grant is admitted
+ *     while the run holds the planner (planner thread = the only writer of the table) and the
+ *     task turns tt one run-loop poll and a half (150 ms) before the reservation's first slot,
+ *     so it runs as be in the slack until shortly before its slots and a late poll does not
+ *     leave those slots without it; a removal takes the reservation out of the planner, then
+ *     reclasses be: the slots already decided (at most the lead) still name the task, and their
+ *     dispatch, finding its task DSQ empty, runs be work (the task itself among it). A resize
+ *     is a removal and an admission under one hold of the planner; the task is be from the
+ *     removal's first slot until 150 ms before the new reservation's first slot. A reserved
+ *     adaptive task is a hard reservation (the paper's CBS without reclaiming): class tt, it
+ *     runs in its own slots only, not in the slack; the controller's spread x > 0 lets its
+ *     budget grow when it needs more. Only adaptive tasks are reclassed (-EINVAL for any
+ *     other);
  *   - nothing in rodata (slot length, guard, CPU roles) changes after load.
  *
  * G. Known limitations
