@@ -236,6 +236,11 @@ pub struct Frame {
     /// `sched_yield` is runnable there, yet not owed the CPU (docs/plan-format.md
     /// "completion"); a be start then is counted apart, not judged.
     pub done: HashMap<String, Vec<(u64, u64)>>,
+    /// task → windows `[from_ns, to_ns)` in which BPF had it in class be although slots may
+    /// name it: an adaptive task between reservations (docs/adaptive.md; the run's class-change
+    /// lines). A slot decided for its old reservation (up to the lead) or its new one before a
+    /// late class change runs be work by design; a be start then is counted apart, not judged.
+    pub be_class: HashMap<String, Vec<(u64, u64)>>,
     /// task → when it joined the plan (a task admitted at run time, `scx_tt ctl admit`):
     /// before that its threads are outside the plan, judged as any other process.
     pub joined: HashMap<String, u64>,
@@ -273,6 +278,8 @@ pub struct Report {
     pub be_near_race: usize,
     /// be starts while the owner waited runnable but its job was over by its own log
     pub be_after_done: usize,
+    /// be starts over an owner that BPF had in class be then ([`Frame::be_class`])
+    pub be_over_be_class: usize,
     /// be starts after the slot's nominal start but before its (late) tick: BPF still ran the
     /// slot before's decision (tick lateness has checks of its own); counted, not judged
     pub be_before_tick: usize,
@@ -713,6 +720,13 @@ impl Frame {
                         r.be_after_done += 1;
                         continue;
                     }
+                    let be_class = self.be_class.get(owner).is_some_and(|w| {
+                        w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
+                    });
+                    if be_class {
+                        r.be_over_be_class += 1;
+                        continue;
+                    }
                     // the slot's tick: the kernel's timer trace, else the record's lateness
                     let start = self.slot_start(slot);
                     let tick = match self.tick_fire(fires, e.cpu, slot) {
@@ -824,6 +838,8 @@ pub struct Bounds {
     pub outside_share: f64,
     /// per task, windows in which its job is over by the workload's own log ([`Frame::done`])
     pub done: HashMap<String, Vec<(u64, u64)>>,
+    /// per adaptive task, windows in which BPF had it in class be ([`Frame::be_class`])
+    pub be_class: HashMap<String, Vec<(u64, u64)>>,
     /// per task admitted at run time, when it joined the plan ([`Frame::joined`])
     pub joined: HashMap<String, u64>,
     /// per task removed at run time, when it left the plan ([`Frame::left`])
@@ -842,6 +858,7 @@ impl Default for Bounds {
         Bounds {
             allowed: Vec::new(),
             done: HashMap::new(),
+            be_class: HashMap::new(),
             joined: HashMap::new(),
             left: HashMap::new(),
             joining: HashMap::new(),
@@ -896,6 +913,7 @@ pub fn check_files(
     };
     let mut f = f;
     f.done = b.done.clone();
+    f.be_class = b.be_class.clone();
     f.joined = b.joined.clone();
     f.left = b.left.clone();
     f.joining = b.joining.clone();
@@ -972,12 +990,14 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
         format!(
             "{run}: witness: no be task started while the slot's owner waited runnable >= {} us \
              ({} starts, {:.3} ms of be run after them; {} starts within the race window, {} \
-             after the owner's job was over by its own log, {} before the slot's late tick){}",
+             after the owner's job was over by its own log, {} over an adaptive owner in class be, \
+             {} before the slot's late tick){}",
             RACE_NS / 1000,
             r.be_over_owner.len(),
             ms(r.be_over_owner.iter().map(|b| b.ran_ns).sum()),
             r.be_near_race,
             r.be_after_done,
+            r.be_over_be_class,
             r.be_before_tick,
             if worst.is_empty() {
                 String::new()
@@ -1340,6 +1360,16 @@ mod tests {
         fd.done
             .insert("a".into(), vec![(1_019_000_000, 1_021_000_000)]);
         assert_eq!(run(&fd, &l).be_over_owner.len(), 1);
+        // an adaptive owner that BPF had in class be then is counted apart, not judged
+        let mut fb = f.clone();
+        fb.be_class
+            .insert("a".into(), vec![(1_019_000_000, 1_030_000_000)]);
+        let rb = run(&fb, &l);
+        assert!(rb.be_over_owner.is_empty());
+        assert_eq!(rb.be_over_be_class, 1);
+        fb.be_class
+            .insert("a".into(), vec![(1_019_000_000, 1_021_000_000)]);
+        assert_eq!(run(&fb, &l).be_over_owner.len(), 1);
         // a kernel thread by pid (not per-CPU by name) is printed apart, not foreign
         let mut fk = f.clone();
         fk.kthreads.insert(99);
