@@ -11,18 +11,9 @@ use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// (fixture, demos-sched -t in ms, DEMOS_RAND_SEED)
-const CASES: &[(&str, u64, Option<u32>)] = &[
-    ("01-one-sc-budget-below-window", 20, None),
-    ("02-one-sc-budget-above-window", 20, None),
-    ("03-two-sc-processes", 20, None),
-    ("04-one-be-budget-below-window", 20, None),
-    ("05-one-be-budget-above-window", 20, None),
-    ("06-two-be-processes", 20, None),
-    ("07-be-after-all-sc", 20, None),
-    ("08-be-budget-continues", 20, None),
-    ("09-maximum-jitter", 10, Some(2)),
-];
+#[path = "demos/cases.rs"]
+mod cases;
+use cases::CASES;
 
 fn fixture(name: &str, ext: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

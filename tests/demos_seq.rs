@@ -12,17 +12,9 @@ use scx_tt::demos::{self, Config, CpuSet, SimOptions, Source};
 use std::collections::VecDeque;
 use std::path::Path;
 
-const GOLDEN: &[(&str, u64, Option<u32>)] = &[
-    ("01-one-sc-budget-below-window", 20, None),
-    ("02-one-sc-budget-above-window", 20, None),
-    ("03-two-sc-processes", 20, None),
-    ("04-one-be-budget-below-window", 20, None),
-    ("05-one-be-budget-above-window", 20, None),
-    ("06-two-be-processes", 20, None),
-    ("07-be-after-all-sc", 20, None),
-    ("08-be-budget-continues", 20, None),
-    ("09-maximum-jitter", 10, Some(2)),
-];
+#[path = "demos/cases.rs"]
+mod cases;
+use cases::CASES;
 
 fn all() -> CpuSet {
     CpuSet::first_n(8)
@@ -154,7 +146,7 @@ fn fixture(name: &str) -> Config {
 #[test]
 fn every_golden_schedule_is_sequenced_as_the_simulator_and_demos_log_it() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/demos");
-    for &(name, until, seed) in GOLDEN {
+    for &(name, until, seed) in CASES {
         let seed = seed.unwrap_or(Mt19937::DEFAULT_SEED);
         let c = fixture(name);
         let got = sequence(&c, until, seed, 0).log;

@@ -175,26 +175,8 @@ pub fn class_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::adaptive::supervisor::{supervise, AdaptiveRequest, PeriodicReservation};
-
-    fn req(id: usize, period: u64, wcet: u64, min_wcet: u64) -> AdaptiveRequest {
-        AdaptiveRequest {
-            id,
-            period,
-            wcet,
-            min_wcet,
-        }
-    }
-
-    /// Σ wcet/period ≤ cap.
-    fn util(cap: f64) -> impl FnMut(&[PeriodicReservation]) -> bool {
-        move |s: &[PeriodicReservation]| {
-            s.iter()
-                .map(|r| r.wcet as f64 / r.period as f64)
-                .sum::<f64>()
-                <= cap + 1e-12
-        }
-    }
+    use crate::adaptive::supervisor::supervise;
+    use crate::adaptive::supervisor::testing::{req, util};
 
     fn s(period: u64, wcet: u64) -> Slots {
         Slots { period, wcet }

@@ -337,11 +337,12 @@ impl AdmissionOracle for PlannerOracle {
     }
 }
 
+/// Requests and a utilisation oracle for the unit tests here and in `live`.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod testing {
+    use super::{AdaptiveRequest, PeriodicReservation};
 
-    fn req(id: usize, period: u64, wcet: u64, min_wcet: u64) -> AdaptiveRequest {
+    pub(crate) fn req(id: usize, period: u64, wcet: u64, min_wcet: u64) -> AdaptiveRequest {
         AdaptiveRequest {
             id,
             period,
@@ -351,7 +352,7 @@ mod tests {
     }
 
     /// Σ wcet/period ≤ cap (EDF with implicit deadlines).
-    fn util(cap: f64) -> impl FnMut(&[PeriodicReservation]) -> bool {
+    pub(crate) fn util(cap: f64) -> impl FnMut(&[PeriodicReservation]) -> bool {
         move |s: &[PeriodicReservation]| {
             s.iter()
                 .map(|r| r.wcet as f64 / r.period as f64)
@@ -359,6 +360,12 @@ mod tests {
                 <= cap + 1e-12
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{req, util};
+    use super::*;
 
     #[test]
     fn fitting_requests_are_granted_whole() {
