@@ -260,10 +260,25 @@ pub fn run(args: RunArgs) -> Result<i32> {
             );
         }
     }
-    if let Err(e) = demos::check(&args, &plan) {
-        eprintln!("scx_tt: {e:#}");
-        return Ok(2);
-    }
+    let plan = match demos::check(&args, &plan) {
+        Err(e) => {
+            eprintln!("scx_tt: {e:#}");
+            return Ok(2);
+        }
+        // a sequenced run: the BE processes own the slots the sequencer gives them
+        Ok(Some((config, _))) if args.planner.is_some() => {
+            let mut plan = plan;
+            let owners = scx_tt::demos::import::sequenced_plan(&mut plan, &config);
+            if !owners.is_empty() {
+                eprintln!(
+                    "scx_tt: demos: BE processes {} own their sequenced turns (class tt)",
+                    owners.join(", ")
+                );
+            }
+            plan
+        }
+        Ok(_) => plan,
+    };
     let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]
     return daemon::enforce(&args, &plan, &model);

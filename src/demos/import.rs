@@ -341,7 +341,8 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
         if !is_sc[i] && !p.processes.is_empty() {
             warnings.push(format!(
                 "{}: BE partition '{}': budgets, sequencing and carry-over are not in the plan \
-                 format; its processes are be tasks on CPU {h} (any free slot)",
+                 format; its processes are be tasks on CPU {h} (any free slot; a sequenced run, \
+                 --planner with --demos, gives them their DEmOS turns)",
                 p.path, p.name
             ));
         }
@@ -398,4 +399,112 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
         slot_us,
         frame_slots: frame,
     })
+}
+
+/// The plan of a sequenced kernel run (`scx_tt --table plan.json --planner POLICY --demos
+/// config.yaml`, docs/demos.md "Sequenced kernel run"), from the import of `config`: each BE
+/// process (the import's `be` task `PARTITION.k`, on its partition's CPU) becomes a slot owner
+/// — class `tt` with no static slot, its job's end its command's default (`yield`) like an SC
+/// process's — so that the sequencer hands it its BE turns: it runs in them only, one BE
+/// process of a CPU at a time, stopped at its budget, never before the window's SC work is
+/// done (DEmOS freezes it outside them). Tasks the configuration does not name are left as
+/// they are. Returns the names of the tasks changed.
+pub fn sequenced_plan(plan: &mut Plan, config: &Config) -> Vec<String> {
+    let named: std::collections::BTreeSet<String> = config
+        .partitions
+        .iter()
+        .flat_map(|p| (0..p.processes.len()).map(move |k| format!("{}.{k}", p.name)))
+        .collect();
+    let mut changed = Vec::new();
+    for t in plan.tasks.iter_mut() {
+        if t.class == crate::plan::Class::Be && t.cpu.is_some() && named.contains(&t.name) {
+            t.class = crate::plan::Class::Tt;
+            t.completion = crate::plan::Completion::default_for(&t.selector);
+            changed.push(t.name.clone());
+        }
+    }
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{Class, Completion};
+
+    const YAML: &str = "\
+partitions:
+  - name: SC1
+    processes:
+      - {cmd: sc1a, budget: 10}
+  - name: BE1
+    processes:
+      - {cmd: be1, budget: 20}
+      - {cmd: be2, budget: 20}
+windows:
+  - length: 50
+    slices:
+      - {cpu: 1, sc_partition: SC1, be_partition: BE1}
+";
+
+    #[test]
+    fn a_sequenced_run_makes_be_processes_slot_owners_and_leaves_the_rest() {
+        let config = Config::from_yaml(YAML, super::super::config::Source::Inline).expect("config");
+        let opts = ImportOptions {
+            slot_us: None,
+            all_cpus: CpuSet::from_cpus([1]),
+            config_dir: None,
+        };
+        let mut plan = import(&config, &opts).expect("import").plan;
+        // a be task the configuration does not name stays be
+        let mut other = plan.tasks[0].clone();
+        other.name = "bg".into();
+        other.class = Class::Be;
+        other.completion = Completion::None;
+        plan.tasks.push(other);
+        let before: Vec<(String, Class)> = plan
+            .tasks
+            .iter()
+            .map(|t| (t.name.clone(), t.class))
+            .collect();
+        assert_eq!(
+            before,
+            [
+                ("SC1.0".to_string(), Class::Tt),
+                ("BE1.0".to_string(), Class::Be),
+                ("BE1.1".to_string(), Class::Be),
+                ("bg".to_string(), Class::Be),
+            ]
+        );
+        let changed = sequenced_plan(&mut plan, &config);
+        assert_eq!(changed, ["BE1.0", "BE1.1"]);
+        for t in &plan.tasks[1..3] {
+            assert_eq!(
+                (t.class, t.completion, t.cpu),
+                (Class::Tt, Completion::Yield, Some(1))
+            );
+        }
+        assert_eq!(
+            (plan.tasks[3].class, plan.tasks[3].completion),
+            (Class::Be, Completion::None)
+        );
+        // the sequencer now gives the BE processes their turns on CPU 1
+        let mut seq = super::super::sequencer::Sequencer::for_plan(
+            &config,
+            &plan,
+            CpuSet::from_cpus([1]),
+            super::super::rng::Mt19937::DEFAULT_SEED,
+        )
+        .expect("sequencer");
+        let owners: Vec<Option<u32>> = (0..plan.frame_slots)
+            .map(|_| seq.decide().owners[0])
+            .collect();
+        assert_eq!(plan.slot_us, 10_000);
+        assert_eq!(owners, [Some(0), Some(1), Some(1), Some(2), Some(2)]);
+        assert!(sequenced_plan(&mut plan, &config).is_empty());
+        // the run checks the plan against the configuration again (`follow::check_import`)
+        plan.tasks.pop();
+        assert_eq!(super::super::follow::check_import(&config, &plan), Ok(()));
+        plan.tasks[2].class = Class::Be;
+        assert!(super::super::follow::check_import(&config, &plan).is_err());
+    }
 }

@@ -1,20 +1,30 @@
 //! VM test, issue 18: DEmOS's sequence on the kernel path (`--planner bss --demos`, the slot
 //! sequencer, docs/demos.md "Sequenced kernel run"). One 200 ms window on CPU 1, 10 ms slots,
 //! lead 2: sc1a does 15 ms of work per job and then yields (its completion), sc1b (30 ms) must
-//! start early after it, then be1 (BE, budget 250 ms: carried over across windows) after all SC
-//! work; the plan's server is `ptps` (a done owner's slot idles).
+//! start early after it, then the BE partition after all SC work: be1 (budget 250 ms: carried
+//! over across windows) and be2 (50 ms), both busy, each owning its BE turns; the plan's server
+//! is `ptps` (a done owner's slot idles).
 //!
 //! Checked (from 1 s on, whole windows before the run's end):
 //!   - the sequenced log (`--schedule-log`) against DEmOS's own (`simulate --demos`, sc1a's
-//!     model `TT_SIM_WORK_MS=15`): the same processes in the same order with the same SC
+//!     model `TT_SIM_WORK_MS=15`), SC lines: the same processes in the same order with the same
 //!     budgets; each line no earlier than DEmOS's and at most [`LOG_TOL_MS`] later (the
-//!     completion's slot rounding and the lag of writing the table `lead` slots ahead); be1's
-//!     carried budgets are printed, and at least one carried-over (resumed) budget is logged;
+//!     completion's slot rounding and the lag of writing the table `lead` slots ahead). BE
+//!     lines are not compared with DEmOS's: the BE part starts later by that lag, so the carried
+//!     budgets and then the BE order differ (the sequencer's BE semantics are compared with
+//!     DEmOS's exactly in tests/demos_seq.rs); both BE processes have turns and a carried
+//!     (resumed) budget is logged;
+//!   - by the witness, each BE process against its turns in the sequenced log (a line's turn:
+//!     from its time to the earliest of its budget's end, the next line and the window end): it
+//!     runs in its turns only — outside them at most [`BE_OUTSIDE_NS`] a window (tick lateness
+//!     at a turn's end; timing) — and, busy, it uses at least 80 % of them: the kernel stops
+//!     a BE process at its budget and runs one BE process at a time;
 //!   - by the witness (the kernel's switch trace) and sc1a's own job log: sc1b's first run after
 //!     each sc1a job's finish within [`START_BOUND_NS`] (timing), and before the static table's
 //!     start of sc1b (window + 100 ms, sc1a's budget) in 90 % of the windows: the early start;
-//!   - by the witness: be1 runs in the SC part of a window (window start .. end of sc1b's last
-//!     run in it) at most [`BE_IN_SC_NS`] per window (tick lateness at the window start; timing).
+//!   - by the witness: be1 and be2 run in the SC part of a window (window start .. end of sc1b's
+//!     last run in it) at most [`BE_IN_SC_NS`] per window (tick lateness at the window start;
+//!     timing).
 
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::witness::{self, Segment};
@@ -28,9 +38,14 @@ const WINDOW_MS: u64 = 200;
 const LOG_TOL_MS: u64 = (LEAD + 2) * SLOT_MS;
 /// sc1b's first run after sc1a's job finished: the same, plus tick lateness (TCG).
 const START_BOUND_NS: u64 = (LEAD + 2) * SLOT_MS * 1_000_000 + 5_000_000;
-/// be1's time inside a window's SC part at most: one slot (be1 keeps running into the window
-/// until its first tick, late by up to a few ms under TCG; measured worst 4.4 ms).
+/// BE time inside a window's SC part at most: one slot (the BE process keeps running into the
+/// window until its first tick, late by up to a few ms under TCG; measured worst 4.4 ms).
 const BE_IN_SC_NS: u64 = SLOT_MS * 1_000_000;
+/// A BE process's run time outside its turns, per window, at most: one slot (it runs past a
+/// turn's end until that boundary's tick, late by up to a few ms under TCG, at most two turn
+/// ends of one process a window here).
+const BE_OUTSIDE_NS: u64 = SLOT_MS * 1_000_000;
+const BE: [&str; 2] = ["be1", "be2"];
 
 /// (time ms, tag, budget) of a schedule log: the tag is the comment after `# `.
 fn lines(text: &str) -> Vec<(u64, String, u64)> {
@@ -59,43 +74,137 @@ fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64) {
     let sim = lines(&out.file("sim.log").unwrap_or_default());
     let kernel = lines(&out.file("kernel.log").unwrap_or_default());
     let judged = |l: &&(u64, String, u64)| l.0 >= 1000 && l.0 + WINDOW_MS <= end_ms;
-    let s: Vec<_> = sim.iter().filter(judged).collect();
-    let k: Vec<_> = kernel.iter().filter(judged).collect();
+    let sc = |l: &&(u64, String, u64)| !BE.contains(&l.1.as_str());
+    let s: Vec<_> = sim.iter().filter(judged).filter(sc).collect();
+    let k: Vec<_> = kernel.iter().filter(judged).filter(sc).collect();
     let mut diffs = Vec::new();
     let mut bad = None;
     for (i, (a, b)) in s.iter().zip(&k).enumerate() {
-        let sc_budget_ok = b.1 == "be1" || a.2 == b.2;
-        if a.1 != b.1 || !sc_budget_ok || b.0 < a.0 || b.0 > a.0 + LOG_TOL_MS {
-            bad.get_or_insert(format!("line {i}: DEmOS {a:?}, sequenced {b:?}"));
+        if a.1 != b.1 || a.2 != b.2 || b.0 < a.0 || b.0 > a.0 + LOG_TOL_MS {
+            bad.get_or_insert(format!("SC line {i}: DEmOS {a:?}, sequenced {b:?}"));
         }
         diffs.push(b.0.saturating_sub(a.0));
     }
     diffs.sort_unstable();
-    let carried: Vec<u64> = k.iter().filter(|l| l.1 == "be1").map(|l| l.2).collect();
+    let be: Vec<(&str, u64)> = kernel
+        .iter()
+        .filter(judged)
+        .filter(|l| !sc(l))
+        .map(|l| (l.1.as_str(), l.2))
+        .collect();
     println!(
-        "  log lines judged: DEmOS {}, sequenced {}; sequenced later by p50 {} ms, max {} ms \
-         (tolerance {LOG_TOL_MS} ms); be1 budgets {:?}; first mismatch {bad:?}",
+        "  SC log lines judged: DEmOS {}, sequenced {}; sequenced later by p50 {} ms, max {} ms \
+         (tolerance {LOG_TOL_MS} ms); first mismatch {bad:?}; BE turns (budget ms) {:?}",
         s.len(),
         k.len(),
         pct(&diffs, 0.5),
         diffs.last().copied().unwrap_or(0),
-        &carried[..carried.len().min(12)]
+        &be[..be.len().min(12)]
     );
     c.check(
         out.number("sim_rc").ok() == Some(0) && s.len() >= 45 && s.len() == k.len(),
         format!(
-            "the sequenced log has DEmOS's lines ({} and {})",
+            "the sequenced log has DEmOS's SC lines ({} and {})",
             k.len(),
             s.len()
         ),
     );
     c.check(
-        bad.is_none() && carried.iter().any(|&b| b < 250),
+        bad.is_none(),
         format!(
-            "each sequenced line is DEmOS's process and SC budget, 0..={LOG_TOL_MS} ms later, \
-             and be1 resumes a carried budget ({bad:?})"
+            "each sequenced SC line is DEmOS's process and budget, 0..={LOG_TOL_MS} ms later \
+             ({bad:?})"
         ),
     );
+    let carried = be
+        .iter()
+        .any(|&(t, b)| (t == "be1" && b < 250) || (t == "be2" && b < 50));
+    c.check(
+        BE.iter()
+            .all(|p| be.iter().filter(|l| l.0 == *p).count() >= 5)
+            && carried,
+        "both BE processes have turns (5 or more each) and one resumes a carried budget".into(),
+    );
+}
+
+/// The BE turns of `tag` in the sequenced log, as [start, end) ns: from a line's time to the
+/// earliest of its budget's end, the next line's time and its window's end.
+fn turns(log: &[(u64, String, u64)], tag: &str, t0: u64) -> Vec<(u64, u64)> {
+    let ms = 1_000_000;
+    log.iter()
+        .enumerate()
+        .filter(|(_, l)| l.1 == tag)
+        .map(|(i, l)| {
+            let window_end = (l.0 / WINDOW_MS + 1) * WINDOW_MS;
+            let next = log.get(i + 1).map_or(u64::MAX, |n| n.0);
+            let end = (l.0 + l.2).min(next).min(window_end);
+            (t0 + l.0 * ms, t0 + end * ms)
+        })
+        .collect()
+}
+
+/// By the witness: each BE process runs in its sequenced turns only, and uses them.
+fn check_be_turns(out: &VmOutput, c: &mut Checks, segments: &[Segment], t0: u64, run_end: u64) {
+    let log = lines(&out.file("kernel.log").unwrap_or_default());
+    let (from, to) = (
+        t0 + 1_000_000_000,
+        run_end.saturating_sub(WINDOW_MS * 1_000_000),
+    );
+    for (k, tag) in BE.iter().enumerate() {
+        let ids = tids(out, &format!("BE1.{k}"));
+        let turns: Vec<(u64, u64)> = turns(&log, tag, t0)
+            .into_iter()
+            .filter(|&(a, _)| a >= from && a < to)
+            .collect();
+        let overlap = |a: u64, b: u64| -> u64 {
+            turns
+                .iter()
+                .map(|&(x, y)| b.min(y).saturating_sub(a.max(x)))
+                .sum()
+        };
+        let mut inside = 0u64;
+        let mut outside_by_window: std::collections::BTreeMap<u64, u64> = Default::default();
+        for g in segments.iter().filter(|g| ids.contains(&g.pid)) {
+            let (a, b) = (g.start.max(from), g.end.min(to));
+            if a >= b {
+                continue;
+            }
+            let ins = if g.cpu == 1 { overlap(a, b) } else { 0 };
+            inside += ins;
+            let window = (a - t0) / (WINDOW_MS * 1_000_000);
+            *outside_by_window.entry(window).or_default() += (b - a) - ins;
+        }
+        let turn_ns: u64 = turns.iter().map(|&(a, b)| b - a).sum();
+        let outside: u64 = outside_by_window.values().sum();
+        let worst = outside_by_window.values().copied().max().unwrap_or(0);
+        println!(
+            "  {tag} ({} tids): {} turns, {:.1} ms of them; ran {:.1} ms inside ({:.1} %), \
+             {:.3} ms outside (worst window {:.3} ms)",
+            ids.len(),
+            turns.len(),
+            ms(turn_ns),
+            ms(inside),
+            inside as f64 * 100.0 / turn_ns.max(1) as f64,
+            ms(outside),
+            ms(worst)
+        );
+        c.check(
+            !ids.is_empty() && turns.len() >= 5 && inside * 10 >= turn_ns * 8,
+            format!(
+                "{tag} runs in its sequenced turns: {:.1} of {:.1} ms (at least 80 %)",
+                ms(inside),
+                ms(turn_ns)
+            ),
+        );
+        c.check_timing(
+            worst <= BE_OUTSIDE_NS,
+            format!(
+                "{tag} runs outside its turns at most {:.3} ms a window (<= {:.1} ms)",
+                ms(worst),
+                ms(BE_OUTSIDE_NS)
+            ),
+        );
+    }
 }
 
 /// `tag`'s task's threads (the summary's tids of the plan task `name`).
@@ -146,7 +255,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let t0 = summary.t0_ns;
     let run_end = t0 + summary.duration_ns;
     let segments = witness::segments(&events, run_end);
-    let (b_tids, be_tids) = (tids(out, "SC1.1"), tids(out, "BE1.0"));
+    let b_tids = tids(out, "SC1.1");
+    let be_tids: Vec<u32> = [tids(out, "BE1.0"), tids(out, "BE1.1")].concat();
     let of = |ts: &[u32]| -> Vec<&Segment> {
         segments
             .iter()
@@ -222,7 +332,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     }
     let worst = be_in_sc.iter().copied().max().unwrap_or(u64::MAX);
     println!(
-        "  be1 inside the SC part of {} windows: total {:.3} ms, worst window {:.3} ms",
+        "  be1 and be2 inside the SC part of {} windows: total {:.3} ms, worst window {:.3} ms",
         be_in_sc.len(),
         ms(be_in_sc.iter().sum()),
         ms(worst)
@@ -234,11 +344,12 @@ fn check(out: &VmOutput, c: &mut Checks) {
     c.check_timing(
         worst <= BE_IN_SC_NS,
         format!(
-            "be1 runs after the window's SC work: at most {:.3} ms in the SC part (<= {:.1} ms)",
+            "BE runs after the window's SC work: at most {:.3} ms in the SC part (<= {:.1} ms)",
             ms(worst),
             ms(BE_IN_SC_NS)
         ),
     );
+    check_be_turns(out, c, &segments, t0, run_end);
     out.check_clean_exit(c, RUN);
 }
 

@@ -2,7 +2,8 @@
 # demos_seq.yaml (written here: the job logs go to $OUT), one 200 ms window on CPU 1, 10 ms
 # slots: SC1 = sc1a (tt_jobs: 15 ms of CPU time per job, then sched_yield(), the plan's
 # completion "yield"; budget 100 ms) then sc1b (busy, 30 ms); BE1 = be1 (busy, budget 250 ms:
-# more than a window's BE time, so it carries over). The imported plan gets "server": "ptps"
+# more than a window's BE time, so it carries over) and be2 (busy, 50 ms), which own their BE
+# turns in the sequenced run (class tt there). The imported plan gets "server": "ptps"
 # (a done owner's slot idles instead of going to be work). Run for tt.duration_s seconds
 # (default 6) with lead 2; leaves the sequenced log (kernel.log), DEmOS's own
 # (`simulate --demos`, sim.log), sc1a's job log (sc1a.log), and the run's files (RUN = demos_seq).
@@ -18,6 +19,7 @@ partitions:
   - name: BE1
     processes:
       - {cmd: "while :; do :; done # be1", budget: 250}
+      - {cmd: "while :; do :; done # be2", budget: 50}
 windows:
   - length: 200
     slices:
