@@ -194,6 +194,11 @@ pub struct RunArgs {
     /// FILE when the run ends.
     #[arg(long, value_name = "FILE", requires = "demos")]
     pub schedule_log: Option<PathBuf>,
+    /// With --demos: how long (ms) the start-up waits for the `init: yes` processes to end
+    /// their initialisation (each stops itself) before slot 0; past it the run ends with an
+    /// error naming them (docs/demos.md, "Initialisation").
+    #[arg(long, value_name = "MS", default_value_t = 60_000, requires = "demos")]
+    pub init_timeout_ms: u64,
     /// With --demos: print MSG on stdout at each window start (DEmOS's -m).
     #[arg(short = 'm', long, value_name = "MSG", requires = "demos")]
     pub window_message: Option<String>,

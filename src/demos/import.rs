@@ -22,7 +22,8 @@
 //!   `be` work instead of starting the next process early;
 //! - BE budgets, BE sequencing, carry-over and "BE only after all SC" are not in the plan
 //!   format: `be` tasks run in any free slot of their CPU;
-//! - jitter reserves the largest budget; `init` has no init phase; a process whose budget
+//! - jitter reserves the largest budget; `init` is not in the plan (a run with `--demos` gives
+//!   the process its init phase before slot 0: `init_tasks`); a process whose budget
 //!   never fits its window owns no slot and is left out.
 
 use super::config::{Config, ConfigError};
@@ -301,7 +302,8 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
         for (k, q) in p.processes.iter().enumerate() {
             if q.init {
                 warnings.push(format!(
-                    "{}.init: no init phase in scx_tt: the process starts in its first slot",
+                    "{}.init: the plan has no init phase; a run with --demos gives it one before \
+                     slot 0, until the process stops itself (docs/demos.md, Initialisation)",
                     q.path
                 ));
             }
@@ -426,6 +428,23 @@ pub fn sequenced_plan(plan: &mut Plan, config: &Config) -> Vec<String> {
     changed
 }
 
+/// The plan tasks (indexes) of `config`'s processes with `init: yes`: the run's start-up waits
+/// for each to end its initialisation (docs/demos.md, "Initialisation").
+pub fn init_tasks(config: &Config, plan: &Plan) -> Vec<usize> {
+    config
+        .partitions
+        .iter()
+        .flat_map(|p| {
+            p.processes
+                .iter()
+                .enumerate()
+                .filter(|(_, q)| q.init)
+                .map(move |(k, _)| format!("{}.{k}", p.name))
+        })
+        .filter_map(|name| plan.tasks.iter().position(|t| t.name == name))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,7 +458,7 @@ partitions:
   - name: BE1
     processes:
       - {cmd: be1, budget: 20}
-      - {cmd: be2, budget: 20}
+      - {cmd: be2, budget: 20, init: yes}
 windows:
   - length: 50
     slices:
@@ -454,7 +473,13 @@ windows:
             all_cpus: CpuSet::from_cpus([1]),
             config_dir: None,
         };
-        let mut plan = import(&config, &opts).expect("import").plan;
+        let imported = import(&config, &opts).expect("import");
+        assert!(imported
+            .warnings
+            .iter()
+            .any(|w| w.contains("partitions[1].processes[1].init: the plan has no init phase")));
+        let mut plan = imported.plan;
+        assert_eq!(init_tasks(&config, &plan), [2]);
         // a be task the configuration does not name stays be
         let mut other = plan.tasks[0].clone();
         other.name = "bg".into();

@@ -20,6 +20,13 @@
 //! the timeout (`--settle-ms`, default [`DEFAULT_TIMEOUT_MS`]): tasks whose steady state itself
 //! forks or faults all the time, and start-ups longer than the timeout, then go on in their
 //! slots. A start-up that sleeps longer than the window in one piece looks settled.
+//!
+//! A DEmOS process with `init: yes` (docs/demos.md, "Initialisation") is judged by its own
+//! signal instead ([`Settle::init`]): it has finished its initialisation when, after the exec,
+//! a process of its group stopped itself (`kill -STOP $$`, `raise(SIGSTOP)`: what DEmOS's
+//! `demos_initialization_completed()` does to the caller, it suspends it), or it exited. The
+//! period then lasts until every such process has signalled (the run's `--init-timeout-ms`
+//! bounds it; the quiet-window rule does not apply to them).
 
 use std::fmt::Write;
 
@@ -51,6 +58,8 @@ pub struct Sample {
     pub cpu_ns: u64,
     /// Every thread of the group is asleep (blocked, not runnable).
     pub asleep: bool,
+    /// A thread of the group is stopped by a signal (state `T`).
+    pub stopped: bool,
 }
 
 /// The fields of `/proc/PID/stat` (or `/proc/PID/task/TID/stat`) the settle period reads.
@@ -102,20 +111,35 @@ pub struct Settle {
     settled_ns: Option<u64>,
     /// The last look.
     last: Option<Sample>,
+    /// A DEmOS `init: yes` process: settled by its own signal (it stops itself) only.
+    init: bool,
 }
 
 impl Settle {
+    /// The state of a DEmOS `init: yes` process: settled when, after its exec, a process of
+    /// its group stopped itself, or when it exited.
+    pub fn init() -> Settle {
+        Settle {
+            init: true,
+            ..Settle::default()
+        }
+    }
+
+    pub fn is_init(&self) -> bool {
+        self.init
+    }
+
     /// Takes a look; returns whether the task has settled (then it stays settled).
     pub fn observe(&mut self, s: Sample) -> bool {
         if self.settled_ns.is_some() {
             return true;
         }
         self.last = Some(s.clone());
-        if s.exited {
+        if s.exited || (self.init && s.execd && s.stopped) {
             self.settled_ns = Some(s.at_ns);
             return true;
         }
-        if !s.execd {
+        if !s.execd || self.init {
             self.base = None;
             return false;
         }
@@ -154,6 +178,7 @@ impl Settle {
             exited: last.exited,
             execd: last.execd,
             cpu_ns: last.cpu_ns,
+            init: self.init,
         }
     }
 }
@@ -167,21 +192,36 @@ pub struct Outcome {
     pub execd: bool,
     /// CPU time of its process group at the last look, ns.
     pub cpu_ns: u64,
+    /// A DEmOS `init: yes` process ([`Settle::init`]).
+    pub init: bool,
 }
 
 /// The line printed at start: `spawned tasks started before slot 0 in 310 ms: ng-a settled
 /// after 290 ms (41.2 ms CPU), fill not settled within 1000 ms (12.0 ms CPU)`.
-pub fn describe(tasks: &[(String, Outcome)], period_ms: u64, timeout_ms: u64) -> String {
+/// `timeout_ms` bounds the others, `init_timeout_ms` the `init: yes` processes.
+pub fn describe(
+    tasks: &[(String, Outcome)],
+    period_ms: u64,
+    timeout_ms: u64,
+    init_timeout_ms: u64,
+) -> String {
     let mut line = format!("spawned tasks started before slot 0 in {period_ms} ms:");
     for (i, (name, o)) in tasks.iter().enumerate() {
         let sep = if i == 0 { " " } else { ", " };
         let cpu = o.cpu_ns as f64 / 1e6;
         let what = match (o.settled_ms, o.exited, o.execd) {
             (Some(ms), true, _) => format!("exited after {ms} ms"),
+            (Some(ms), false, _) if o.init => {
+                format!("initialised after {ms} ms ({cpu:.1} ms CPU)")
+            }
             (Some(ms), false, _) => format!("settled after {ms} ms ({cpu:.1} ms CPU)"),
             (None, _, false) => {
                 format!("had not exec'd its command within {timeout_ms} ms")
             }
+            (None, _, true) if o.init => format!(
+                "did not signal the end of its initialisation within {init_timeout_ms} ms \
+                 ({cpu:.1} ms CPU)"
+            ),
             (None, _, true) => {
                 format!("not settled within {timeout_ms} ms ({cpu:.1} ms CPU)")
             }
@@ -207,6 +247,7 @@ mod tests {
             faults,
             cpu_ns: cpu_ms * MS,
             asleep: false,
+            stopped: false,
         }
     }
 
@@ -332,6 +373,7 @@ mod tests {
             exited,
             execd,
             cpu_ns,
+            init: false,
         };
         let tasks = vec![
             ("ng-a".to_string(), o(Some(290), false, true, 41_200_000)),
@@ -340,10 +382,56 @@ mod tests {
             ("stuck".to_string(), o(None, false, false, 0)),
         ];
         assert_eq!(
-            describe(&tasks, 1010, 1000),
+            describe(&tasks, 1010, 1000, 60000),
             "spawned tasks started before slot 0 in 1010 ms: ng-a settled after 290 ms \
              (41.2 ms CPU), gone exited after 30 ms, fill not settled within 1000 ms (12.0 ms \
              CPU), stuck had not exec'd its command within 1000 ms"
         );
+    }
+
+    #[test]
+    fn an_init_process_settles_when_it_stops_itself_not_when_quiet() {
+        let feed = |mut s: Settle, looks: Vec<Sample>| {
+            looks.into_iter().find_map(|l| {
+                let at = l.at_ns / MS;
+                s.observe(l).then_some(at)
+            })
+        };
+        // busy and quiet for 300 ms, stopped from 300 ms on
+        let looks = |stop_from: u64| -> Vec<Sample> {
+            (0..40)
+                .map(|i| Sample {
+                    stopped: i * 10 >= stop_from,
+                    ..look(i * 10, &[7], 100, i * 10)
+                })
+                .collect()
+        };
+        assert_eq!(feed(Settle::default(), looks(300)), Some(50));
+        assert_eq!(feed(Settle::init(), looks(300)), Some(300));
+        assert_eq!(feed(Settle::init(), looks(1000)), None);
+        // the spawn wrapper's own stop before the exec is not the signal
+        let before_exec: Vec<Sample> = (0..40)
+            .map(|i| Sample {
+                execd: i >= 20,
+                stopped: !(10..30).contains(&i),
+                ..look(i * 10, &[7], 100, i * 10)
+            })
+            .collect();
+        assert_eq!(feed(Settle::init(), before_exec), Some(300));
+        // an exit ends its initialisation too
+        let exits = vec![
+            look(0, &[7], 1, 0),
+            Sample {
+                exited: true,
+                ..look(10, &[], 0, 0)
+            },
+        ];
+        assert_eq!(feed(Settle::init(), exits), Some(10));
+        let mut s = Settle::init();
+        s.observe(look(0, &[7], 1, 1));
+        let o = s.outcome(0);
+        assert!(o.init && o.settled_ms.is_none());
+        assert!(describe(&[("a".into(), o)], 5, 2000, 60000)
+            .contains("a did not signal the end of its initialisation within 60000 ms"));
     }
 }

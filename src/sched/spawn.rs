@@ -161,6 +161,7 @@ impl Spawned {
                 s.tids.push(tid);
                 s.cpu_ns = s.cpu_ns.saturating_add(cpu);
                 s.asleep &= stat.state != 'R';
+                s.stopped |= stat.state == 'T';
             }
         }
         s.tids.sort_unstable();

@@ -231,7 +231,23 @@ impl<'a> Daemon<'a> {
                     .context("calibrating the guard band")?,
             ),
         };
-        if let Some(line) = tasks.settle(plan, &procfs, args.settle_ms, || shutdown.requested())? {
+        let init = match &args.demos {
+            Some(path) => scx_tt::demos::import::init_tasks(
+                &scx_tt::demos::Config::from_file(path)
+                    .with_context(|| format!("--demos {}", path.display()))?,
+                plan,
+            ),
+            None => Vec::new(),
+        };
+        let settled = tasks.settle(
+            plan,
+            &procfs,
+            args.settle_ms,
+            &init,
+            args.init_timeout_ms,
+            || shutdown.requested(),
+        )?;
+        if let Some(line) = settled {
             eprintln!("scx_tt: {line}");
         }
         let guard = match calibration {

@@ -81,19 +81,38 @@ impl Tasks {
     /// threads found at the start. Returns the line that says what became of them (`None`
     /// without spawned tasks or with `timeout_ms` 0: they then exec in their slots from slot
     /// 0, as they did before the settle period existed).
+    ///
+    /// The plan tasks in `init` (DEmOS `init: yes` processes, docs/demos.md "Initialisation")
+    /// are settled by their own signal only, and the period waits for them up to
+    /// `init_timeout_ms` (also with `timeout_ms` 0); one that has not signalled by then is an
+    /// error (the run does not start its windows: the children are killed on drop).
     pub fn settle(
         &mut self,
         plan: &Plan,
         procfs: &ProcFs,
         timeout_ms: u64,
+        init: &[usize],
+        init_timeout_ms: u64,
         stop: impl Fn() -> bool,
     ) -> Result<Option<String>> {
-        if self.children.is_empty() || timeout_ms == 0 {
+        let has_init = self.children.iter().any(|(i, _)| init.contains(i));
+        if self.children.is_empty() || (timeout_ms == 0 && !has_init) {
             return Ok(None);
         }
         let start = monotonic_ns();
-        let end = start.saturating_add(timeout_ms.saturating_mul(1_000_000));
-        let mut states = vec![Settle::default(); self.children.len()];
+        let after = |ms: u64| start.saturating_add(ms.saturating_mul(1_000_000));
+        let (others_end, init_end) = (after(timeout_ms), after(init_timeout_ms));
+        let mut states: Vec<Settle> = self
+            .children
+            .iter()
+            .map(|(i, _)| {
+                if init.contains(i) {
+                    Settle::init()
+                } else {
+                    Settle::default()
+                }
+            })
+            .collect();
         for (_, c) in &mut self.children {
             c.resume()
                 .with_context(|| format!("starting spawned pid {}", c.pid))?;
@@ -102,11 +121,13 @@ impl Tasks {
             let now = monotonic_ns();
             let mut all = true;
             for ((_, c), st) in self.children.iter_mut().zip(&mut states) {
-                if !st.settled() {
+                // each kind until its own bound: --settle-ms, --init-timeout-ms
+                let waited = now < if st.is_init() { init_end } else { others_end };
+                if !st.settled() && waited {
                     all &= st.observe(c.sample(procfs, now));
                 }
             }
-            if all || now >= end || stop() {
+            if all || stop() {
                 break;
             }
             std::thread::sleep(Duration::from_nanos(POLL_NS));
@@ -119,7 +140,22 @@ impl Tasks {
             .zip(&states)
             .map(|((i, _), st)| (plan.tasks[*i].name.clone(), st.outcome(start)))
             .collect::<Vec<_>>();
-        Ok(Some(settle::describe(&outcomes, period_ms, timeout_ms)))
+        let line = settle::describe(&outcomes, period_ms, timeout_ms, init_timeout_ms);
+        let missing: Vec<&str> = outcomes
+            .iter()
+            .filter(|(_, o)| o.init && o.settled_ms.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        if !missing.is_empty() && !stop() {
+            bail!(
+                "{line}; next step: an `init: yes` process ends its initialisation by stopping \
+                 itself (`kill -STOP $$`, raise(SIGSTOP)), as DEmOS's \
+                 demos_initialization_completed() suspends it: make {} do so, or give a longer \
+                 --init-timeout-ms (now {init_timeout_ms})",
+                missing.join(", ")
+            );
+        }
+        Ok(Some(line))
     }
 
     /// Stops every spawned process group, waits (bounded) until they have stopped, and takes

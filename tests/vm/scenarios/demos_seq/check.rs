@@ -22,6 +22,8 @@
 //!   - by the witness (the kernel's switch trace) and sc1a's own job log: sc1b's first run after
 //!     each sc1a job's finish within [`START_BOUND_NS`] (timing), and before the static table's
 //!     start of sc1b (window + 100 ms, sc1a's budget) in 90 % of the windows: the early start;
+//!   - sc1a's initialisation (`init: yes`): its 200 ms of CPU time (its own log, init.log)
+//!     ended before slot 0, and the run says it waited for it (`SC1.0 initialised after`);
 //!   - by the witness: be1 and be2 run in the SC part of a window (window start .. end of sc1b's
 //!     last run in it) at most [`BE_IN_SC_NS`] per window (tick lateness at the window start;
 //!     timing).
@@ -141,6 +143,60 @@ fn turns(log: &[(u64, String, u64)], tag: &str, t0: u64) -> Vec<(u64, u64)> {
             (t0 + l.0 * ms, t0 + end * ms)
         })
         .collect()
+}
+
+/// sc1a's initialisation ran before slot 0: its one job's log line `release finish exec` (the
+/// workload's own CLOCK_MONOTONIC, not the scheduler's) against the run's t0.
+fn check_init(out: &VmOutput, c: &mut Checks, err: &str, t0: u64) {
+    let line = out.file("init.log").unwrap_or_default();
+    let job: Vec<u64> = line
+        .split_whitespace()
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    let said = err
+        .lines()
+        .find(|l| l.contains("spawned tasks started before slot 0"))
+        .unwrap_or("(no start-up line)");
+    println!("  {}", said.trim());
+    match job[..] {
+        [_, finish, exec] => {
+            println!(
+                "  sc1a's initialisation: {:.1} ms of CPU, finished {:.1} ms before slot 0",
+                ms(exec),
+                (t0 as f64 - finish as f64) / 1e6
+            );
+            c.check(
+                exec >= 190_000_000 && finish < t0,
+                "sc1a's initialisation (200 ms of CPU) ended before slot 0".into(),
+            );
+        }
+        _ => c.check(false, format!("init.log has one job: {line:?}")),
+    }
+    c.check(
+        said.contains("SC1.0 initialised after"),
+        "the start-up waited for sc1a to end its initialisation".into(),
+    );
+    // an init process that never signals: an error before slot 0, nothing left behind
+    let err = out.file("noinit.err").unwrap_or_default();
+    println!("  noinit: {}", err.trim().replace('\n', " | "));
+    c.check(
+        out.number("noinit_rc").ok() == Some(1)
+            && err.contains("P.0 did not signal the end of its initialisation within 500 ms")
+            && err.contains("--init-timeout-ms (now 500)"),
+        format!(
+            "an init process that never stops itself ends the run before slot 0 (rc {:?})",
+            out.number("noinit_rc").ok()
+        ),
+    );
+    c.check(
+        out.number("noinit_left").ok() == Some(0)
+            && out.result("noinit_state").ok() == Some("disabled"),
+        format!(
+            "it is killed and no scheduler stays attached ({:?} left, state {:?})",
+            out.number("noinit_left").ok(),
+            out.result("noinit_state").ok()
+        ),
+    );
 }
 
 /// By the witness: each BE process runs in its sequenced turns only, and uses them.
@@ -350,6 +406,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ),
     );
     check_be_turns(out, c, &segments, t0, run_end);
+    check_init(out, c, &err, t0);
     out.check_clean_exit(c, RUN);
 }
 
