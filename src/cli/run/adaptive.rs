@@ -284,14 +284,46 @@ impl AdaptiveRun {
         }
     }
 
-    /// The last drain and one line per task with its totals (the end of the run).
+    /// The last drain of a scheduler's rings (before it detaches: at the end of the run or a
+    /// restart).
+    pub fn drain(&mut self, sched: &Scheduler) {
+        for t in &mut self.tasks {
+            if let Some(ring) = sched.wake_ring(t.task) {
+                let d = wake::drain(ring, &mut t.taken);
+                t.tracker.feed(&d.times_ns, d.lost);
+            }
+        }
+    }
+
+    /// A restart of the BPF scheduler (hotplug; the planner keeps every reservation): the new
+    /// scheduler's wake rings start empty and it loads every adaptive task as be. Each task
+    /// keeps its tracker, controller (its next reading of the new, smaller run time sets a new
+    /// origin), reservation and class; one that was tt is reclassed tt again at once (its
+    /// slots, decided by the planner, would otherwise go to be work until its next change).
+    pub fn reattach(&mut self, sched: &mut Scheduler, now_ns: u64) {
+        for t in &mut self.tasks {
+            t.taken = 0;
+            if t.class == Class::Tt {
+                // the same line as a change (the VM witness reads these)
+                println!(
+                    "scx_tt: adaptive {}: BPF class tt from {now_ns} ns (again, after the \
+                     restart)",
+                    t.name
+                );
+                t.reclassed = true;
+                if let Err(e) = sched.reclass_task(t.task, Class::Tt) {
+                    eprintln!("scx_tt: warning: adaptive {}: reclass to tt: {e}", t.name);
+                }
+            }
+        }
+    }
+
+    /// One line per task with its totals (the end of the run; after [`Self::drain`]).
     pub fn finish(&mut self, sched: &Scheduler) {
         for t in &mut self.tasks {
             let Some(ring) = sched.wake_ring(t.task) else {
                 continue;
             };
-            let d = wake::drain(ring, &mut t.taken);
-            t.tracker.feed(&d.times_ns, d.lost);
             let period = t
                 .tracker
                 .period

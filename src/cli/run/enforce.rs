@@ -69,6 +69,9 @@ pub struct Kept {
     pub live: Live,
     pub table: TableState,
     pub exit: ExitInfo,
+    /// The adaptive tasks' tracking, controllers, reservations and classes: the planner keeps
+    /// their reservations across the restart, so the run must keep what it knows of them.
+    pub adaptive: AdaptiveRun,
 }
 
 /// The end of the run, for `Daemon::finish`.
@@ -252,7 +255,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             d.restarts.count(),
             threads.len()
         );
-        let adaptive = AdaptiveRun::new(d.plan, monotonic_ns())?;
+        let mut adaptive = k.adaptive;
+        adaptive.reattach(&mut sched, monotonic_ns());
         Ok(Enforcer {
             d,
             live: k.live,
@@ -562,7 +566,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
         }
         let _ = ring.consume();
         live.stats.drain()?;
-        adaptive.finish(&sched);
+        adaptive.drain(&sched);
         live.stats.acc.set_adaptive(adaptive.views());
         d.counters = d.counters.plus(&counters(&sched, d.tasks.found().len()));
         let restart = exit == ExitReason::SchedulerExited
@@ -576,8 +580,14 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             drop(ring);
             d.verbose(&format!("detached, sched_ext state {}", detached.state));
             let exit = detached.exit;
-            return Ok(Stopped::Restart(Kept { live, table, exit }));
+            return Ok(Stopped::Restart(Kept {
+                live,
+                table,
+                exit,
+                adaptive,
+            }));
         }
+        adaptive.finish(&sched);
         let exit = ended_before_detach(exit, &sched.exit_info());
         let mut end = d.end(live, exit, planner);
         let detached = sched.shutdown(&d.sysfs, DETACH_TIMEOUT);
