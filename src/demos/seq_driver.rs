@@ -111,11 +111,14 @@ impl SeqDriver {
         self
     }
 
-    /// The slot of the first event not taken yet, or when none is queued the first undecided
-    /// slot (the earliest an event not known yet can have); `None` without [`Self::with_events`].
+    /// The slot of the first queued event not taken yet (`None`: none queued).
     pub fn next_event_slot(&self) -> Option<u64> {
-        let q = self.events.as_ref()?;
-        Some(q.front().map_or(self.seq.now(), |e| e.0))
+        Some(self.events.as_ref()?.front()?.0)
+    }
+
+    /// The first slot not decided yet: no event of an earlier slot can be queued later.
+    pub fn undecided(&self) -> u64 {
+        self.seq.now()
     }
 
     /// The queued events of slots up to `slot` (slots that have begun), in order.
@@ -295,16 +298,17 @@ mod tests {
     #[test]
     fn events_wait_in_the_queue_until_their_slot_has_begun() {
         let mut d = driver(2);
-        assert_eq!(d.next_event_slot(), None);
+        d.advance(None);
+        assert_eq!(d.next_event_slot(), None, "not queued without with_events");
         let mut d = driver(2).with_events();
-        assert_eq!(d.next_event_slot(), Some(0));
+        assert_eq!(d.next_event_slot(), None);
         d.advance(None);
         // slots 0 and 1 decided: the window's start at 0, nothing at 1
         assert_eq!(d.next_event_slot(), Some(0));
         let e = d.take_events(0);
         assert_eq!(e.len(), 3, "{e:?}");
         assert!(e.iter().all(|e| e.0 == 0));
-        assert_eq!(d.next_event_slot(), Some(2), "the first undecided slot");
+        assert_eq!((d.next_event_slot(), d.undecided()), (None, 2));
         d.advance(Some(2));
         d.advance(Some(3));
         // b starts at 4 (a's budget), decided while slot 2 runs, not taken before 4
