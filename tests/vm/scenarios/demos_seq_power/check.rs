@@ -21,7 +21,11 @@
 //!     line reached the reader after the window's last SC run ended and before the window end
 //!     (timing); an SC-start write of the highest at each window start but the first;
 //!   - the tree back byte for byte, no journal left;
-//!   - control: `admit-firm` refused (client exit 1) naming the sequenced run; `status` served.
+//!   - control: `admit-firm` refused (client exit 1) naming the sequenced run; `status` served;
+//!   - a second run with `-p per_process`: the writes (`-v`) are, in order, each process's
+//!     `frequency` on policy1 (CPU 1's) at its start in the sequenced log (`pp.log`), be1's at
+//!     its sequenced BE starts included (exact; the writes a prefix of that list, short of it
+//!     by at most the starts decided but not begun at the end); the tree restored again.
 
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::witness;
@@ -68,6 +72,13 @@ fn write_of(line: &str) -> Option<(u64, u32, u32, String)> {
         w.next()?.parse().ok()?,
         label.trim_end_matches(')').to_string(),
     ))
+}
+
+/// A schedule log line `  TIME: cpus=1 cmd='... # TAG' budget=B`: (ms, tag).
+fn start_of(line: &str) -> Option<(u64, String)> {
+    let (t, rest) = line.split_once(": cpus=")?;
+    let tag = rest.rsplit("# ").next()?.split('\'').next()?;
+    Some((t.trim().parse().ok()?, tag.to_string()))
 }
 
 fn pct(sorted: &[i64], p: f64) -> i64 {
@@ -211,8 +222,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
         .file("kernel.log")
         .unwrap_or_default()
         .lines()
-        .filter(|l| l.contains("# be1'"))
-        .filter_map(|l| l.split(':').next()?.trim().parse().ok())
+        .filter_map(start_of)
+        .filter(|s| s.1 == "be1")
+        .map(|s| s.0)
         .collect();
     let sc: Vec<u32> = ["SC1.0", "SC1.1", "SC2.0"]
         .iter()
@@ -324,6 +336,71 @@ fn check(out: &VmOutput, c: &mut Checks) {
         out.rc("status") == "0" && status.contains("\"ok\":true"),
         "status is served in a sequenced run".into(),
     );
+    check_per_process(c, out);
+}
+
+/// The `per_process` run: its writes against the sequenced log's starts.
+fn check_per_process(c: &mut Checks, out: &VmOutput) {
+    out.check_clean_exit(c, "pp");
+    let khz = |tag: &str| match tag {
+        "sc1a" => Some(2_300_000),
+        "sc1b" => Some(2_000_000),
+        "sc2a" => Some(1_800_000),
+        "be1" => Some(1_000_000),
+        _ => None,
+    };
+    // (ms, kHz) of each start in the sequenced log, where the frequency changes
+    let mut expected: Vec<(u64, u32)> = Vec::new();
+    for (t, tag) in out
+        .file("pp.log")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(start_of)
+    {
+        let Some(k) = khz(&tag) else { continue };
+        if expected.last().is_none_or(|e| e.1 != k) {
+            expected.push((t, k));
+        }
+    }
+    let all: Vec<(u64, u32, u32, String)> = out
+        .file("pp.err")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(write_of)
+        .collect();
+    let others = all.iter().filter(|w| w.1 != 1).count();
+    c.check(
+        others == 0,
+        format!("per_process writes policy1 (CPU 1's) only ({others} others)"),
+    );
+    let writes: Vec<(u64, u32)> = all.iter().map(|w| (w.0, w.2)).collect();
+    let be1 = writes.iter().filter(|w| w.1 == 1_000_000).count();
+    println!(
+        "  per_process: {} writes, {} expected from the sequenced log ({be1} at be1's starts); \
+         first ones {:?}",
+        writes.len(),
+        expected.len(),
+        &writes[..writes.len().min(6)]
+    );
+    c.check(
+        writes.len() >= 60
+            && writes.len() <= expected.len()
+            && writes.len() + 4 >= expected.len()
+            && writes[..] == expected[..writes.len()],
+        format!(
+            "-p per_process writes each process's frequency at its sequenced start, be1's \
+             included ({} writes of {})",
+            writes.len(),
+            expected.len()
+        ),
+    );
+    out.check_result(
+        c,
+        "pp_restored",
+        "yes",
+        "per_process: the tree back byte for byte",
+    );
+    out.check_result(c, "pp_journal_left", "x", "per_process: no journal left");
 }
 
 #[test]

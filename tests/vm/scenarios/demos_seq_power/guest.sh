@@ -12,7 +12,10 @@
 # scx_tt's stdout and stderr (-v: every cpufreq write with its slot time) go through a reader
 # that writes each line to ftrace's trace_marker, recorded with the witness (clock mono, the
 # slot grid's clock): when each message and each write's line reached the reader. During the
-# run two control requests: admit-firm (refused in a sequenced run) and status.
+# run two control requests: admit-firm (refused in a sequenced run) and status. Then a second
+# run (pp, tt.pp_s seconds, default 4) with -p per_process: each process's `frequency` key
+# (sc1a 2300, sc1b 2000, sc2a 1800, be1 1000 MHz) written at its sequenced start (-v lines in
+# pp.err, the sequenced log in pp.log), the tree restored again.
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-6}
 RUN=demos_seq_power
@@ -25,14 +28,14 @@ cat > $CFG <<YAML
 partitions:
   - name: SC1
     processes:
-      - {cmd: "TT_SIM_WORK_MS=15 $JOB --log $OUT/sc1a.log # sc1a", budget: 60}
-      - {cmd: "while :; do :; done # sc1b", budget: 20}
+      - {cmd: "TT_SIM_WORK_MS=15 $JOB --log $OUT/sc1a.log # sc1a", budget: 60, frequency: 2300}
+      - {cmd: "while :; do :; done # sc1b", budget: 20, frequency: 2000}
   - name: SC2
     processes:
-      - {cmd: "TT_SIM_WORK_MS=15 $JOB --log $OUT/sc2a.log # sc2a", budget: 60}
+      - {cmd: "TT_SIM_WORK_MS=15 $JOB --log $OUT/sc2a.log # sc2a", budget: 60, frequency: 1800}
   - name: BE1
     processes:
-      - {cmd: "while :; do :; done # be1", budget: 200}
+      - {cmd: "while :; do :; done # be1", budget: 200, frequency: 1000}
 windows:
   - length: 100
     slices:
@@ -85,4 +88,11 @@ result ${RUN}_state "$(scx_state)"
 if diff -r $TREE $TREE.orig > $OUT/$RUN.diff 2>&1; then result ${RUN}_restored yes
 else result ${RUN}_restored no; cat $OUT/$RUN.diff; fi
 result ${RUN}_journal_left "$(ls $RUN_DIR 2>/dev/null | tr '\n' ' ' | sed 's/ $//')x"
+PP=$(cmdline_arg tt.pp_s); PP=${PP:-4}
+run_scx_tt pp --table $OUT/$RUN.plan.json --planner bss --planner-lead-slots 2 --demos $CFG \
+  -p per_process -v --sysfs-root $TREE --run-dir $RUN_DIR --duration-s $PP \
+  --summary-json $OUT/pp.json --schedule-log $OUT/pp.log
+if diff -r $TREE $TREE.orig > $OUT/pp.diff 2>&1; then result pp_restored yes
+else result pp_restored no; cat $OUT/pp.diff; fi
+result pp_journal_left "$(ls $RUN_DIR 2>/dev/null | tr '\n' ' ' | sed 's/ $//')x"
 exit 0
