@@ -34,6 +34,8 @@ mod demos_golden;
 mod demos_power;
 #[path = "vm/scenarios/demos_seq/check.rs"]
 mod demos_seq;
+#[path = "vm/scenarios/demos_seq_power/check.rs"]
+mod demos_seq_power;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
 #[path = "vm/scenarios/faults/check.rs"]

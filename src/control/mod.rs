@@ -135,6 +135,12 @@ pub enum ControlError {
          writes the table slot by slot; restart without --planner to switch tables"
     )]
     SwitchInPlannerMode { policy: String },
+    #[error(
+        "op = \"{op}\": refused: the run follows a DEmOS sequence (--demos with --planner): \
+         its sequencer writes the table, so admissions, removals and policy swaps would not be \
+         applied to it; nothing changed (run without --demos to admit)"
+    )]
+    Sequenced { op: &'static str },
     #[error("task = {name:?}: no task of the plan has this name (its tt tasks: {tt})")]
     UnknownTask { name: String, tt: String },
     #[error("task = {name:?}: is not a tt task; firm jobs run in a tt task's threads on its CPU (its tt tasks: {tt})")]
@@ -195,6 +201,9 @@ pub struct Control {
     history: Vec<SwitchRecord>,
     /// Planner mode (`--planner`): the policy, the lead, the admission counts, the task states.
     planner: Option<PlannerStatus>,
+    /// Planner mode with `--demos`: the DEmOS sequencer writes the table, the planner's
+    /// decisions are not applied; the planner-mode ops are refused.
+    sequenced: bool,
     /// Policy swaps not yet taken by [`Control::take_policy_swaps`]: (policy, first slot).
     swaps: Vec<(Policy, u64)>,
     /// Tasks admitted by `admit` (the plan does not name them), in BPF index order.
@@ -353,6 +362,7 @@ impl Control {
             history: Vec::new(),
             swaps: Vec::new(),
             planner: None,
+            sequenced: false,
             added: Vec::new(),
             adaptive_params: Vec::new(),
             untaken: 0,
@@ -386,6 +396,14 @@ impl Control {
             tasks: Vec::new(),
             adaptive: Vec::new(),
         });
+        self
+    }
+
+    /// Planner mode with `--demos` (the sequenced run, docs/demos.md): `admit_firm`,
+    /// `set_policy`, `admit_periodic`, `remove` and `admit` are refused, naming why; `status`
+    /// is served.
+    pub fn sequenced(mut self) -> Self {
+        self.sequenced = true;
         self
     }
 
@@ -1348,10 +1366,13 @@ impl Control {
         Ok(answer)
     }
 
+    /// The planner-mode ops: refused without a planner, and in a sequenced run (the planner's
+    /// decisions are not what the table gets).
     fn planner_mode(&self, op: &'static str) -> Result<(), ControlError> {
-        match self.planner {
-            Some(_) => Ok(()),
-            None => Err(ControlError::NotPlannerMode { op }),
+        match (&self.planner, self.sequenced) {
+            (None, _) => Err(ControlError::NotPlannerMode { op }),
+            (Some(_), true) => Err(ControlError::Sequenced { op }),
+            (Some(_), false) => Ok(()),
         }
     }
 

@@ -13,6 +13,11 @@
 //!               write (cpu, t mod frame) := owner | JOB_START on an activation's first slot
 //! ```
 //!
+//! Events (`-m`/`-M`/`-p`, docs/demos.md "Messages and power policies in a sequenced run"): with
+//! [`SeqDriver::with_events`] every decided slot's DEmOS events go into a bounded queue with
+//! their slot, late slots' too; the run loop takes them ([`SeqDriver::take_events`]) once their
+//! slot has begun, not when they are decided (`lead` slots earlier).
+//!
 //! Lag: a completion in slot `s` is observed once slot `s` closed (the thread waits for that
 //! observation up to half a slot after the boundary), while slots up to `s + lead` are already
 //! decided; the next process starts at the first undecided slot, `s + 1 + lead`: `lead` slots
@@ -20,14 +25,19 @@
 //! with the done owner: BPF gives a done owner's time to `be` work under the default server
 //! design (`wcps`), so BE work can run there before all SC work of the window is done.
 
+use super::power::Event;
 use super::sequencer::Sequencer;
 use super::sim::LogLine;
 use crate::abi;
+use std::collections::VecDeque;
 
 /// Schedule log lines kept at most (about 100 bytes each); later ones are counted only.
 pub const LOG_CAP: usize = 1_000_000;
 /// Lags kept at most for the end-of-run percentiles.
 const LAG_CAP: usize = 1_000_000;
+/// Events queued at most for the run loop (it takes them every slot or so: a full queue
+/// means it stalled); later ones are dropped and counted.
+pub const EVENT_CAP: usize = 65_536;
 
 /// One table entry to write: (managed CPU index, frame slot, entry).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +59,9 @@ pub struct SeqDriver {
     late: u64,
     /// Per completion taken: slots between its slot + 1 and the first undecided slot.
     lags: Vec<u64>,
+    /// The decided slots' events not taken yet, (slot, event) in order; `None`: not queued.
+    events: Option<VecDeque<(u64, Event)>>,
+    events_dropped: u64,
 }
 
 /// End-of-run figures of a sequenced run.
@@ -61,6 +74,8 @@ pub struct SeqSummary {
     pub overruns: u64,
     /// Lag of the completions taken (slots): p50, p99, max.
     pub lag: Option<(u64, u64, u64)>,
+    /// Events dropped with the queue full ([`EVENT_CAP`]).
+    pub events_dropped: u64,
 }
 
 impl SeqDriver {
@@ -85,7 +100,34 @@ impl SeqDriver {
             log_dropped: 0,
             late: 0,
             lags: Vec::new(),
+            events: None,
+            events_dropped: 0,
         })
+    }
+
+    /// Queues every decided slot's events for [`Self::take_events`].
+    pub fn with_events(mut self) -> Self {
+        self.events = Some(VecDeque::new());
+        self
+    }
+
+    /// The slot of the first queued event not taken yet (`None`: none queued).
+    pub fn next_event_slot(&self) -> Option<u64> {
+        Some(self.events.as_ref()?.front()?.0)
+    }
+
+    /// The first slot not decided yet: no event of an earlier slot can be queued later.
+    pub fn undecided(&self) -> u64 {
+        self.seq.now()
+    }
+
+    /// The queued events of slots up to `slot` (slots that have begun), in order.
+    pub fn take_events(&mut self, slot: u64) -> Vec<(u64, Event)> {
+        let Some(q) = self.events.as_mut() else {
+            return Vec::new();
+        };
+        let n = q.iter().take_while(|e| e.0 <= slot).count();
+        q.drain(..n).collect()
     }
 
     pub fn lead(&self) -> u64 {
@@ -117,6 +159,15 @@ impl SeqDriver {
         let mut writes = Vec::new();
         while self.seq.now() <= last {
             let d = self.seq.decide();
+            if let Some(q) = self.events.as_mut() {
+                for e in d.events {
+                    if q.len() < EVENT_CAP {
+                        q.push_back((d.slot, e));
+                    } else {
+                        self.events_dropped += 1;
+                    }
+                }
+            }
             for l in d.log {
                 if self.log.len() < LOG_CAP {
                     self.log.push(l);
@@ -163,6 +214,7 @@ impl SeqDriver {
             stale: self.seq.stale(),
             overruns: self.seq.overruns(),
             lag: (!lags.is_empty()).then(|| (pct(50), pct(99), pct(100))),
+            events_dropped: self.events_dropped,
         }
     }
 }
@@ -241,6 +293,61 @@ mod tests {
         assert_eq!(dropped, 0);
         let s = d.summary();
         assert_eq!((s.completions, s.lag), (1, Some((3, 3, 3))));
+    }
+
+    #[test]
+    fn events_wait_in_the_queue_until_their_slot_has_begun() {
+        let mut d = driver(2);
+        d.advance(None);
+        assert_eq!(d.next_event_slot(), None, "not queued without with_events");
+        let mut d = driver(2).with_events();
+        assert_eq!(d.next_event_slot(), None);
+        d.advance(None);
+        // slots 0 and 1 decided: the window's start at 0, nothing at 1
+        assert_eq!(d.next_event_slot(), Some(0));
+        let e = d.take_events(0);
+        assert_eq!(e.len(), 3, "{e:?}");
+        assert!(e.iter().all(|e| e.0 == 0));
+        assert_eq!((d.next_event_slot(), d.undecided()), (None, 2));
+        d.advance(Some(2));
+        d.advance(Some(3));
+        // b starts at 4 (a's budget), decided while slot 2 runs, not taken before 4
+        assert_eq!(d.next_event_slot(), Some(4));
+        assert!(d.take_events(3).is_empty());
+        let e = d.take_events(4);
+        assert!(
+            matches!(
+                &e[..],
+                [
+                    (4, Event::ProcessEnd { .. }),
+                    (4, Event::ProcessStart { .. })
+                ]
+            ),
+            "{e:?}"
+        );
+        // a late slot's events are queued too
+        d.advance(Some(20));
+        assert_eq!(d.next_event_slot(), Some(8));
+        assert_eq!(d.summary().events_dropped, 0);
+    }
+
+    #[test]
+    fn a_full_event_queue_drops_and_counts() {
+        let mut d = driver(1).with_events();
+        // 8 events a 10-slot window (window start, SC start, a, b, BE start, window end)
+        let windows = EVENT_CAP as u64 / 8 + 2;
+        for cur in 0..windows * 10 {
+            d.advance(Some(cur));
+        }
+        let s = d.summary();
+        assert_eq!(d.events.as_ref().map(|q| q.len()), Some(EVENT_CAP));
+        assert!(s.events_dropped >= 8, "{s:?}");
+        assert_eq!(
+            d.take_events(u64::MAX).len() as u64 + s.events_dropped,
+            8 * windows + 3,
+            "every event queued or counted (slot {}: the next window's start, SC start, a)",
+            windows * 10
+        );
     }
 
     #[test]

@@ -45,6 +45,16 @@
 //! - log times are the slot's start in whole ms (truncated when the slot is not whole ms);
 //! - window lengths must be whole slots ([`Sequencer::new`] refuses others, naming the window).
 //!
+//! # Events
+//! Each decision also carries DEmOS's scheduler events ([`Event`], the power policies' hooks)
+//! that happen at the slot's start, in DEmOS's order (as [`super::power::events_from_sim`]
+//! orders them): the window end and the processes it stops (slice order); the window start
+//! and SC start; SC process ends and starts (slice order); BE start; BE process ends and
+//! starts (slice order). A process ends at the start of the slot after its last one (its budget
+//! used up, its completion taken) or at the window end. [`Event::Init`] is not the sequencer's
+//! (the run makes it before slot 0). tests/demos_seq_events.rs checks the stream against
+//! `events_from_sim` of the millisecond simulator.
+//!
 //! Not modelled: process exits (an exited process keeps its slots until its budget, as DEmOS's
 //! budget timer; DEmOS also skips it later), `init` phases, DEmOS's stop when every process
 //! exited. A process runs on its task's CPU ([`TaskRef::cpu`]) when that CPU is in the slice;
@@ -52,7 +62,7 @@
 
 use super::config::Config;
 use super::cpuset::CpuSet;
-use super::power::ProcId;
+use super::power::{Event, ProcId};
 use super::rng::Mt19937;
 use super::sim::{check_runnable, LogLine};
 use crate::plan::Plan;
@@ -74,7 +84,7 @@ pub struct SeqOptions {
 }
 
 /// The decision of one slot.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SlotDecision {
     pub slot: u64,
     /// The owner (BPF task index) of each managed CPU, in the order given to
@@ -87,6 +97,8 @@ pub struct SlotDecision {
     pub running: Vec<ProcId>,
     /// The schedule log lines of the processes starting at this slot.
     pub log: Vec<LogLine>,
+    /// DEmOS's events at the slot's start, in its order (module doc, "Events").
+    pub events: Vec<Event>,
 }
 
 #[derive(Clone, Debug)]
@@ -107,6 +119,8 @@ struct ProcSpec {
     budget_ms: u64,
     jitter_ms: u64,
     cmd: String,
+    /// The `frequency` key (MHz), for `per_process`.
+    freq_mhz: Option<f64>,
     task: Option<TaskRef>,
 }
 
@@ -150,6 +164,7 @@ pub struct Sequencer {
     now: u64,
     rng: Mt19937,
     log: Vec<LogLine>,
+    events: Vec<Event>,
     overruns: u64,
     stale: u64,
 }
@@ -213,6 +228,7 @@ impl Sequencer {
                     budget_ms: q.budget,
                     jitter_ms: q.jitter,
                     cmd: q.cmd.clone(),
+                    freq_mhz: q.frequency,
                     task,
                 });
             }
@@ -233,6 +249,7 @@ impl Sequencer {
             now: 0,
             rng: Mt19937::new(opts.seed),
             log: Vec::new(),
+            events: Vec::new(),
             overruns: 0,
             stale: 0,
         })
@@ -372,6 +389,7 @@ impl Sequencer {
             first,
             running,
             log: std::mem::take(&mut self.log),
+            events: std::mem::take(&mut self.events),
         }
     }
 
@@ -379,7 +397,16 @@ impl Sequencer {
     fn finish(&mut self, s: usize) {
         if let (Some(p), Some(r)) = (self.slices[s].partition, self.slices[s].running.take()) {
             self.state[p][r.process].done = true;
+            self.process_end(s, p, r.process);
         }
+    }
+
+    fn process_end(&mut self, slice: usize, partition: usize, process: usize) {
+        self.events.push(Event::ProcessEnd {
+            window: self.window,
+            slice,
+            proc: ProcId { partition, process },
+        });
     }
 
     /// DEmOS's `seek_pending_process` on partition `p`.
@@ -410,9 +437,9 @@ impl Sequencer {
                 }
                 return;
             };
-            let (budget, jitter, cmd) = {
+            let (budget, jitter, cmd, freq_mhz) = {
                 let q = &self.procs[p][k];
-                (q.budget_ms, q.jitter_ms, q.cmd.clone())
+                (q.budget_ms, q.jitter_ms, q.cmd.clone(), q.freq_mhz)
             };
             let budget_us = match self.state[p][k].carried_us.take() {
                 Some(us) => us,
@@ -427,6 +454,16 @@ impl Sequencer {
                 cpus: spec.cpus,
                 cmd,
                 budget: budget_us / 1000,
+            });
+            self.events.push(Event::ProcessStart {
+                window: self.window,
+                slice: s,
+                proc: ProcId {
+                    partition: p,
+                    process: k,
+                },
+                cpus: spec.cpus,
+                freq_mhz,
             });
             self.slices[s].running = Some(Running {
                 process: k,
@@ -454,6 +491,9 @@ impl Sequencer {
         if self.sc_done != self.slices.len() {
             return;
         }
+        self.events.push(Event::BeStart {
+            window: self.window,
+        });
         for s in 0..self.slices.len() {
             if let Some(be) = self.windows[self.window].slices[s].be {
                 self.start_partition(s, be, n, false);
@@ -462,6 +502,12 @@ impl Sequencer {
     }
 
     fn start_window(&mut self, n: u64) {
+        self.events.push(Event::WindowStart {
+            window: self.window,
+        });
+        self.events.push(Event::ScStart {
+            window: self.window,
+        });
         self.sc_done = 0;
         self.slices = vec![SliceRt::default(); self.windows[self.window].slices.len()];
         for s in 0..self.slices.len() {
@@ -475,18 +521,20 @@ impl Sequencer {
     /// The window end: a used-up budget counts as done (the cursor moves on), a BE process
     /// keeps its remainder, an SC process is cut; a completion not yet applied is dropped.
     fn end_window(&mut self) {
+        self.events.push(Event::WindowEnd {
+            window: self.window,
+        });
         for s in 0..self.slices.len() {
-            let Some(r) = self.slices[s].running else {
+            let (Some(r), Some(p)) = (self.slices[s].running, self.slices[s].partition) else {
                 continue;
             };
-            let p = self.slices[s]
-                .partition
-                .expect("a running slice has a partition");
+            self.process_end(s, p, r.process);
             if r.completed {
                 self.stale += 1;
             }
             if r.left_us == 0 {
-                self.finish(s);
+                self.state[p][r.process].done = true;
+                self.slices[s].running = None;
                 // DEmOS moves the cursor on to the next pending process
                 let _ = self.seek(p);
                 continue;
@@ -601,6 +649,68 @@ mod tests {
                 partition: 1,
                 process: 0
             })
+        );
+    }
+
+    /// An event as `slot: NAME[ p.k]` for comparing streams by eye.
+    fn short(slot: u64, e: &Event) -> String {
+        let p = |p: &ProcId| format!("{}.{}", p.partition, p.process);
+        match e {
+            Event::WindowStart { window } => format!("{slot}: ws{window}"),
+            Event::ScStart { window } => format!("{slot}: sc{window}"),
+            Event::BeStart { window } => format!("{slot}: be{window}"),
+            Event::WindowEnd { window } => format!("{slot}: we{window}"),
+            Event::ProcessStart { proc, .. } => format!("{slot}: +{}", p(proc)),
+            Event::ProcessEnd { proc, .. } => format!("{slot}: -{}", p(proc)),
+            Event::Init => format!("{slot}: init"),
+        }
+    }
+
+    #[test]
+    fn events_come_at_the_slot_they_happen_in_demos_order() {
+        // 1 ms slots: a (0.0) 3 slots, b (0.1) completes in slot 4, BE c (1.0) from slot 5
+        // with 9 ms, cut at 10 with 4 ms left and resumed after a and b of the next window
+        let mut s = seq(AB, 1000).unwrap();
+        let b = ProcId {
+            partition: 0,
+            process: 1,
+        };
+        let mut got = Vec::new();
+        for n in 0..21 {
+            if n == 5 {
+                assert!(s.complete(b, 4));
+            }
+            let d = s.decide();
+            got.extend(d.events.iter().map(|e| short(d.slot, e)));
+        }
+        assert_eq!(
+            got,
+            [
+                "0: ws0", "0: sc0", "0: +0.0", "3: -0.0", "3: +0.1", "5: -0.1", "5: be0",
+                "5: +1.0", "10: we0", "10: -1.0", "10: ws0", "10: sc0", "10: +0.0", "13: -0.0",
+                "13: +0.1", "16: -0.1", "16: be0", "16: +1.0", "20: we0", "20: -1.0", "20: ws0",
+                "20: sc0", "20: +0.0"
+            ]
+        );
+        // the process starts carry the slice's CPUs and the frequency key
+        let mut s = seq(
+            "{windows: [{length: 2, cpu: 1, sc_processes: [{cmd: a, budget: 1, frequency: 600}]}]}",
+            1000,
+        )
+        .unwrap();
+        let d = s.decide();
+        assert_eq!(
+            d.events[2],
+            Event::ProcessStart {
+                window: 0,
+                slice: 0,
+                proc: ProcId {
+                    partition: 0,
+                    process: 0
+                },
+                cpus: CpuSet::from_cpus([1]),
+                freq_mhz: Some(600.0),
+            }
         );
     }
 

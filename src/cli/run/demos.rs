@@ -1,7 +1,9 @@
 //! The DEmOS part of a kernel run of an imported plan (`scx_tt --table plan.json --demos
 //! config.yaml [-m MSG] [-M MSG] [-p POLICY]`; docs/demos.md, "Messages and power policies in
-//! a run"). The events are `scx_tt::demos::follow`'s (the windows on the slot grid, the SC
-//! processes from the table); they happen when the run observes their slot:
+//! a run" and "... in a sequenced run"). The events are `scx_tt::demos::follow`'s (the windows
+//! on the slot grid, the SC processes from the table) or, with `--planner` (the sequenced
+//! run), the sequencer's (`scx_tt::demos::seq_driver`: the planner thread queues each decided
+//! slot's events `lead` slots ahead); either way they happen when the run observes their slot:
 //!
 //! - a slot `s > 0` has begun when a record of slot `s - 1` arrives (BPF submits it from the
 //!   tick that starts slot `s`, src/bpf/tt_sched.bpf.c `close_slot`); slot 0 when the clock
@@ -24,11 +26,13 @@ use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
 use scx_tt::demos::output::{label, write_line, Power};
 use scx_tt::demos::power::{Event, PowerPolicy};
+use scx_tt::demos::seq_driver::SeqDriver;
 use scx_tt::demos::{Config, CpuSet};
 use scx_tt::energy::cpufreq;
 use scx_tt::energy::sysfs::{Journal, Root};
 use scx_tt::plan::Plan;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
 
 /// The restore journal's name in `--run-dir`.
 pub const JOURNAL: &str = "demos-cpufreq";
@@ -80,8 +84,7 @@ pub fn check(args: &RunArgs, plan: &Plan) -> Result<Option<(Config, PowerPolicy)
 }
 
 /// `--demos` with `--planner` (the sequenced run, planner_loop.rs): the sequencer needs the
-/// closed loop's completions; -m/-M/-p follow the static table's events (follow.rs), which a
-/// sequenced run does not have.
+/// closed loop's completions.
 fn check_sequenced(args: &RunArgs) -> Result<()> {
     if args.planner_open_loop {
         anyhow::bail!(
@@ -89,24 +92,49 @@ fn check_sequenced(args: &RunArgs) -> Result<()> {
              completions (drop --planner-open-loop)"
         );
     }
-    for (flag, given) in [
-        ("-m/--window-message", args.window_message.is_some()),
-        ("-M/--mf-message", args.mf_message.is_some()),
-        ("-p/--power-policy", args.power_policy.is_some()),
-    ] {
-        if given {
-            anyhow::bail!(
-                "{flag} with --demos and --planner: not supported in a sequenced run yet (its \
-                 events come from the static table); run without --planner for it"
-            );
+    Ok(())
+}
+
+/// Where the run's events come from.
+enum Source {
+    /// The static table's frames (follow.rs).
+    Static(Follower),
+    /// The sequencer's queue, filled by the planner thread (planner_loop.rs `DemosSeq`).
+    Sequenced(Arc<Mutex<SeqDriver>>),
+}
+
+impl Source {
+    /// The slot of the next event to wait for: the static table's next one; the sequencer's
+    /// first queued one, or with none queued the first slot not decided yet, at the earliest
+    /// the slot after the one in progress at `now_ns` (a stalled planner thread, a restart).
+    fn next_slot(&self, clock: &SlotClock, now_ns: u64) -> Option<u64> {
+        match self {
+            Source::Static(f) => f.next_slot(),
+            Source::Sequenced(d) => {
+                let d = d.lock().unwrap_or_else(|e| e.into_inner());
+                d.next_event_slot().or_else(|| {
+                    let next = clock.slot_at(now_ns).map_or(0, |c| c.saturating_add(1));
+                    Some(d.undecided().max(next))
+                })
+            }
         }
     }
-    Ok(())
+
+    /// The events at slots up to `slot` not returned yet, in order.
+    fn until(&mut self, slot: u64) -> Vec<(u64, Event)> {
+        match self {
+            Source::Static(f) => f.until(slot),
+            Source::Sequenced(d) => d
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take_events(slot),
+        }
+    }
 }
 
 pub struct DemosRun {
     config: Config,
-    follower: Follower,
+    source: Source,
     clock: SlotClock,
     window_msg: Option<String>,
     mf_msg: Option<String>,
@@ -123,15 +151,24 @@ pub struct DemosRun {
 
 impl DemosRun {
     /// With `--demos`: the run's events, the messages and the power policy (cpufreq taken
-    /// over now, its set-up writes made).
-    pub fn open(args: &RunArgs, plan: &Plan, clock: &SlotClock) -> Result<Option<DemosRun>> {
+    /// over now, its set-up writes made). `sequenced`: the sequencer's driver of a run with
+    /// `--planner` (its events instead of the static table's).
+    pub fn open(
+        args: &RunArgs,
+        plan: &Plan,
+        clock: &SlotClock,
+        sequenced: Option<Arc<Mutex<SeqDriver>>>,
+    ) -> Result<Option<DemosRun>> {
         let Some((config, policy)) = check(args, plan)? else {
             return Ok(None);
         };
-        if args.planner.is_some() {
-            // the sequenced run: the planner thread (planner_loop.rs)
-            return Ok(None);
-        }
+        let source = match (args.planner, sequenced) {
+            (None, _) => {
+                Source::Static(Follower::new(frame_events(&config, plan), plan.frame_slots))
+            }
+            (Some(_), Some(d)) => Source::Sequenced(d),
+            (Some(p), None) => anyhow::bail!("--demos with --planner {p}: no sequencer"),
+        };
         let all = CpuSet::from_cpus(plan.managed.iter().copied());
         let power = match policy.is_active() {
             true => {
@@ -143,7 +180,7 @@ impl DemosRun {
             false => None,
         };
         let mut run = DemosRun {
-            follower: Follower::new(frame_events(&config, plan), plan.frame_slots),
+            source,
             config,
             clock: *clock,
             window_msg: args.window_message.clone(),
@@ -180,7 +217,7 @@ impl DemosRun {
 
     /// When the run loop should read the ring next for this part (CLOCK_MONOTONIC ns).
     pub fn wake_ns(&self) -> Option<u64> {
-        let slot = self.follower.next_slot()?;
+        let slot = self.source.next_slot(&self.clock, monotonic_ns())?;
         let at = slot
             .checked_mul(self.clock.slot_ns)?
             .checked_add(self.clock.t0_ns)?
@@ -211,7 +248,7 @@ impl DemosRun {
         let Some(upto) = self.due_upto else {
             return Ok(());
         };
-        let events = self.follower.until(upto);
+        let events = self.source.until(upto);
         if events.is_empty() {
             return Ok(());
         }

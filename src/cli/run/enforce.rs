@@ -146,6 +146,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             &d.cfg,
             &clock,
             !d.idle.lock().unwrap_or_else(|e| e.into_inner()).polling(),
+            demos.as_deref(),
         )?;
         let ring = stats.reader(&sched)?;
         let deadline_ns = d
@@ -724,6 +725,11 @@ fn start_planner(
         &d.idle,
     )?;
     let control = control.with_planner(policy.name(), d.args.planner_lead_slots);
+    // the sequenced run: the planner's admissions would not reach the table (docs/demos.md)
+    let control = match demos {
+        Some(_) => control.sequenced(),
+        None => control,
+    };
     d.verbose(&format!(
         "planner {policy} deciding {} slots ahead on a housekeeping CPU",
         d.args.planner_lead_slots

@@ -39,9 +39,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 /// The sequenced DEmOS run of `--planner ... --demos`, shared by the planner threads of the
-/// run's BPF schedulers (one run per process: the daemon enforces one plan).
+/// run's BPF schedulers (one run per process: the daemon enforces one plan) and the run loop,
+/// which takes the decided slots' events (`-m`/`-M`/`-p`, demos.rs) as their slots begin.
 pub struct DemosSeq {
-    driver: Mutex<SeqDriver>,
+    driver: Arc<Mutex<SeqDriver>>,
     schedule_log: Option<PathBuf>,
 }
 
@@ -62,14 +63,20 @@ pub fn demos_seq(args: &RunArgs, plan: &Plan) -> Result<Option<Arc<DemosSeq>>> {
         plan.frame_slots,
         plan.managed.len(),
     )
-    .map_err(|e| anyhow!("--demos {}: {e}", path.display()))?;
+    .map_err(|e| anyhow!("--demos {}: {e}", path.display()))?
+    .with_events();
     Ok(Some(Arc::new(DemosSeq {
-        driver: Mutex::new(driver),
+        driver: Arc::new(Mutex::new(driver)),
         schedule_log: args.schedule_log.clone(),
     })))
 }
 
 impl DemosSeq {
+    /// The driver, for the run loop's events (demos.rs).
+    pub fn driver(&self) -> Arc<Mutex<SeqDriver>> {
+        self.driver.clone()
+    }
+
     /// The schedule log to `--schedule-log`, the figures on stderr.
     fn report(&self) -> Result<()> {
         let d = self.driver.lock().unwrap_or_else(|e| e.into_inner());
@@ -85,13 +92,15 @@ impl DemosSeq {
         );
         eprintln!(
             "scx_tt: demos: {} slots sequenced ({} decided late), {} log lines ({dropped} over \
-             the cap), {} completions taken ({lag}), {} stale, {} SC overruns",
+             the cap), {} completions taken ({lag}), {} stale, {} SC overruns, {} events \
+             over the queue's cap",
             s.decided,
             s.late,
             log.len(),
             s.completions,
             s.stale,
-            s.overruns
+            s.overruns,
+            s.events_dropped
         );
         Ok(())
     }

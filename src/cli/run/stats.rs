@@ -35,7 +35,8 @@ pub struct Stats {
 
 impl Stats {
     /// The accounting of `plan` under `cfg`, the energy meter (RAPL or the model's estimate)
-    /// and the `--trace` file (its first line the header with the slot grid `clock`).
+    /// and the `--trace` file (its first line the header with the slot grid `clock`);
+    /// `demos_seq`: the sequenced run's DEmOS sequencer, whose events `--demos` follows.
     pub fn open(
         args: &RunArgs,
         plan: &Plan,
@@ -43,6 +44,7 @@ impl Stats {
         cfg: &SchedConfig,
         clock: &SlotClock,
         kernel_idle: bool,
+        demos_seq: Option<&super::planner_loop::DemosSeq>,
     ) -> Result<Self> {
         let acc = Accounting::new(
             cfg.slot_ns,
@@ -85,7 +87,7 @@ impl Stats {
             trace,
             samples: Rc::default(),
             obs_test: ObsTest::from_env(&cfg.managed)?,
-            demos: super::demos::DemosRun::open(args, plan, clock)?,
+            demos: super::demos::DemosRun::open(args, plan, clock, demos_seq.map(|d| d.driver()))?,
         })
     }
 

@@ -55,6 +55,47 @@ fn every_planner_op_is_refused_without_planner_mode() {
 }
 
 #[test]
+fn property_2_every_planner_op_is_refused_in_a_sequenced_run_and_changes_nothing() {
+    // --planner with --demos: the DEmOS sequencer writes the table, not the planner
+    let (c, mut e) = planner_run(3, at(3));
+    let mut c = c.sequenced();
+    let before = (
+        state_of(&mut c, &mut e),
+        e.planner.as_ref().map(|p| p.fingerprint()),
+    );
+    let admit_line =
+        r#"{"op":"admit","name":"vm1","select":{"pid":3},"period_slots":8,"wcet_slots":1}"#;
+    for (line, op) in [
+        (line_of(&firm("a", 2, 10)), "admit_firm"),
+        (line_of(&policy(Policy::Dvfs)), "set_policy"),
+        (line_of(&admit("v")), "admit_periodic"),
+        (line_of(&remove("a")), "remove"),
+        (admit_line.to_string(), "admit"),
+    ] {
+        assert_eq!(
+            error(e.serve(&mut c, &line)),
+            format!(
+                "op = \"{op}\": refused: the run follows a DEmOS sequence (--demos with \
+                 --planner): its sequencer writes the table, so admissions, removals and policy \
+                 swaps would not be applied to it; nothing changed (run without --demos to admit)"
+            )
+        );
+    }
+    // status is served and nothing changed: no admission counted, no note, no task added
+    let p = e.planner_status(&mut c);
+    assert_eq!((p.admissions_accepted, p.admissions_rejected), (0, 0));
+    assert_eq!(
+        (
+            state_of(&mut c, &mut e),
+            e.planner.as_ref().map(|p| p.fingerprint())
+        ),
+        before
+    );
+    assert!(e.notes.is_empty() && e.added.is_empty() && c.take_journal().is_none());
+    assert_eq!(c.metrics_live().admissions_rejected, 0);
+}
+
+#[test]
 fn property_2_admit_firm_names_an_unknown_task_and_a_be_task_and_changes_nothing() {
     let (mut c, mut e) = planner_run(3, at(3));
     let before = state_of(&mut c, &mut e);
