@@ -294,10 +294,19 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ms(tails.last().copied().unwrap_or(i64::MAX))
     );
     c.check(
-        judged >= 40 && at_be1 == judged && early * 10 >= judged * 9,
+        judged >= 40 && at_be1 == judged,
         format!(
-            "minbe writes the lowest at the sequenced BE start ({at_be1} of {judged} windows), \
-             earlier than the static table's in {early} (at least 90 %)"
+            "minbe writes the lowest at the sequenced BE start ({at_be1} of {judged} windows)"
+        ),
+    );
+    // how early depends on the completion's lag (lead slots, more when the planner thread is
+    // late on a loaded host: lag p99 4 slots at load 2.6 put 6 of 49 windows at or after the
+    // static start)
+    c.check_timing(
+        early * 10 >= judged * 9,
+        format!(
+            "that BE start is earlier than the static table's in {early} of {judged} windows (at \
+             least 90 %)"
         ),
     );
     c.check(
