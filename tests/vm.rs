@@ -16,6 +16,8 @@ mod witness;
 
 #[path = "vm/scenarios/adaptive/check.rs"]
 mod adaptive;
+#[path = "vm/scenarios/adaptive_restart/check.rs"]
+mod adaptive_restart;
 #[path = "vm/scenarios/admit/check.rs"]
 mod admit;
 #[path = "vm/scenarios/completion/check.rs"]

@@ -304,12 +304,13 @@ impl AdaptiveRun {
         for t in &mut self.tasks {
             t.taken = 0;
             if t.class == Class::Tt {
-                // the same line as a change (the VM witness reads these)
                 println!(
-                    "scx_tt: adaptive {}: BPF class tt from {now_ns} ns (again, after the \
-                     restart)",
-                    t.name
+                    "scx_tt: adaptive {}: restart: reservation {} kept, class tt again",
+                    t.name,
+                    t.held.map_or("none".to_string(), |h| h.text(self.slot_ns))
                 );
+                // the line of a change (the VM tests' witness reads these)
+                println!("scx_tt: adaptive {}: BPF class tt from {now_ns} ns", t.name);
                 t.reclassed = true;
                 if let Err(e) = sched.reclass_task(t.task, Class::Tt) {
                     eprintln!("scx_tt: warning: adaptive {}: reclass to tt: {e}", t.name);

@@ -491,7 +491,7 @@ fn be_windows(spans: &[(u64, u64)]) -> Vec<(u64, u64)> {
 
 /// The spans in which task `name` was class tt in BPF, by the run's `scx_tt: adaptive NAME:
 /// BPF class tt|be from T ns` lines (the last one open until `end_ns`).
-fn tt_spans(text: &str, name: &str, end_ns: u64) -> Vec<(u64, u64)> {
+pub(crate) fn tt_spans(text: &str, name: &str, end_ns: u64) -> Vec<(u64, u64)> {
     let prefix = format!("scx_tt: adaptive {name}: BPF class ");
     let mut spans = Vec::new();
     let mut open: Option<u64> = None;
@@ -576,7 +576,7 @@ fn summary_adaptive(json: &str, name: &str) -> Option<(String, Option<u64>, Res)
 
 /// The pids of task `name` by the witness: its threads at the start (the summary's tids) and
 /// every process they forked (the shell's `tt_jobs` children).
-fn pids_of(f: &witness::Frame, events: &[witness::Event], name: &str) -> HashSet<u32> {
+pub(crate) fn pids_of(f: &witness::Frame, events: &[witness::Event], name: &str) -> HashSet<u32> {
     let mut pids: HashSet<u32> = f
         .tids
         .iter()
@@ -595,7 +595,7 @@ fn pids_of(f: &witness::Frame, events: &[witness::Event], name: &str) -> HashSet
 
 /// Of `pids`' run time on `cpu` in [`from_ns`, `to_ns`): (in slots whose record names
 /// `owner`, in other recorded slots, in unrecorded slots), by the witness's segments.
-fn run_by_owner(
+pub(crate) fn run_by_owner(
     f: &witness::Frame,
     segs: &[witness::Segment],
     pids: &HashSet<u32>,

@@ -295,9 +295,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     );
     c.check(
         judged >= 40 && at_be1 == judged,
-        format!(
-            "minbe writes the lowest at the sequenced BE start ({at_be1} of {judged} windows)"
-        ),
+        format!("minbe writes the lowest at the sequenced BE start ({at_be1} of {judged} windows)"),
     );
     // how early depends on the completion's lag (lead slots, more when the planner thread is
     // late on a loaded host: lag p99 4 slots at load 2.6 put 6 of 49 windows at or after the
