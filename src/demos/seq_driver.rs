@@ -21,9 +21,10 @@
 //! Lag: a completion in slot `s` is observed once slot `s` closed (the thread waits for that
 //! observation up to half a slot after the boundary), while slots up to `s + lead` are already
 //! decided; the next process starts at the first undecided slot, `s + 1 + lead`: `lead` slots
-//! after DEmOS's start on the grid (one more when the observation comes later than that). Those slots stay
-//! with the done owner: BPF gives a done owner's time to `be` work under the default server
-//! design (`wcps`), so BE work can run there before all SC work of the window is done.
+//! after DEmOS's start on the grid (one more when the observation comes later than that).
+//! Those slots stay with the done owner: BPF gives a done owner's time to `be` work under the
+//! default server design (`wcps`): the CPU's `be` tasks, not DEmOS's BE processes, which own
+//! their turns in a sequenced run (`import::sequenced_plan`).
 
 use super::power::Event;
 use super::sequencer::Sequencer;
