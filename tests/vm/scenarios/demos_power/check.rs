@@ -102,7 +102,7 @@ fn logged_writes(err: &str) -> Vec<(u64, u32, u32)> {
 }
 
 /// (mono ns, text) of the trace_marker lines `... 123.456789: tracing_mark_write: TEXT`.
-fn marks(text: &str) -> Vec<(u64, String)> {
+pub(crate) fn marks(text: &str) -> Vec<(u64, String)> {
     text.lines()
         .filter_map(|l| {
             let (head, msg) = l.split_once(": tracing_mark_write: ")?;

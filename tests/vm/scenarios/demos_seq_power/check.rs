@@ -27,6 +27,7 @@
 //!     its sequenced BE starts included (exact; the writes a prefix of that list, short of it
 //!     by at most the starts decided but not begun at the end); the tree restored again.
 
+use crate::demos_power::marks;
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::witness;
 
@@ -45,19 +46,6 @@ const LATENCY_MAX_NS: u64 = 100_000_000;
 const SC_TAIL_NS: u64 = 10_000_000;
 const MAX_KHZ: u32 = 2_300_000;
 const MIN_KHZ: u32 = 1_000_000;
-
-/// (mono ns, text) of the trace_marker lines `... 123.456789: tracing_mark_write: TEXT`.
-fn marks(text: &str) -> Vec<(u64, String)> {
-    text.lines()
-        .filter_map(|l| {
-            let (head, msg) = l.split_once(": tracing_mark_write: ")?;
-            let ts = head.split_whitespace().last()?;
-            let (s, us) = ts.split_once('.')?;
-            let ns = s.parse::<u64>().ok()? * 1_000_000_000 + us.parse::<u64>().ok()? * 1000;
-            Some((ns, msg.trim().to_string()))
-        })
-        .collect()
-}
 
 /// A `-v` write line `scx_tt: demos:   TIME: cpufreq policyN KHZ kHz (LABEL)`: (ms, policy,
 /// kHz, label).
