@@ -96,6 +96,11 @@ pub struct Metrics {
     pub policy: String,
     #[stat(desc = "planner mode: slots the planner decided only after they had started")]
     pub planner_late_slots: u64,
+    #[stat(
+        desc = "planner mode: slots decided in time whose entries were written after they \
+                   had started (they ran the entries before)"
+    )]
+    pub planner_late_writes: u64,
     #[stat(desc = "planner mode: admissions accepted (firm jobs, periodic tasks, VMs)")]
     pub admissions_accepted: u64,
     #[stat(desc = "planner mode: admissions rejected by the acceptance test")]
@@ -199,6 +204,7 @@ impl Metrics {
             table: live.table.clone(),
             policy: live.policy.clone(),
             planner_late_slots: s.planner_late_slots.unwrap_or(0),
+            planner_late_writes: s.planner_late_writes.as_ref().map_or(0, |w| w.slots),
             admissions_accepted: live.admissions_accepted,
             admissions_rejected: live.admissions_rejected,
             table_switches: s.table_switches.len() as u64,
@@ -463,6 +469,7 @@ mod tests {
             }),
             table_switches: vec![],
             planner_late_slots: Some(4),
+            planner_late_writes: None,
             planner_observations: None,
             adaptive: vec![],
         }

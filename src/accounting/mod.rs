@@ -458,6 +458,7 @@ impl Accounting {
             energy: None,
             table_switches: Vec::new(),
             planner_late_slots: None,
+            planner_late_writes: None,
             planner_observations: None,
             adaptive: self.adaptive.clone(),
         }
@@ -521,6 +522,11 @@ pub struct Summary {
     /// started (stepped, not written; docs/planner.md). Absent without `--planner`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub planner_late_slots: Option<u64>,
+    /// Planner mode: entries decided in time but written after their slot had started (the
+    /// slot ran the entry before; BPF keeps its tick's owner and target). Absent without
+    /// `--planner`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub planner_late_writes: Option<crate::planner::shared::LateWrites>,
     /// Planner mode with the loop closed: what the planner learned from BPF's per-slot
     /// observations (docs/planner.md, "Observations: the closed loop"). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -551,6 +557,14 @@ impl Summary {
 
     pub fn with_planner_late_slots(mut self, late: Option<u64>) -> Self {
         self.planner_late_slots = late;
+        self
+    }
+
+    pub fn with_planner_late_writes(
+        mut self,
+        late: Option<crate::planner::shared::LateWrites>,
+    ) -> Self {
+        self.planner_late_writes = late;
         self
     }
 

@@ -221,6 +221,22 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             "planner_late_slots {late} (slots the planner decided after they had started)"
         );
     }
+    if let Some(w) = &s.planner_late_writes {
+        let _ = writeln!(
+            out,
+            "planner_late_writes {} (slots decided in time whose entries were written after \
+             they had started: they ran the entries before){}",
+            w.slots,
+            if w.first.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    ": first [cpu index, slot] {:?}",
+                    &w.first[..w.first.len().min(8)]
+                )
+            }
+        );
+    }
     for a in &s.adaptive {
         let _ = writeln!(out, "adaptive {}", a.text(s.slot_us.saturating_mul(1000)));
     }

@@ -151,6 +151,11 @@
  *     boundary. A switch written later still gives S's record the owner in force (the owner is
  *     looked up again at S's tick), and a guard-band event armed for a run that the new table
  *     continues into S does not stop that owner;
+ *   - table entries of a slot whose tick has fired: the tick fixed the slot's owner (its
+ *     record's, owner_of() from then on), so a write there, meant for that slot but late (a
+ *     delayed planner thread), takes effect at the entry's next use, a frame later; the slot
+ *     runs whole with the owner its record names (the planner sees the mismatch in the
+ *     slot's observation, J, and counts the write late);
  *   - perf_target entries (cpuperf per slot): read at each tick, so a write takes effect at
  *     the next boundary of that slot;
  *   - the task table (nr_tasks, task_class, task_cpu, task_completion; .bss): a task admitted at
@@ -515,6 +520,12 @@ struct tt_cpu_acct {
 	u64 seg_start_ns;
 	u64 owner_ready_ns; /* when the current owner last became runnable */
 	u64 cur_slot; /* the slot whose tick fired last: the slot in force on this CPU */
+	/*
+	 * The owner of slot tick_slot - 1 as its tick read it (F): a table write for a slot that
+	 * has ticked takes effect at that entry's next use, not inside the slot. 0: none yet.
+	 */
+	u64 tick_slot;
+	u32 tick_owner;
 	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
 };
 
@@ -601,9 +612,14 @@ static __always_inline bool dpm_idle(s32 cpu, u64 slot)
 	return dpm_enabled && !dpm_be && entry_of(cpu, slot) == TT_DPM_IDLE;
 }
 
-/* The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK. */
+/*
+ * The task owning slot @slot on managed CPU @cpu, or TT_NO_TASK: the owner its tick read once
+ * the tick has fired (F), else its table entry now.
+ */
 static u32 owner_of(s32 cpu, u64 slot)
 {
+	if (cpu >= 0 && cpu < TT_MAX_CPUS && cpu_acct[cpu].tick_slot == slot + 1)
+		return cpu_acct[cpu].tick_owner;
 	return entry_task(entry_of(cpu, slot));
 }
 
@@ -1277,6 +1293,11 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	/* the record was opened two slots ago; a table switch since then changes its owner */
 	if (a->acc[slot & 1].open && a->acc[slot & 1].rec.slot == slot)
 		a->acc[slot & 1].rec.owner = owner;
+	/* the slot's owner from now to its end, whatever is written to its entry meanwhile (F) */
+	a->tick_owner = owner;
+	/* the owner before the slot (xchg: a full barrier); a remote reader (enqueue's kick) that
+	 * sees the old pair for a moment decides on the entry, as before the tick */
+	__sync_lock_test_and_set(&a->tick_slot, slot + 1);
 	if (!(a->cur_kind == TT_RUN_PLAN && a->cur_task == owner))
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	if (perf_enabled)
@@ -1341,6 +1362,7 @@ int arm_timer(struct tt_arm_arg *arg)
 	acc_open(a, cpu, slot);
 	acc_open(a, cpu, slot > 0 ? slot - 1 : 1);
 	a->cur_slot = slot > 0 ? slot - 1 : 0;
+	a->tick_slot = 0;
 	t->slot = slot;
 	t->expires_ns = slot_start(slot);
 	t->phase = TT_PHASE_BOUNDARY;

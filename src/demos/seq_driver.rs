@@ -44,6 +44,8 @@ pub const EVENT_CAP: usize = 65_536;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SeqWrite {
     pub cpu: usize,
+    /// The slot decided (`frame_slot` = `slot % frame`).
+    pub slot: u64,
     pub frame_slot: u64,
     pub entry: u32,
 }
@@ -58,6 +60,8 @@ pub struct SeqDriver {
     log: Vec<LogLine>,
     log_dropped: u64,
     late: u64,
+    /// Slots whose entries the caller wrote after they had started ([`Self::note_late_writes`]).
+    late_writes: u64,
     /// Per completion taken: slots between its slot + 1 and the first undecided slot.
     lags: Vec<u64>,
     /// The decided slots' events not taken yet, (slot, event) in order; `None`: not queued.
@@ -70,6 +74,8 @@ pub struct SeqDriver {
 pub struct SeqSummary {
     pub decided: u64,
     pub late: u64,
+    /// Decided in time, written after the slot had started (it ran the entry before).
+    pub late_writes: u64,
     pub completions: u64,
     pub stale: u64,
     pub overruns: u64,
@@ -100,6 +106,7 @@ impl SeqDriver {
             log: Vec::new(),
             log_dropped: 0,
             late: 0,
+            late_writes: 0,
             lags: Vec::new(),
             events: None,
             events_dropped: 0,
@@ -189,6 +196,7 @@ impl SeqDriver {
                     *held = Some(entry);
                     writes.push(SeqWrite {
                         cpu,
+                        slot: d.slot,
                         frame_slot,
                         entry,
                     });
@@ -196,6 +204,11 @@ impl SeqDriver {
             }
         }
         writes
+    }
+
+    /// The caller wrote `n` slots' entries after those slots had started.
+    pub fn note_late_writes(&mut self, n: u64) {
+        self.late_writes = self.late_writes.saturating_add(n);
     }
 
     /// The schedule log so far (DEmOS's format with `super::render_log`) and the lines left
@@ -211,6 +224,7 @@ impl SeqDriver {
         SeqSummary {
             decided: self.seq.now(),
             late: self.late,
+            late_writes: self.late_writes,
             completions: self.lags.len() as u64,
             stale: self.seq.stale(),
             overruns: self.seq.overruns(),

@@ -306,6 +306,9 @@ pub enum PeriodicOutcome {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EntryWrite {
     pub cpu: usize,
+    /// The slot decided (`frame_slot` = `slot % frame`): a write that lands once this slot's
+    /// tick has fired is late (BPF keeps the tick's owner for the slot; planner_loop.rs).
+    pub slot: u64,
     pub frame_slot: u64,
     /// New owner: a plan task index or `NO_TASK`.
     pub task: Option<u32>,
@@ -603,6 +606,7 @@ impl KernelPlanner {
                 }
                 out.push(EntryWrite {
                     cpu,
+                    slot: v,
                     frame_slot: fs,
                     task: Some(task),
                     perf: None,
@@ -742,6 +746,7 @@ impl KernelPlanner {
                 let i = cpu * self.frame as usize + fs as usize;
                 let w = EntryWrite {
                     cpu,
+                    slot: t,
                     frame_slot: fs,
                     task: update(&mut self.shadow[i], task),
                     perf: update(&mut self.perf[i], perf_of_ppm(d.freq_ppm)),
@@ -1037,6 +1042,7 @@ fn publish_dpm(
         if let Some(task) = update(&mut shadow[i], DPM_IDLE) {
             out.writes.push(EntryWrite {
                 cpu,
+                slot: s,
                 frame_slot: fs,
                 task: Some(task),
                 perf: None,

@@ -78,6 +78,39 @@ pub struct Turn {
     pub waited_ns: u64,
 }
 
+/// Entries the planner thread wrote after their slot's tick had fired (a thread delayed between
+/// deciding a slot and writing it: the decision was in time, the write was not). BPF keeps
+/// the owner and cpuperf target its tick read for the whole slot (src/bpf/tt_sched.bpf.c F),
+/// so such a slot ran the entry's previous value; the new one serves the entry's next use.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LateWrites {
+    /// Distinct (CPU index, slot) pairs written late.
+    pub slots: u64,
+    /// The first [`LATE_WRITES_KEPT`] of them, as `[managed CPU index, slot]`.
+    pub first: Vec<[u64; 2]>,
+}
+
+/// How many late-written slots [`LateWrites::first`] lists.
+pub const LATE_WRITES_KEPT: usize = 64;
+
+impl LateWrites {
+    /// Counts the (CPU index, slot) pairs of `late` (in slot order per turn; repeats of the
+    /// last pair, a slot's perf and owner entries, count once).
+    pub fn note(&mut self, late: &[(usize, u64)]) {
+        let mut last = None;
+        for &(cpu, slot) in late {
+            if last == Some((cpu, slot)) || self.first.contains(&[cpu as u64, slot]) {
+                continue;
+            }
+            last = Some((cpu, slot));
+            self.slots += 1;
+            if self.first.len() < LATE_WRITES_KEPT {
+                self.first.push([cpu as u64, slot]);
+            }
+        }
+    }
+}
+
 /// The planner lock is poisoned (a thread panicked holding it).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum HandleError {
@@ -100,6 +133,8 @@ pub struct PlannerHandle {
     observations: Mutex<Vec<(usize, u64, SlotObs)>>,
     /// Learned lock-hold rate, ns per item (at least [`NS_PER_ITEM`]).
     ns_per_item: AtomicU64,
+    /// Entries the planner thread wrote late (its own lock: never waits for an operation).
+    late_writes: Mutex<LateWrites>,
     /// Whether operations decide ahead (`false`: the plain lock, for comparison).
     ahead: bool,
     slot_ns: u64,
@@ -117,6 +152,7 @@ impl PlannerHandle {
             queued: Mutex::new((Vec::new(), Vec::new())),
             observations: Mutex::new(Vec::new()),
             ns_per_item: AtomicU64::new(NS_PER_ITEM),
+            late_writes: Mutex::new(LateWrites::default()),
             ahead: true,
             slot_ns: slot_ns.max(1),
         }
@@ -308,6 +344,22 @@ impl PlannerHandle {
         Ok(())
     }
 
+    /// The planner thread wrote the entries of these (CPU index, slot) after their ticks.
+    pub fn note_late_writes(&self, late: &[(usize, u64)]) {
+        if !late.is_empty() {
+            let mut l = self.late_writes.lock().unwrap_or_else(|e| e.into_inner());
+            l.note(late);
+        }
+    }
+
+    /// The late writes so far.
+    pub fn late_writes(&self) -> LateWrites {
+        self.late_writes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// Runs `f` on the planner, changing it, without deciding ahead (the end of a run).
     pub fn update<R>(&self, f: impl FnOnce(&mut KernelPlanner) -> R) -> Result<R, HandleError> {
         Ok(f(&mut *self.lock()?))
@@ -322,6 +374,25 @@ impl PlannerHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn late_writes_count_each_cpu_slot_once_and_keep_the_first() {
+        let mut l = LateWrites::default();
+        l.note(&[]);
+        assert_eq!(l, LateWrites::default());
+        // a slot's rewrite in the same turn and in a later turn counts once
+        l.note(&[(0, 5), (0, 5), (1, 5), (0, 6)]);
+        l.note(&[(0, 5)]);
+        assert_eq!(l.slots, 3);
+        assert_eq!(l.first, vec![[0, 5], [1, 5], [0, 6]]);
+        let many: Vec<(usize, u64)> = (100..100 + 2 * LATE_WRITES_KEPT as u64)
+            .map(|s| (0, s))
+            .collect();
+        l.note(&many);
+        assert_eq!(l.slots, 3 + 2 * LATE_WRITES_KEPT as u64);
+        assert_eq!(l.first.len(), LATE_WRITES_KEPT);
+        assert_eq!(l.first[3], [0, 100]);
+    }
     use crate::clock::{monotonic_ns, sleep_until_ns, SlotClock};
     use crate::planner::kernel_path::{FirmJob, KernelPathConfig, PeriodicTask};
     use crate::planner::offline::Job;

@@ -384,9 +384,29 @@ pub struct Summary {
     /// Planner mode only (`--planner`).
     #[serde(default)]
     pub planner_late_slots: Option<u64>,
+    /// Planner mode: entries decided in time and written after their slot had started.
+    #[serde(default)]
+    pub planner_late_writes: Option<LateWrites>,
     /// The guard band and where it came from (absent from older summaries).
     #[serde(default)]
     pub guard: Option<Guard>,
+}
+
+/// The summary's `planner_late_writes` object (docs/run-output.md).
+#[derive(Debug, Default, Deserialize)]
+pub struct LateWrites {
+    pub slots: u64,
+    /// `[managed CPU index, slot]`, the first 64.
+    pub first: Vec<[u64; 2]>,
+}
+
+impl Summary {
+    /// Slots whose planner decision did not reach BPF before their tick: decided late (not
+    /// written) or written late (they ran the entries before).
+    pub fn planner_late(&self) -> u64 {
+        self.planner_late_slots.unwrap_or(0)
+            + self.planner_late_writes.as_ref().map_or(0, |w| w.slots)
+    }
 }
 
 /// The summary's `guard` object (docs/run-output.md).

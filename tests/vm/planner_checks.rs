@@ -129,7 +129,8 @@ pub fn check_refused(
 /// The planner-mode summary checks: 0 ns foreign on every managed CPU (exact); each `tt` task
 /// (but those in `skip`) delivered at least `min_delivered_pct` % of its owned time, if given
 /// (timing); `planner_late_slots` present (exact) and at most `LATE_PCT` % of the run's slots
-/// (timing). Returns the late-slot count.
+/// (timing). Returns the slots whose decision missed their tick: decided late plus written
+/// late (`Summary::planner_late`).
 pub fn check_summary(
     c: &mut Checks,
     s: &Summary,
@@ -182,8 +183,13 @@ pub fn check_summary_foreign(
     }
     let slots = s.duration_ns / (s.slot_us * 1000).max(1);
     let late = s.planner_late_slots;
+    let writes = s.planner_late_writes.as_ref().map_or(0, |w| w.slots);
     let pct = pct(late.unwrap_or(0), slots);
-    println!("--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %)");
+    println!(
+        "--- planner_late_slots {late:?} of {slots} slots ({pct:.2} %); planner_late_writes {writes} \
+         (first {:?})",
+        s.planner_late_writes.as_ref().map(|w| &w.first)
+    );
     c.check(
         late.is_some(),
         "the summary JSON has planner_late_slots".into(),
@@ -192,12 +198,12 @@ pub fn check_summary_foreign(
         pct <= LATE_PCT,
         format!("planner_late_slots {late:?} is {pct:.2} % of {slots} slots (<= {LATE_PCT} %)"),
     );
-    late.unwrap_or(0)
+    s.planner_late()
 }
 
-/// An owner check of a planner-mode trace: exact when no slot was decided late; with `late`
-/// late slots the entries the planner decided were not all written, the owners then lag the
-/// planner by design, so the check becomes a timing check.
+/// An owner check of a planner-mode trace: exact when every slot's decision reached BPF before
+/// its tick; with `late` slots decided or written late the owners then lag the planner by
+/// design (such a slot runs the entry before), so the check becomes a timing check.
 pub fn check_owners(c: &mut Checks, late: u64, ok: bool, what: String) {
     if late == 0 {
         c.check(ok, what)
@@ -242,8 +248,7 @@ pub fn conformance(
     let late = out
         .summary(&format!("{run}.json"))
         .ok()
-        .and_then(|s| s.planner_late_slots)
-        .unwrap_or(0);
+        .map_or(0, |s| s.planner_late());
     let files = out.dir.join("files");
     let replay = std::process::Command::new(harness::repo().join("target/release/scx_tt"))
         .args(["simulate", "--table"])

@@ -280,6 +280,10 @@ pub struct Report {
     pub be_after_done: usize,
     /// be starts over an owner that BPF had in class be then ([`Frame::be_class`])
     pub be_over_be_class: usize,
+    /// starts of an adaptive task that BPF had in class tt then (outside its be windows,
+    /// [`Frame::be_class`]): no be work; its time outside its slots is judged as a tt task's
+    /// (the scenario's outside share), counted here, not judged by the be rule
+    pub adaptive_in_tt: usize,
     /// be starts after the slot's nominal start but before its (late) tick: BPF still ran the
     /// slot before's decision (tick lateness has checks of its own); counted, not judged
     pub be_before_tick: usize,
@@ -741,6 +745,12 @@ impl Frame {
                         r.be_near_race += 1;
                         continue;
                     }
+                    if self.be_class.get(be).is_some_and(|w| {
+                        !w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
+                    }) {
+                        r.adaptive_in_tt += 1;
+                        continue;
+                    }
                     r.be_over_owner.push(BeStart {
                         cpu: e.cpu,
                         slot,
@@ -991,7 +1001,8 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             "{run}: witness: no be task started while the slot's owner waited runnable >= {} us \
              ({} starts, {:.3} ms of be run after them; {} starts within the race window, {} \
              after the owner's job was over by its own log, {} over an adaptive owner in class be, \
-             {} before the slot's late tick){}",
+             {} before the slot's late tick, {} of an adaptive task in class tt: judged by its \
+             outside share){}",
             RACE_NS / 1000,
             r.be_over_owner.len(),
             ms(r.be_over_owner.iter().map(|b| b.ran_ns).sum()),
@@ -999,6 +1010,7 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             r.be_after_done,
             r.be_over_be_class,
             r.be_before_tick,
+            r.adaptive_in_tt,
             if worst.is_empty() {
                 String::new()
             } else {
@@ -1370,6 +1382,15 @@ mod tests {
         fb.be_class
             .insert("a".into(), vec![(1_019_000_000, 1_021_000_000)]);
         assert_eq!(run(&fb, &l).be_over_owner.len(), 1);
+        // the starting task adaptive and in class tt then (outside its be windows): judged
+        // as tt by its outside share, counted apart; inside a be window it is be work
+        let mut fa = f.clone();
+        fa.be_class.insert("b".into(), vec![(0, 1_019_000_000)]);
+        let ra = run(&fa, &l);
+        assert!(ra.be_over_owner.is_empty());
+        assert_eq!(ra.adaptive_in_tt, 1);
+        fa.be_class.insert("b".into(), vec![(0, 1_030_000_000)]);
+        assert_eq!(run(&fa, &l).be_over_owner.len(), 1);
         // a kernel thread by pid (not per-CPU by name) is printed apart, not foreign
         let mut fk = f.clone();
         fk.kthreads.insert(99);

@@ -354,6 +354,7 @@ impl<'a> Daemon<'a> {
             .planner
             .as_ref()
             .and_then(|p| p.read(|p| p.late_slots()).ok());
+        let late_writes = live.planner.as_ref().map(|p| p.late_writes());
         let loop_counts = live
             .planner
             .as_ref()
@@ -371,6 +372,7 @@ impl<'a> Daemon<'a> {
             .with_energy(energy)
             .with_table_switches(switches)
             .with_planner_late_slots(late)
+            .with_planner_late_writes(late_writes)
             .with_planner_loop(loop_counts);
         print!("{}", render_summary(acc, &summary));
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);

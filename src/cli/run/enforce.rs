@@ -532,6 +532,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             .planner
             .as_ref()
             .and_then(|p| p.read(|p| p.late_slots()).ok());
+        let late_writes = self.live.planner.as_ref().map(|p| p.late_writes());
         let switches = super::report::table_switches(&self.live.control);
         let stats = &mut self.live.stats;
         let summary = stats
@@ -539,7 +540,8 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             .summary(&facts)
             .with_energy(stats.energy.read())
             .with_table_switches(switches)
-            .with_planner_late_slots(late);
+            .with_planner_late_slots(late)
+            .with_planner_late_writes(late_writes);
         Metrics::from_summary(&summary, &self.live.control.metrics_live())
     }
 

@@ -91,11 +91,12 @@ impl DemosSeq {
             |(p50, p99, max)| format!("lag p50 {p50}, p99 {p99}, max {max} slots"),
         );
         eprintln!(
-            "scx_tt: demos: {} slots sequenced ({} decided late), {} log lines ({dropped} over \
-             the cap), {} completions taken ({lag}), {} stale, {} SC overruns, {} events \
-             over the queue's cap",
+            "scx_tt: demos: {} slots sequenced ({} decided late, {} written late), {} log lines \
+             ({dropped} over the cap), {} completions taken ({lag}), {} stale, {} SC overruns, \
+             {} events over the queue's cap",
             s.decided,
             s.late,
+            s.late_writes,
             log.len(),
             s.completions,
             s.stale,
@@ -348,6 +349,7 @@ fn run(
         let adv = online
             .turn_observing(cur, std::mem::take(&mut batch))
             .context("stepping the planner")?;
+        let mut late = Vec::new();
         for w in &adv.writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
             if let (Some(perf), Some(writer)) = (w.perf, &writers.perf) {
@@ -361,7 +363,15 @@ fn run(
                     .write(index, task)
                     .with_context(|| format!("writing table entry {index}"))?;
             }
+            // decided in time, but written once its slot had started: the slot runs the
+            // entry's previous value (BPF keeps its tick's), counted in the summary
+            if (w.task.is_some() || (w.perf.is_some() && writers.perf.is_some()))
+                && clock.slot_at(monotonic_ns()).is_some_and(|c| c >= w.slot)
+            {
+                late.push((w.cpu, w.slot));
+            }
         }
+        online.note_late_writes(&late);
         // then the ends of DPM idle periods, after their entries (a lowered one with a kick)
         if let Some(dpm) = &writers.dpm {
             for w in &adv.dpm {
@@ -452,12 +462,28 @@ fn run_demos(
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .advance(cur);
+        let mut late = 0u64;
+        let mut last_late = None;
         for w in &writes {
             let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
             writers
                 .table
                 .write(index, w.entry)
                 .with_context(|| format!("writing table entry {index}"))?;
+            // written once its slot had started: the slot runs the entry before (BPF F)
+            if last_late != Some(w.slot)
+                && clock.slot_at(monotonic_ns()).is_some_and(|c| c >= w.slot)
+            {
+                last_late = Some(w.slot);
+                late += 1;
+            }
+        }
+        if late > 0 {
+            demos
+                .driver
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .note_late_writes(late);
         }
         let next = match cur {
             Some(c) => clock.start_ns(c + 1),
