@@ -40,6 +40,8 @@ mod demos_seq;
 mod demos_seq_power;
 #[path = "vm/scenarios/errors/check.rs"]
 mod errors;
+#[path = "vm/scenarios/exiting/check.rs"]
+mod exiting;
 #[path = "vm/scenarios/faults/check.rs"]
 mod faults;
 #[path = "vm/scenarios/freq/check.rs"]

@@ -97,6 +97,18 @@
  *   slice expired when nothing else is runnable; it calls ops.enqueue with SCX_ENQ_LAST and
  *   the task goes back to its DSQ, so only dispatch decides whether it may continue.
  *
+ *   Exiting and migration-disabled tasks: by default the kernel does not call ops.enqueue
+ *   for a task that is exiting (PF_EXITING) or has migration disabled; it puts it straight
+ *   into the CPU's local DSQ with a 20 ms slice, where it runs before dispatch is asked, in
+ *   whatever slot that is (seen: a tt task's child, preempted while exiting after its parent
+ *   woke, ran 150-210 us into the next owner's slot; the witness caught it in the `adaptive`
+ *   VM test). The loader sets SCX_OPS_ENQ_EXITING and SCX_OPS_ENQ_MIGRATION_DISABLED where
+ *   the kernel has them, so such a task is routed like any other: an exiting thread of a tt
+ *   task waits for its task's slot (its exit is delayed by at most a frame), a foreign one
+ *   goes to the housekeeping CPUs. A plan thread with migration disabled away from its plan
+ *   CPU (or a be thread of no CPU) cannot be moved to the CPU that would consume its DSQ, so
+ *   it stays in its CPU's local DSQ for one slot, as the kernel would have kept it.
+ *
  *   Higher classes: when the stopper, a deadline or an RT task preempts a sched_ext task, the
  *   kernel keeps the preempted task at the head of the CPU's local DSQ with its slice left and
  *   runs it first when the CPU comes back, without calling dispatch, even if a slot boundary
@@ -1666,6 +1678,15 @@ static void enqueue_plan(struct task_struct *p, const struct tt_task_ctx *tctx, 
 
 	if (cpu >= 0 && !bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 		__sync_fetch_and_add(&nr_affinity_conflicts, 1);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slot_ns, enq_flags);
+		return;
+	}
+	/*
+	 * Migration disabled away from its plan CPU (or a be task of no CPU): no DSQ another CPU
+	 * consumes can take it; it stays where it is for one slot at most, as the kernel would
+	 * have kept it (C, "Exiting and migration-disabled tasks")
+	 */
+	if (is_migration_disabled(p) && (cpu < 0 || scx_bpf_task_cpu(p) != cpu)) {
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slot_ns, enq_flags);
 		return;
 	}

@@ -14,7 +14,7 @@ use crate::accounting::{CpuCounters, ProgStats, SlotSample, TaskCounters};
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::plan::Class;
 use libbpf_rs::{MapCore, MapFlags, OpenObject, ProgramInput, RingBuffer, RingBufferBuilder};
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use scx_utils::{compat, scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 use std::collections::BTreeMap;
 use std::ffi::CStr;
 use std::mem::{size_of, MaybeUninit};
@@ -426,6 +426,10 @@ impl<'a> Scheduler<'a> {
                 ro.test_fault_slot = f.slot;
             }
         }
+        // exiting and migration-disabled tasks through ops.enqueue too (src/bpf/tt_sched.bpf.c
+        // C, "Exiting and migration-disabled tasks"); each flag only where the kernel has it
+        skel.struct_ops.tt_ops_mut().flags |=
+            *compat::SCX_OPS_ENQ_EXITING | *compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
         {
             // the task table is run-time state (.bss): the plan's tasks from load on, tasks
             // admitted at run time after them (`Scheduler::add_task`)

@@ -274,6 +274,11 @@ pub struct Report {
     pub loader_ns: BTreeMap<u32, u64>,
     /// switches to a be thread while the slot's owner waited runnable >= RACE_NS
     pub be_over_owner: Vec<BeStart>,
+    /// the same for a thread of another tt task (after the slot's tick, the owner waiting, the
+    /// same exceptions): a thread that reached the CPU without dispatch deciding for the slot
+    /// (`BeStart::be` is that tt task); printed by every scenario, judged where
+    /// `Bounds::tt_starts` says so
+    pub tt_over_owner: Vec<BeStart>,
     /// the same within RACE_NS (counted, not a violation)
     pub be_near_race: usize,
     /// be starts while the owner waited runnable but its job was over by its own log
@@ -639,7 +644,8 @@ impl Frame {
         r: &mut Report,
     ) {
         let mut state: HashMap<u32, State> = HashMap::new();
-        let mut pending: Option<(usize, u32)> = None; // (index into be_over_owner, cpu)
+        // (a tt start: index into tt_over_owner, else into be_over_owner; cpu)
+        let mut pending: Option<(bool, usize, u32)> = None;
         let managed: HashSet<u32> = self.managed.iter().copied().collect();
         for e in events {
             match &e.kind {
@@ -657,9 +663,13 @@ impl Frame {
                     next_comm: _,
                     ..
                 } => {
-                    if let Some((i, cpu)) = pending {
+                    if let Some((tt, i, cpu)) = pending {
                         if cpu == e.cpu {
-                            let b = &mut r.be_over_owner[i];
+                            let b = if tt {
+                                &mut r.tt_over_owner[i]
+                            } else {
+                                &mut r.be_over_owner[i]
+                            };
                             b.ran_ns = e.ts_ns - b.ts_ns;
                             pending = None;
                         }
@@ -679,13 +689,18 @@ impl Frame {
                     let Some(be) = task_of.get(next_pid) else {
                         continue;
                     };
-                    if self.tasks.get(be).map(|t| t.0.as_str()) != Some("be") {
+                    let class = self.tasks.get(be).map(|t| t.0.as_str());
+                    let is_tt = class == Some("tt");
+                    if class != Some("be") && !is_tt {
                         continue;
                     }
                     let slot = self.slot_of(e.ts_ns);
                     let Some(Some(owner)) = self.owners.get(&(e.cpu, slot)) else {
                         continue;
                     };
+                    if is_tt && owner == be {
+                        continue;
+                    }
                     // an owner whose threads are not (yet, or any more) in the plan does not
                     // wait for its slot: joining, before it joined, leaving or left
                     let t = e.ts_ns;
@@ -721,14 +736,18 @@ impl Frame {
                         w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
                     });
                     if over {
-                        r.be_after_done += 1;
+                        if !is_tt {
+                            r.be_after_done += 1;
+                        }
                         continue;
                     }
                     let be_class = self.be_class.get(owner).is_some_and(|w| {
                         w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
                     });
                     if be_class {
-                        r.be_over_be_class += 1;
+                        if !is_tt {
+                            r.be_over_be_class += 1;
+                        }
                         continue;
                     }
                     // the slot's tick: the kernel's timer trace, else the record's lateness
@@ -738,11 +757,28 @@ impl Frame {
                         None => start + self.late_ns.get(&(e.cpu, slot)).copied().unwrap_or(0),
                     };
                     if e.ts_ns < tick {
-                        r.be_before_tick += 1;
+                        if !is_tt {
+                            r.be_before_tick += 1;
+                        }
                         continue;
                     }
                     if waited < RACE_NS {
-                        r.be_near_race += 1;
+                        if !is_tt {
+                            r.be_near_race += 1;
+                        }
+                        continue;
+                    }
+                    if is_tt {
+                        r.tt_over_owner.push(BeStart {
+                            cpu: e.cpu,
+                            slot,
+                            ts_ns: e.ts_ns,
+                            be: be.clone(),
+                            owner: owner.clone(),
+                            owner_waited_ns: waited,
+                            ran_ns: 0,
+                        });
+                        pending = Some((true, r.tt_over_owner.len() - 1, e.cpu));
                         continue;
                     }
                     if self.be_class.get(be).is_some_and(|w| {
@@ -760,7 +796,7 @@ impl Frame {
                         owner_waited_ns: waited,
                         ran_ns: 0,
                     });
-                    pending = Some((r.be_over_owner.len() - 1, e.cpu));
+                    pending = Some((false, r.be_over_owner.len() - 1, e.cpu));
                 }
             }
         }
@@ -861,6 +897,9 @@ pub struct Bounds {
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
     /// stall to the owner and the witness to the task before it; docs/vm-harness.md)
     pub disagree_share: f64,
+    /// Judge [`Report::tt_over_owner`] (exact): no thread of a tt task starts in another
+    /// owner's slot after its tick while that owner waits. Printed by every scenario.
+    pub tt_starts: bool,
 }
 
 impl Default for Bounds {
@@ -874,6 +913,7 @@ impl Default for Bounds {
             joining: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
+            tt_starts: false,
         }
     }
 }
@@ -1018,6 +1058,24 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             }
         ),
     );
+    let tt_what =
+        format!(
+        "{run}: witness: no thread of a tt task started in another owner's slot after its tick \
+         while that owner waited runnable >= {} us ({} starts, {:.3} ms of run after them){}",
+        RACE_NS / 1000,
+        r.tt_over_owner.len(),
+        ms(r.tt_over_owner.iter().map(|b| b.ran_ns).sum()),
+        if r.tt_over_owner.is_empty() {
+            String::new()
+        } else {
+            format!(": first {:?}", r.tt_over_owner.iter().take(3).collect::<Vec<_>>())
+        }
+    );
+    if b.tt_starts {
+        c.check(r.tt_over_owner.is_empty(), tt_what);
+    } else {
+        println!("  {tt_what} (printed, not judged here)");
+    }
     let (mut tick_late, mut kick) = (r.tick_late.clone(), r.kick.clone());
     tick_late.sort_unstable();
     kick.sort_unstable();
@@ -1391,6 +1449,19 @@ mod tests {
         assert_eq!(ra.adaptive_in_tt, 1);
         fa.be_class.insert("b".into(), vec![(0, 1_030_000_000)]);
         assert_eq!(run(&fa, &l).be_over_owner.len(), 1);
+        // the starting task another tt task of the CPU: a tt start over the waiting owner,
+        // counted apart from the be starts, with its run
+        let mut fo = f.clone();
+        fo.tasks.insert("b".into(), ("tt".into(), Some(1)));
+        let ro = run(&fo, &l);
+        assert!(ro.be_over_owner.is_empty());
+        assert_eq!(ro.tt_over_owner.len(), 1);
+        let t = &ro.tt_over_owner[0];
+        assert_eq!((t.be.as_str(), t.owner.as_str(), t.slot), ("b", "a", 2));
+        assert_eq!(t.ran_ns, 3_500_000);
+        // in its own slot a tt task's start is none of that
+        fo.owners.insert((1, 2), Some("b".into()));
+        assert!(run(&fo, &l).tt_over_owner.is_empty());
         // a kernel thread by pid (not per-CPU by name) is printed apart, not foreign
         let mut fk = f.clone();
         fk.kthreads.insert(99);
