@@ -120,7 +120,8 @@
  * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
  *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
  *     owner of that CPU's current slot and its job is not done (I) the CPU is kicked
- *     (preempting be work or waking it). The task's DSQ is FIFO, unless the task schedules
+ *     (preempting be work or waking it) -- on a wakeup, or an enqueue from another CPU; a
+ *     thread put back on its own CPU is not (that CPU is scheduling already). The task's DSQ is FIFO, unless the task schedules
  *     its own threads (task_local, a component of seed 001 whose plan workload names its
  *     threads): then it is ordered by RM priority (the thread's period, tt_task_ctx.period_ns,
  *     shortest first) or EDF (the thread's current deadline: its last wakeup + its period;
@@ -1708,6 +1709,14 @@ static void enqueue_plan(struct task_struct *p, const struct tt_task_ctx *tctx, 
 					 enq_flags);
 	now = bpf_ktime_get_ns();
 	if (cpu < 0 || cpu >= TT_MAX_CPUS || !started(now))
+		return;
+	/*
+	 * A thread put back on its own CPU (its slice ended, a kick preempted it) needs no kick:
+	 * that CPU is scheduling now and dispatch decides. Kicking there preempted the thread it
+	 * picked next, which came back here and kicked again: two runnable threads of one task
+	 * (a parent and its exiting child) switched every few us for a whole slot.
+	 */
+	if (!(enq_flags & SCX_ENQ_WAKEUP) && bpf_get_smp_processor_id() == cpu)
 		return;
 	slot = slot_of(now);
 	owner = owner_of(cpu, slot);
