@@ -277,7 +277,7 @@ pub struct Report {
     /// the same for a thread of another tt task (after the slot's tick, the owner waiting, the
     /// same exceptions): a thread that reached the CPU without dispatch deciding for the slot
     /// (`BeStart::be` is that tt task); printed by every scenario, judged where
-    /// `Bounds::tt_starts` says so
+    /// `Bounds::tt_starts` says so (every scenario by default)
     pub tt_over_owner: Vec<BeStart>,
     /// the same within RACE_NS (counted, not a violation)
     pub be_near_race: usize,
@@ -897,8 +897,8 @@ pub struct Bounds {
     /// ops.running and the trace point, both inside one __schedule, makes the record give the
     /// stall to the owner and the witness to the task before it; docs/vm-harness.md)
     pub disagree_share: f64,
-    /// Judge [`Report::tt_over_owner`] (exact): no thread of a tt task starts in another
-    /// owner's slot after its tick while that owner waits. Printed by every scenario.
+    /// Judge [`Report::tt_over_owner`] (exact; the default): no thread of a tt task starts in
+    /// another owner's slot after its tick while that owner waits. `false` only prints it.
     pub tt_starts: bool,
 }
 
@@ -913,7 +913,7 @@ impl Default for Bounds {
             joining: HashMap::new(),
             outside_share: 0.05,
             disagree_share: 0.02,
-            tt_starts: false,
+            tt_starts: true,
         }
     }
 }
