@@ -768,26 +768,20 @@ impl Frame {
                         }
                         continue;
                     }
-                    if is_tt {
-                        r.tt_over_owner.push(BeStart {
-                            cpu: e.cpu,
-                            slot,
-                            ts_ns: e.ts_ns,
-                            be: be.clone(),
-                            owner: owner.clone(),
-                            owner_waited_ns: waited,
-                            ran_ns: 0,
-                        });
-                        pending = Some((true, r.tt_over_owner.len() - 1, e.cpu));
-                        continue;
-                    }
-                    if self.be_class.get(be).is_some_and(|w| {
-                        !w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
-                    }) {
+                    if !is_tt
+                        && self.be_class.get(be).is_some_and(|w| {
+                            !w.iter().any(|&(from, to)| from <= e.ts_ns && e.ts_ns < to)
+                        })
+                    {
                         r.adaptive_in_tt += 1;
                         continue;
                     }
-                    r.be_over_owner.push(BeStart {
+                    let list = if is_tt {
+                        &mut r.tt_over_owner
+                    } else {
+                        &mut r.be_over_owner
+                    };
+                    list.push(BeStart {
                         cpu: e.cpu,
                         slot,
                         ts_ns: e.ts_ns,
@@ -796,7 +790,7 @@ impl Frame {
                         owner_waited_ns: waited,
                         ran_ns: 0,
                     });
-                    pending = Some((false, r.be_over_owner.len() - 1, e.cpu));
+                    pending = Some((is_tt, list.len() - 1, e.cpu));
                 }
             }
         }
