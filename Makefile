@@ -4,7 +4,9 @@
 #                       then its HTML report (target/demo/report.html, docs/report.md)
 #   make report-demo    the demo's report and its screenshot in headless chromium
 #   make test           unit and integration tests, then the VM tests (what .ci/run calls)
-#   make test-vm        the VM tests only
+#   make test-vm        the VM tests only, then their summary table (target/vm/summary.tsv: boots,
+#                       crashes, hangs, re-measurements, verdict, wall time per test)
+#   make test-vm-loaded the same with `stress-ng --cpu 2` running beside it (scripts/with-load.sh)
 #   make bench          the plan, planner and energy benchmarks (no VM)
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
 #   make bench-demos    window-start lateness on a DEmOS config: scx_tt vs a DEmOS-like switcher, in one VM
@@ -22,8 +24,10 @@ DEMO_DIR := target/demo
 VM_DEMO_FILES := target/vm/runs/demo/files
 # The VM tests: one test binary (tests/vm.rs), one module per folder of tests/vm/scenarios/.
 VM_TESTS := --test vm
+# One row per VM test, appended by the harness as each test ends (docs/vm-harness.md).
+VM_SUMMARY := target/vm/summary.tsv
 
-.PHONY: deps build demo report-demo test unit test-vm vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
+.PHONY: deps build demo report-demo test unit test-vm test-vm-loaded vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -36,6 +40,7 @@ unit: deps
 
 vm-kernel: deps
 	bash $(VM)/kernel.sh
+	bash $(VM)/qemu.sh
 
 vm-initrd: build vm-kernel
 	bash $(VM)/mkinitrd.sh
@@ -76,11 +81,26 @@ report-demo: build
 	  file://$(CURDIR)/$(DEMO_DIR)/report.html 2>/dev/null; rc=$$?; rm -rf $$d; exit $$rc
 	@echo "report-demo: $(CURDIR)/$(DEMO_DIR)/report.html, screenshot $(DEMO_DIR)/report.png"
 
-# The smoke tests first (VM, kernel, initramfs and the harness's crash/hang paths work), then
-# every other VM test, one VM at a time.
+# The smoke tests first (VM, kernel, initramfs and the harness's crash/hang paths work; when
+# they fail nothing else runs), then every other VM test, one VM at a time. The summary table
+# of this run is printed at the end whatever the outcome, and the exit status is the tests'.
+# $(1): a command that the two cargo runs go through (test-vm-loaded: the load beside them).
+VM_SMOKE := $(CARGO) test $(RELEASE) $(VM_TESTS) smoke -- --ignored --nocapture
+VM_REST := $(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture \
+  --skip smoke --skip witness::tests::run_dir
+define run_vm_tests
+@rm -f $(VM_SUMMARY)
+@rc=0; $(1) sh -xc '$(VM_SMOKE) && $(VM_REST)' || rc=$$?; \
+  bash scripts/vm-summary.sh $(VM_SUMMARY); exit $$rc
+endef
+
 test-vm: vm-initrd
-	$(CARGO) test $(RELEASE) $(VM_TESTS) smoke -- --ignored --nocapture
-	$(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture --skip smoke --skip witness::tests::run_dir
+	$(call run_vm_tests)
+
+# test-vm on a busy host: stress-ng keeps both cores busy at nice 0 from before the first test
+# to after the last (also on failure or Ctrl-C); the build before it runs without the load.
+test-vm-loaded: vm-initrd
+	$(call run_vm_tests,bash scripts/with-load.sh)
 
 test: unit test-vm
 

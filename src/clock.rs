@@ -103,8 +103,13 @@ pub fn spin_until(ns: u64) {
     }
 }
 
+/// How long [`t0_from`] waits for the header: a workload that scx_tt spawns reads it once scx_tt
+/// has attached, after the kernel verified the BPF program (seconds under TCG, more on a loaded
+/// host).
+pub const T0_FROM_WAIT_S: u64 = 120;
+
 /// `t0_ns` of the first line of `path` (a JSON object: scx_tt's `--trace` header), waiting up
-/// to 30 s for the file and the line.
+/// to [`T0_FROM_WAIT_S`] for the file and the line.
 pub fn t0_from(path: &std::path::Path) -> Result<u64, String> {
     let start = std::time::Instant::now();
     loop {
@@ -117,9 +122,9 @@ pub fn t0_from(path: &std::path::Path) -> Result<u64, String> {
                     .ok_or_else(|| format!("{} has no t0_ns in its header", path.display()));
             }
         }
-        if start.elapsed() > std::time::Duration::from_secs(30) {
+        if start.elapsed() > std::time::Duration::from_secs(T0_FROM_WAIT_S) {
             return Err(format!(
-                "{} did not get its header line within 30 s",
+                "{} did not get its header line within {T0_FROM_WAIT_S} s",
                 path.display()
             ));
         }

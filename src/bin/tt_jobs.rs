@@ -53,7 +53,7 @@ struct Args {
     #[arg(long, conflicts_with = "t0_from")]
     t0_ns: Option<u64>,
     /// Read t0 from the `t0_ns` of the first line of this file (scx_tt's `--trace` header),
-    /// waiting up to 30 s for it to appear.
+    /// waiting up to 120 s for it to appear (scx_tt writes it once attached).
     #[arg(long)]
     t0_from: Option<PathBuf>,
     /// `--end block`: sleep in naps of this many microseconds (0: one sleep per job).

@@ -176,7 +176,8 @@
  *     nr_tasks is raised, then its threads enter task_ctx (each thread's next enqueue routes
  *     it), then userspace test-runs the SEC("syscall") program join_task, which preempts the
  *     housekeeping CPUs so that a thread of it running there is enqueued again at once instead
- *     of at its slice's end. Entries below nr_tasks never change (but an adaptive task's class,
+ *     of at its slice's end, and makes the next dispatch of each housekeeping CPU move a thread
+ *     of it waiting in the housekeeping DSQ to the DSQ it is routed to now (sweep_joined). Entries below nr_tasks never change (but an adaptive task's class,
  *     below), so a reader that sees a task index below nr_tasks sees its entries. Every task index has its DSQ from ops.init on. A task added
  *     that way leaves the plan again (`scx_tt ctl remove`) by losing its threads: userspace
  *     deletes their task_ctx entries (its forked children's too), then test-runs the
@@ -428,6 +429,10 @@ u64 nr_arms;
 u64 nr_affinity_conflicts;
 u64 nr_inherited;
 u64 nr_reclasses; /* reclass_task runs (F, L) */
+u64 nr_joins; /* join_task runs (F): each makes every housekeeping CPU sweep its DSQ once */
+u64 nr_join_moves; /* joined threads a sweep moved out of the housekeeping DSQ (F) */
+/* per CPU: the nr_joins of its last sweep of the housekeeping DSQ (F, sweep_joined) */
+u64 joins_swept[TT_MAX_CPUS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -1479,13 +1484,17 @@ int join_task(struct tt_release_arg *arg)
 
 	if (arg->task >= TT_MAX_TASKS)
 		return -22; /* EINVAL */
+	/* a full barrier after userspace's task_ctx writes: a sweep that sees it sees them */
+	__sync_fetch_and_add(&nr_joins, 1);
 	bpf_for(i, 0, nr_housekeeping) {
 		if (i >= TT_MAX_CPUS)
 			break;
 		/*
 		 * Not the caller's own CPU: preempting the caller (scx_tt, holding its planner while
 		 * it registers a task) would let every queued thread there run a slice first. A
-		 * thread of the task queued here is caught when it starts running (ops.running, D).
+		 * thread of the task queued in the housekeeping DSQ is moved by the next dispatch of
+		 * any housekeeping CPU (sweep_joined); one already in this CPU's local DSQ is caught
+		 * when it starts running (ops.running, D).
 		 */
 		if (housekeeping_cpus[i] != self)
 			scx_bpf_kick_cpu(housekeeping_cpus[i], SCX_KICK_PREEMPT);
@@ -1758,6 +1767,56 @@ void BPF_STRUCT_OPS(tt_enqueue, struct task_struct *p, u64 enq_flags)
 /* ---- dispatch (C) ---- */
 
 /*
+ * A thread that joined the plan (F, join_task) while it waited in the housekeeping DSQ would
+ * wait there behind every other process, then start on a housekeeping CPU, where ops.running
+ * ends its run at once (seen in the `admit` VM test on a loaded host: 54 ms in the queue, over
+ * the first slots of its task, which went to be work). So after each join_task the next
+ * dispatch of every housekeeping CPU sweeps the housekeeping DSQ and moves each plan thread it
+ * finds to the DSQ ops.enqueue routes it to now (D: its task's DSQ, or its CPU's be DSQ), and
+ * kicks that CPU (its dispatch decides whether the thread's task owns the slot). A thread the
+ * move cannot serve stays: one whose affinity excludes its plan CPU or whose migration is
+ * disabled (ops.running's rule, G), and one of a task that orders its own threads (a vtime
+ * DSQ; the plan names those, they never join at run time).
+ */
+static void sweep_joined(s32 cpu)
+{
+	struct tt_task_ctx *tctx;
+	struct task_struct *p;
+	u64 joins = nr_joins;
+	u32 task;
+	s32 tcpu;
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS || joins_swept[cpu] == joins)
+		return;
+	joins_swept[cpu] = joins;
+	bpf_for_each(scx_dsq, p, TT_DSQ_HOUSEKEEPING, 0) {
+		tctx = lookup_ctx(p);
+		if (!tctx || tctx->task >= nr_tasks || tctx->task >= TT_MAX_TASKS)
+			continue;
+		task = tctx->task;
+		tcpu = task_cpu[task & (TT_MAX_TASKS - 1)];
+		if (!is_managed(tcpu) || !bpf_cpumask_test_cpu(tcpu, p->cpus_ptr) ||
+		    is_migration_disabled(p))
+			continue;
+		if (task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE) {
+			if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, TT_DSQ_BE_CPU_BASE + tcpu, 0)) {
+				__sync_fetch_and_add(&nr_join_moves, 1);
+				scx_bpf_kick_cpu(tcpu, SCX_KICK_IDLE);
+			}
+			continue;
+		}
+		if (task_local[task & (TT_MAX_TASKS - 1)] != TT_LOCAL_FIFO)
+			continue;
+		/* idempotent per thread; a thread the move misses is enqueued again (and counted) */
+		count_runnable(p, task);
+		if (scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, task_dsq(task), 0)) {
+			__sync_fetch_and_add(&nr_join_moves, 1);
+			scx_bpf_kick_cpu(tcpu, SCX_KICK_PREEMPT);
+		}
+	}
+}
+
+/*
  * Keep @prev (still runnable, slice expired) when it is a thread of @task: refilling its slice
  * makes the kernel keep it; ops.running is not called again, so the slice is set here.
  */
@@ -1858,6 +1917,7 @@ void BPF_STRUCT_OPS(tt_dispatch, s32 cpu, struct task_struct *prev)
 	u32 owner;
 
 	if (!is_managed(cpu)) {
+		sweep_joined(cpu);
 		if (scx_bpf_dsq_move_to_local(TT_DSQ_HOUSEKEEPING, 0))
 			return;
 		if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && !lookup_ctx(prev))

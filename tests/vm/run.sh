@@ -7,7 +7,7 @@
 #   --live     also copy the guest console to stdout while it runs
 # Environment: SCX_TT_VM_ACCEL (default tcg,thread=multi), SCX_TT_VM_MEM_MB (1024),
 # SCX_TT_VM_BOOT_TIMEOUT_S (90: a guest not in userspace by then is stopped as hung),
-# SCX_TT_VM_NICE (-20, see prioritized below), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh).
+# SCX_TT_VM_NICE (-20, see prioritized below), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh, the QEMU from qemu.sh).
 #
 # Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
 # (the last try), files/ (the files the guest sent over its second serial port),
@@ -66,6 +66,14 @@ fi
 [ -e "$VMLINUZ" ] || die "no VM kernel at $VMLINUZ: run tests/vm/kernel.sh"
 [ -e "$INITRD" ] || die "no initramfs at $INITRD: run tests/vm/mkinitrd.sh"
 ACCEL=${SCX_TT_VM_ACCEL:-tcg,thread=multi}
+QEMU=$(qemu_bin)
+# named in every boot's log line (read from qemu.sh's record, not by running it: a harness
+# self-test puts a stand-in QEMU first on PATH)
+if [ "$QEMU" = "$QEMU_BACKPORT" ]; then
+  QEMU_VERSION=$(cat "$QEMU_DIR/version" 2>/dev/null || echo "backport")
+else
+  QEMU_VERSION="$QEMU"
+fi
 MEM_MB=${SCX_TT_VM_MEM_MB:-1024}
 # The guest's timing suffers from every other host task competing for its vCPU threads. As
 # root, QEMU runs in a session of its own whose scheduler autogroup gets nice -20
@@ -114,7 +122,7 @@ extract_files() {
 boot() {
   local console=$1 serial=$2 raw=$1.raw pidfile=$OUT/qemu.pid t0=$SECONDS stopped=0 tailer=""
   rm -f "$pidfile"
-  local cmd=(qemu-system-x86_64 -accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM_MB"
+  local cmd=("$QEMU" -accel "$ACCEL" -cpu max -smp "$SMP" -m "$MEM_MB"
     -kernel "$VMLINUZ" -initrd "$INITRD"
     -append "console=ttyS0 quiet panic=-1 oops=panic maxcpus=1 tt.scenario=$SCENARIO ${ARGS[*]}"
     -display none -monitor none -serial stdio
@@ -139,7 +147,7 @@ boot() {
   [ -z "$tailer" ] || wait "$tailer" || true
   tr -d '\r' < "$raw" > "$console" && rm -f "$raw"
   # Timing figures depend on what else the host runs: its load goes into the log.
-  log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL; host load average $(cut -d' ' -f1-3 /proc/loadavg), nice $VM_NICE)"
+  log "$SCENARIO: guest ran $((SECONDS - t0)) s (smp $SMP, $ACCEL, QEMU $QEMU_VERSION; host load average $(cut -d' ' -f1-3 /proc/loadavg), nice $VM_NICE)"
   grep -q '^=== tt-vm: done rc=' "$console" && tr -d '\r' < "$serial" | grep -c '^=== tt-files complete' > /dev/null
 }
 

@@ -108,12 +108,54 @@ start_control_run() {
   control_run=$1 warmup_s=$2; shift 2
   run_scx_tt warmup "$@" --duration-s "$warmup_s"
   witness_start && WITNESS_ON=1
-  start_scx_tt "$control_run" "$@" --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" \
+  start_scx_tt "$control_run" "$@" \
+    --duration-s "$(bounded_duration_s "$(arg tt.duration_s "$DEFAULT_DURATION_S")")" \
     --control "$SOCK" --trace "$OUT/$control_run.trace.jsonl" \
     --summary-json "$OUT/$control_run.json"
   # the scenario's sleeps count from the attach, not from the start: the load (the kernel's
   # verifier, seconds under TCG) would otherwise eat into them
   result "${control_run}_enable_ms" "$(wait_state enabled 30000)"
+  run_window_start "$(arg tt.duration_s "$DEFAULT_DURATION_S")"
+}
+
+# A run whose scenario acts on it while it runs (control requests, a hotplug) must outlast the
+# scenario's last step by a margin its checks need, however long the steps took. Each step costs
+# host-dependent time (every `ctl` is a new process, every attach a verification, both slow under
+# TCG on a loaded host), so a fixed --duration-s that fits on a quiet host ends the run before
+# the steps on a loaded one (seen: planner_admit's last status came after the run had ended). So
+# such a run gets a --duration-s it never reaches (bounded_duration_s: only a scenario that hangs
+# meets it), and stop_scx_tt ends it with SIGTERM (what Ctrl-C does: detach, summary, exit 0) at
+# the later of its nominal end, D seconds after the attach (run_window_start D), and TAIL_S
+# seconds after the call. How far a run went past its nominal end is a result,
+# NAME_extended_ms, which the host prints (0 on a host fast enough for the nominal length).
+
+# bounded_duration_s D: the --duration-s of a run that stop_scx_tt ends.
+bounded_duration_s() {
+  echo $(( $1 * 3 + 60 ))
+}
+
+# run_window_start D: the run just attached (call it after wait_state enabled) and should last D
+# seconds (stop_scx_tt).
+run_window_start() {
+  RUN_START_MS=$(uptime_ms) RUN_NOMINAL_S=$1
+}
+
+# stop_scx_tt NAME TAIL_S: ends the scx_tt of start_scx_tt at the later of its nominal end and
+# TAIL_S seconds from now, with SIGTERM, then finish_scx_tt NAME.
+stop_scx_tt() {
+  now=$(uptime_ms)
+  # (+ 0.5 s: slot 0 comes a little after the attach, and a --duration-s run ran D s from it)
+  end=$(( RUN_START_MS + RUN_NOMINAL_S * 1000 + 500 ))
+  min=$(( now + $2 * 1000 ))
+  if [ "$end" -lt "$min" ]; then
+    result "${1}_extended_ms" $(( min - end ))
+    end=$min
+  else
+    result "${1}_extended_ms" 0
+  fi
+  usleep $(( (end - now) * 1000 ))
+  kill -TERM "$SCX_TT_PID" 2> /dev/null
+  finish_scx_tt "$1"
 }
 
 # finish_scx_tt NAME: waits for the scx_tt of start_scx_tt; its exit code goes into the results

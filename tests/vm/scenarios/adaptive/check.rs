@@ -71,9 +71,14 @@ const MAX_OUTSIDE_SHARE: f64 = 0.05;
 /// tt-a's run time in its recorded slots, share of those slots (timing: the guard band, 0.5 ms
 /// of each 12 ms run, and the kick latency).
 const MIN_TT_SHARE: f64 = 0.9;
-/// The program starts before scx_tt is attached (scx_tt spawns it, then loads the BPF
-/// scheduler: seconds of verification under TCG), so its first jobs wait for the attach (1.4 s
-/// measured: 36 jobs late, then it catches up); misses are judged from this long after slot 0.
+/// The program's releases start at slot 0 (`tt_jobs --t0-from` the run's trace header; heavy
+/// starts 6 s after it). It used to start when scx_tt spawned it, before the attach (seconds of
+/// verification under TCG, longer on a loaded host), and its first jobs piled up until then: 74
+/// of 250 late on a loaded host, caught up back to back after the attach. That backlog was
+/// in the controller's window (16 samples of 1 s) and the analyser's, so how slow the host
+/// was decided legacy's first WCET (8 slots where the demand gives 6..=7: a fresh-clone run,
+/// identical on two boots) and whether a settled detection found no period (`inf %`).
+/// Misses are judged from this long after slot 0 (the tracer and the controller learning).
 const JUDGED_AFTER_T0_NS: u64 = 1_000_000_000;
 
 /// One detection line of the run's output.

@@ -22,6 +22,9 @@
 //! - the witness (the kernel's sched_switch trace): from F on `app` runs only in its own slots
 //!   (outside share within the usual bound, timing), never on the housekeeping CPU; before F
 //!   it is outside the plan (`Bounds::joined`); nothing foreign on CPU 1;
+//! - the witness, exact: from its registration (the run's `joined the plan in [T1, T2]` line)
+//!   until it leaves the plan, neither app's nor job's thread starts a run on the housekeeping
+//!   CPU (a joining thread waiting in the housekeeping DSQ is moved to its task: sweep_joined);
 //! - job: accepted with its deadline slot; it owns >= 6 slots, all in [first slot, deadline
 //!   slot); the run says when its job is over; its thread then leaves the plan (never on CPU 1
 //!   again, by the witness); `status` lists it `done`;
@@ -217,6 +220,12 @@ fn check(out: &VmOutput, c: &mut Checks) {
         released.is_some(),
         format!("the run's log says when app's thread left BPF's task map ({released:?})"),
     );
+    if let (Some((_, registered)), Some((leaving, _))) = (
+        index_of("app").and_then(|i| registration(&log, i, "joined")),
+        released,
+    ) {
+        check_no_housekeeping_start(c, out, &s, "app", pid, (registered, leaving));
+    }
     // not judged until the kick reached a thread running on CPU 1 then
     let left = released.map(|(a, b)| (a, b + LEAVE_GRACE_NS));
     if let Some(w) = left {
@@ -408,31 +417,11 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
         joining.is_some(),
         format!("the run's log says when BPF registered job's thread ({joining:?})"),
     );
-    // a thread queued on a housekeeping CPU at the registration runs there once more, until
-    // ops.running's kick ends that run (src/bpf/tt_sched.bpf.c F): its first run after the
-    // registration, when on CPU 0 and at most JOIN_KICK_NS long, is part of the joining
-    let joining = joining.map(|(a, b)| {
-        let first = out
-            .file(&format!("{RUN}.witness"))
-            .ok()
-            .and_then(|t| witness::parse(&t).ok())
-            .and_then(|events| {
-                witness::segments(&events, s.t0_ns + s.duration_ns)
-                    .into_iter()
-                    .filter(|g| g.pid == pid && g.start >= b - LEAVE_GRACE_NS)
-                    .min_by_key(|g| g.start)
-            });
-        match first {
-            Some(g) if g.cpu == 0 && g.end - g.start <= JOIN_KICK_NS => {
-                println!(
-                    "  job's first run after its registration: CPU 0, {:.3} ms (the kick)",
-                    (g.end - g.start) as f64 / 1e6
-                );
-                (a, b.max(g.end + 1))
-            }
-            _ => (a, b),
-        }
-    });
+    if let (Some((_, registered)), Some((leaving, _))) =
+        (listed.and_then(|i| registration(log, i, "joined")), left)
+    {
+        check_no_housekeeping_start(c, out, s, "job", pid, (registered, leaving));
+    }
     Some(Job {
         from,
         joining,
@@ -445,9 +434,50 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
 /// running on CPU 1 when BPF lets go of it runs on until the kick lands (TCG: 1-2 ms seen).
 const LEAVE_FOREIGN_NS: u64 = 5_000_000;
 
-/// A joining thread's one run on the housekeeping CPU after its registration, at most (the
-/// kick from ops.running under TCG: measured 0.1-0.25 ms).
-const JOIN_KICK_NS: u64 = 2_000_000;
+/// The window "scx_tt: task I WHAT the plan in [T1, T2] ns" of BPF task `index` (WHAT:
+/// `joined` or `left`), as the run logged it.
+fn registration(log: &str, index: usize, what: &str) -> Option<(u64, u64)> {
+    log_window(log, index, what).map(|(a, b)| (a, b - LEAVE_GRACE_NS))
+}
+
+/// Exact, by the witness: after its registration (`joined` window's end: join_task has run)
+/// until it leaves the plan, the thread `pid` of `name` never starts a run on a housekeeping
+/// CPU. At its registration the thread waits in the housekeeping DSQ (the control thread
+/// that registers it holds the only housekeeping CPU at -smp 2). Before the sweep of that DSQ
+/// (src/bpf/tt_sched.bpf.c, sweep_joined) it waited there behind every other process and then
+/// started on CPU 0 once more, every time (0.1-0.25 ms until ops.running's kick ended the run;
+/// on a loaded host 54 ms in the queue first, over its task's first slots, which went to be
+/// work: a fresh-clone run, issue 31).
+fn check_no_housekeeping_start(
+    c: &mut Checks,
+    out: &VmOutput,
+    s: &Summary,
+    name: &str,
+    pid: u32,
+    (from, until): (u64, u64),
+) {
+    let starts: Vec<(u32, u64)> = out
+        .file(&format!("{RUN}.witness"))
+        .ok()
+        .and_then(|t| witness::parse(&t).ok())
+        .map(|events| {
+            witness::segments(&events, s.t0_ns + s.duration_ns)
+                .into_iter()
+                .filter(|g| g.pid == pid && g.cpu != 1 && g.start > from && g.start < until)
+                .map(|g| (g.cpu, g.start - from))
+                .collect()
+        })
+        .unwrap_or_else(|| vec![(u32::MAX, 0)]);
+    c.check(
+        starts.is_empty(),
+        format!(
+            "{name}: witness: no run started on a housekeeping CPU between its registration and              its leaving ({} ms): {} (first: (CPU, ns after the registration) {:?})",
+            until.saturating_sub(from) / 1_000_000,
+            starts.len(),
+            starts.first()
+        ),
+    );
+}
 
 /// After a thread that ran on the managed CPU when BPF let go of it got the kick (timer + IPI
 /// under TCG: a few ms), it is outside the plan.

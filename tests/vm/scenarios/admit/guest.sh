@@ -62,7 +62,6 @@ ctl job admit --name job --pid $JOB --wcet-slots 6 --deadline-slots 30 --after l
 sleep 2
 ctl st status
 kill $JOB
-sleep 1
-finish_scx_tt admit
+stop_scx_tt admit 1
 kill $APP $BIG $RT $VM2 $JOB 2> /dev/null
 exit 0

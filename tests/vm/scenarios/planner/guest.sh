@@ -19,5 +19,5 @@ ctl reject admit-firm --task tt-a --wcet-slots 40 --deadline-slots 30
 ctl bad admit-firm --task nope --wcet-slots 2 --deadline-slots 30
 ctl accept admit-firm --task tt-a --wcet-slots 20 --deadline-slots 60
 ctl switch switch-table $PLAN
-finish_scx_tt planner
+stop_scx_tt planner 2
 exit 0

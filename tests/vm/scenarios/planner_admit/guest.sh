@@ -29,7 +29,7 @@ sleep 2
 ctl remove remove --task tt-v
 ctl again remove --task tt-v
 ctl status2 status
-finish_scx_tt admit
+stop_scx_tt admit 1
 sleep 2
 [ -e /var/run/scx/root/stats ] && result stats_socket_left yes || result stats_socket_left no
 kill $MONITOR_PID

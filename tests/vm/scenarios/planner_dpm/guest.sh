@@ -27,9 +27,9 @@ if [ -n "$slot" ]; then
   sleep "$((wait_ms / 1000)).$(printf %03d $((wait_ms % 1000)))"
 fi
 ctl firm admit-firm --task tt-f --wcet-slots 5 --deadline-slots 10
-finish_scx_tt dpm
+stop_scx_tt dpm 2
 result pmqos_after "$(cat $QOS 2>&1)"
 
 start_control_run dpmbe 1 --table $PLAN --planner dpm --dpm-be
-finish_scx_tt dpmbe
+stop_scx_tt dpmbe 0
 exit 0

@@ -15,5 +15,5 @@ sleep 2
 ctl status_dvfs status
 ctl swap set-policy bss
 ctl status_bss status
-finish_scx_tt dvfs
+stop_scx_tt dvfs 2
 exit 0

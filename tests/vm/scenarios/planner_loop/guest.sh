@@ -26,10 +26,13 @@ run_loop() {
   run_scx_tt "${loop_run}_warmup" --table $PLAN --planner bss "$@" --duration-s 1
   ln -sfn "$OUT/$loop_run.trace.jsonl" /tmp/run.trace
   witness_start && WITNESS_ON=1
+  D=$(arg tt.duration_s "$DEFAULT_DURATION_S")
   start_scx_tt "$loop_run" --table $PLAN --planner bss "$@" \
-    --duration-s "$(arg tt.duration_s "$DEFAULT_DURATION_S")" --control "$SOCK" \
+    --duration-s "$(bounded_duration_s "$D")" --control "$SOCK" \
     --trace "$OUT/$loop_run.trace.jsonl" --summary-json "$OUT/$loop_run.json" \
     --planner-log "$OUT/$loop_run.plog"
+  wait_state enabled 30000 > /dev/null
+  run_window_start "$D"
   sleep 3
   k=0
   while [ $k -lt 16 ]; do
@@ -38,7 +41,8 @@ run_loop() {
     sleep 0.$((10 + (k * 7) % 30))
     k=$((k + 1))
   done
-  finish_scx_tt "$loop_run"
+  # the last request's deadline (10 slots) and the planner's horizon are well within 1 s
+  stop_scx_tt "$loop_run" 1
 }
 
 run_loop closed
@@ -49,10 +53,11 @@ run_scx_tt reclaim_warmup --table $HERE/planner_reclaim.json --planner bss --dur
 ln -sfn "$OUT/reclaim.trace.jsonl" /tmp/run.trace
 witness_start && WITNESS_ON=1
 start_scx_tt reclaim --table $HERE/planner_reclaim.json --planner bss \
-  --duration-s 10 --control "$SOCK" \
+  --duration-s "$(bounded_duration_s 10)" --control "$SOCK" \
   --trace "$OUT/reclaim.trace.jsonl" --summary-json "$OUT/reclaim.json" \
   --planner-log "$OUT/reclaim.plog"
 wait_state enabled 30000 > /dev/null
+run_window_start 10
 sleep 1
 k=0
 while [ $k -lt 5 ]; do
@@ -65,5 +70,6 @@ while [ $k -lt 5 ]; do
   ctl "reclaim_f$k" admit-firm --task tt-f --wcet-slots 25 --deadline-slots 40
   k=$((k + 1))
 done
-finish_scx_tt reclaim
+# the last request's deadline: 40 slots, 0.4 s
+stop_scx_tt reclaim 1
 exit 0

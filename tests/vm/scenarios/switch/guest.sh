@@ -24,7 +24,7 @@ sleep 1
 ctl status_after status
 # Back to A: the previous switch is folded first (Scheduler::switch_table), the other half written.
 ctl back switch-table $PLANS/switch_a.json
-finish_scx_tt switch
+stop_scx_tt switch 2
 ctl gone status
 [ -d /proc/$foreign ] && result foreign_alive yes || result foreign_alive no
 kill $foreign
