@@ -1786,9 +1786,9 @@ static void sweep_joined(s32 cpu)
 	u32 task;
 	s32 tcpu;
 
-	if (cpu < 0 || cpu >= TT_MAX_CPUS || joins_swept[cpu] == joins)
+	if (cpu < 0 || cpu >= TT_MAX_CPUS || joins_swept[cpu & (TT_MAX_CPUS - 1)] == joins)
 		return;
-	joins_swept[cpu] = joins;
+	joins_swept[cpu & (TT_MAX_CPUS - 1)] = joins;
 	bpf_for_each(scx_dsq, p, TT_DSQ_HOUSEKEEPING, 0) {
 		tctx = lookup_ctx(p);
 		if (!tctx || tctx->task >= nr_tasks || tctx->task >= TT_MAX_TASKS)

@@ -40,7 +40,7 @@ pub enum CtlCmd {
         #[arg(value_name = "PLAN.json")]
         plan: PathBuf,
     },
-    /// Planner mode (`--planner bss|dvfs`): admit a firm job of WCET slots for tt task NAME, due
+    /// Planner mode (`--planner bss|dvfs|dpm|dpm+dvfs`): admit a firm job of WCET slots for tt task NAME, due
     /// DEADLINE slots after the current slot. Exit 0 accepted, 3 rejected.
     AdmitFirm {
         /// A tt task of the plan (the job runs in its threads, on its CPU).
@@ -52,7 +52,7 @@ pub enum CtlCmd {
         deadline_slots: u64,
     },
     /// Planner mode: decide the slots from the planner's next undecided one on under POLICY
-    /// (bss or dvfs); the reply names that slot (`from_slot`).
+    /// (bss, dvfs, dpm or dpm+dvfs); the reply names that slot (`from_slot`).
     SetPolicy {
         #[arg(value_name = "POLICY")]
         policy: Policy,

@@ -1,4 +1,4 @@
-//! The planner's kernel-path adapter (`scx_tt --table plan.json --planner bss|dvfs`,
+//! The planner's kernel-path adapter (`scx_tt --table plan.json --planner bss|dvfs|dpm|dpm+dvfs`,
 //! docs/planner.md "Kernel path"): the online [`Planner`] decides every slot `lead` slots ahead
 //! of the BPF slot clock, and its decisions become table entries and cpuperf targets. Pure: the
 //! caller reads the clock, writes the entries to the BPF maps and serialises access (the
@@ -636,7 +636,7 @@ impl KernelPlanner {
         self.planner.config().policy
     }
 
-    /// Decides the slots from `now()` on under `policy` (bss or dvfs) and returns that first
+    /// Decides the slots from `now()` on under `policy` (bss, dvfs, dpm or dpm+dvfs) and returns that first
     /// slot; the slots already decided keep their entries. A refused policy changes nothing.
     pub fn set_policy(&mut self, policy: Policy) -> Result<u64, PlannerModeError> {
         if !KERNEL_POLICIES.contains(&policy) {

@@ -540,3 +540,16 @@ fn check_left(c: &mut Checks, out: &VmOutput, s: &Summary, name: &str, pid: u32,
 fn a_process_outside_the_plan_is_admitted_at_run_time_and_runs_only_in_its_slots() {
     Vm::new("admit").smp(2).timeout_s(400).check(check);
 }
+
+/// Checks an earlier boot's run directory again, e.g. one left by the code before a fix:
+/// `SCX_TT_ADMIT_DIR=target/vm/runs/admit cargo test --release --test vm admit::run_dir --
+/// --ignored --nocapture` (make test-vm skips it).
+#[test]
+#[ignore = "reads SCX_TT_ADMIT_DIR"]
+fn run_dir() {
+    let dir = std::env::var("SCX_TT_ADMIT_DIR").expect("SCX_TT_ADMIT_DIR");
+    let out = crate::harness::open_run(std::path::Path::new(&dir)).expect("a run directory");
+    let mut c = Checks::default();
+    check(&out, &mut c);
+    c.finish();
+}
