@@ -160,8 +160,9 @@ pub struct RunArgs {
     #[arg(long, requires = "control")]
     pub resume: bool,
     /// Planner mode: the online slot-shifting planner under POLICY (bss, dvfs, dpm or
-    /// dpm+dvfs) decides every slot a few slots ahead and rewrites the table and the slot's cpuperf target (dvfs: from
-    /// --power-model's P-states if given, else 1.0-2.3 GHz in 0.1 GHz steps); firm jobs are
+    /// dpm+dvfs) decides every slot a few slots ahead and rewrites the table and the slot's
+    /// cpuperf target (dvfs: from --power-model's P-states if given, else 1.0-2.3 GHz in 0.1
+    /// GHz steps); firm jobs are
     /// admitted and the policy swapped over --control (docs/planner.md, "Kernel path").
     #[arg(long, value_name = "POLICY")]
     pub planner: Option<Policy>,
