@@ -223,7 +223,12 @@ impl VmOutput {
     pub fn print_extended(&self) {
         for (k, v) in self.results.iter().filter(|(k, _)| k.ends_with("_extended_ms")) {
             let run = k.trim_end_matches("_extended_ms");
-            println!("  run {run}: {v} ms past its nominal end (its scenario's last step came late)");
+            let why = if v == "0" {
+                ""
+            } else {
+                " (its scenario's last step came late)"
+            };
+            println!("  run {run}: ended {v} ms past its nominal end{why}");
         }
     }
 

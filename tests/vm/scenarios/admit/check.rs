@@ -471,7 +471,8 @@ fn check_no_housekeeping_start(
     c.check(
         starts.is_empty(),
         format!(
-            "{name}: witness: no run started on a housekeeping CPU between its registration and              its leaving ({} ms): {} (first: (CPU, ns after the registration) {:?})",
+            "{name}: witness: no run started on a housekeeping CPU between its registration \
+             and its leaving ({} ms): {} (first: (CPU, ns after the registration) {:?})",
             until.saturating_sub(from) / 1_000_000,
             starts.len(),
             starts.first()
