@@ -354,7 +354,7 @@ fn report(out: &VmOutput, duration_s: u64, load_before: &str) -> Result<(String,
         "host: {} cores, kernel {}, {}; guest: -smp 2 {}, kernel {guest}; {duration_s} s per run; first {SKIP_MS} ms of each run skipped",
         sh("nproc", &[]),
         sh("uname", &["-r"]),
-        sh("qemu-system-x86_64", &["--version"]),
+        vm_bench::qemu_version(),
         std::env::var("SCX_TT_VM_ACCEL").unwrap_or_else(|_| "tcg,thread=multi".into()),
     );
     let _ = writeln!(

@@ -122,7 +122,7 @@ fn main() {
         "host: {} cores, kernel {}, {}; guest: -smp 2 {}, kernel {guest}; {duration_s} s per row; CPU {MEASURED_CPU} busy",
         sh("nproc", &[]),
         sh("uname", &["-r"]),
-        sh("qemu-system-x86_64", &["--version"]),
+        vm_bench::qemu_version(),
         std::env::var("SCX_TT_VM_ACCEL").unwrap_or_else(|_| "tcg,thread=multi".into()),
     );
     let _ = writeln!(

@@ -45,6 +45,14 @@ pub fn sh(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|e| format!("({cmd}: {e})"))
 }
 
+/// The version line of the QEMU that run.sh boots the VMs with (tests/vm/common.sh `qemu_bin`:
+/// the backport qemu.sh fetched, else the host's).
+pub fn qemu_version() -> String {
+    let common = crate::harness::repo().join("tests/vm/common.sh");
+    let script = format!("source '{}' && \"$(qemu_bin)\" --version", common.display());
+    sh("bash", &["-c", &script])
+}
+
 /// The host's load averages (1, 5, 15 min).
 pub fn load() -> String {
     let l = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
