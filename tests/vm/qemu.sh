@@ -6,7 +6,7 @@
 # Why not the host's QEMU 7.2: its multi-threaded TCG lets a vCPU execute a stale `int3` that
 # another vCPU's kernel text patching left behind (every sched_ext attach and detach patches
 # static keys in the scheduler's hottest paths): "Oops: int3" in sched_tick, update_rq_clock,
-# task_sched_runtime. In a fresh-clone run of the suite 10 of 39 boots crashed so (completion 3
+# task_sched_runtime. In a fresh-clone run of the suite 10 of 40 boots crashed so (completion 3
 # of 4, restart 2 of 3, demos_seq 2 of 3), each crash costing a boot of 10-60 s, and a scenario
 # could exhaust its tries. With QEMU 10.0 the same scenarios booted 6 of 6 times without one
 # (completion 3, restart 3; 2026-11-27, docs/vm-harness.md).
