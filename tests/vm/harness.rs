@@ -221,7 +221,11 @@ impl VmOutput {
     /// steps took longer (results `NAME_extended_ms`, tests/vm/guest/lib.sh `stop_scx_tt`): 0 on
     /// a host fast enough for the nominal length.
     pub fn print_extended(&self) {
-        for (k, v) in self.results.iter().filter(|(k, _)| k.ends_with("_extended_ms")) {
+        for (k, v) in self
+            .results
+            .iter()
+            .filter(|(k, _)| k.ends_with("_extended_ms"))
+        {
             let run = k.trim_end_matches("_extended_ms");
             let why = if v == "0" {
                 ""
