@@ -70,6 +70,8 @@ pub struct TaskMetrics {
     pub run_ns: u64,
     #[stat(desc = "jobs ended early by the task's completion rule")]
     pub jobs_done: u64,
+    #[stat(desc = "of jobs_done: jobs that overran and ended in the next job's slots")]
+    pub jobs_carried: u64,
     #[stat(
         desc = "adaptive task: learning, reserved, compressed or best-effort (empty: not adaptive)"
     )]
@@ -180,6 +182,7 @@ impl Metrics {
                         outside_ns: t.outside_ns,
                         run_ns: t.run_ns,
                         jobs_done: t.jobs_done,
+                        jobs_carried: t.jobs_carried,
                         adaptive_state: a.map_or(String::new(), |a| a.state.name().into()),
                         adaptive_period_us: a.and_then(|a| a.period_us).unwrap_or(0),
                         reservation_period_slots: r.map_or(0, |r| r.period),
@@ -452,6 +455,7 @@ mod tests {
             outside_ns: 10,
             run_ns: 100,
             jobs_done: 3,
+            jobs_carried: 1,
             reclaimed_ns: 0,
         };
         Summary {

@@ -73,18 +73,21 @@ fn planned_is_slot_length_times_owned_slots_and_delivered_sums_owner_ns() {
             run_ns: 20_000_000,
             inside_ns: 19_500_000,
             jobs_done: 3,
+            jobs_carried: 1,
             reclaimed_ns: 0,
         },
         TaskCounters {
             run_ns: 4_000_000,
             inside_ns: 4_000_000,
             jobs_done: 0,
+            jobs_carried: 0,
             reclaimed_ns: 0,
         },
         TaskCounters {
             run_ns: 7_000_000,
             inside_ns: 6_000_000,
             jobs_done: 0,
+            jobs_carried: 0,
             reclaimed_ns: 0,
         },
     ];

@@ -104,6 +104,9 @@ pub struct TaskCounters {
     pub inside_ns: u64,
     /// tt: jobs completed early by the task's completion rule (`yield` or `block`).
     pub jobs_done: u64,
+    /// tt, `yield`: of `jobs_done`, the jobs that ended in the next job's slots (they overran;
+    /// their yield did not end the next job).
+    pub jobs_carried: u64,
     /// tt: ran in another owner's unused slot of its CPU (`server: crps`).
     pub reclaimed_ns: u64,
 }
@@ -414,6 +417,7 @@ impl Accounting {
                     outside_ns: counters.run_ns.saturating_sub(counters.inside_ns),
                     run_ns: counters.run_ns,
                     jobs_done: counters.jobs_done,
+                    jobs_carried: counters.jobs_carried,
                     reclaimed_ns: counters.reclaimed_ns,
                 }
             })
@@ -675,6 +679,9 @@ pub struct TaskSummary {
     pub run_ns: u64,
     /// tt: jobs that ended early by the task's completion rule (docs/run-output.md).
     pub jobs_done: u64,
+    /// tt, `yield`: of `jobs_done`, the jobs that ended in the next job's slots
+    /// (docs/plan-format.md, `completion`).
+    pub jobs_carried: u64,
     /// tt: ns it ran in another owner's unused slots of its CPU (`server: crps`); part of
     /// `outside_ns`.
     pub reclaimed_ns: u64,

@@ -13,6 +13,10 @@
 //!   runnable thread whose job is done);
 //! - `none`: spin until the next release.
 //!
+//! `--overrun-release K --overrun-exec-us N`: the job released at `t0 + K * period` spins N us
+//! instead of its draw (the draw is still made, so the other jobs keep theirs): one job that
+//! overruns its budget, to test what a scheduler does with the jobs after it.
+//!
 //! A job released while the previous one still runs starts as soon as that one ends. Every job
 //! gets one line in `--log`: `release_ns finish_ns exec_ns` (CLOCK_MONOTONIC ns; `finish_ns`
 //! is taken right before the job's end action), so a test can judge deadlines and completions
@@ -59,6 +63,12 @@ struct Args {
     /// `--end block`: sleep in naps of this many microseconds (0: one sleep per job).
     #[arg(long, default_value_t = 0)]
     nap_us: u64,
+    /// The job released at t0 + K * period runs --overrun-exec-us instead of its draw.
+    #[arg(long, requires = "overrun_exec_us")]
+    overrun_release: Option<u64>,
+    /// Execution time of the --overrun-release job, microseconds (may exceed --exec-us).
+    #[arg(long, requires = "overrun_release")]
+    overrun_exec_us: Option<u64>,
     /// Stop after this many jobs (default: run until killed).
     #[arg(long)]
     jobs: Option<u64>,
@@ -93,6 +103,21 @@ fn main() -> Result<()> {
             args.exec_max_pct
         );
     }
+    let period = args
+        .period_us
+        .checked_mul(1000)
+        .context("--period-us: at most u64::MAX / 1000")?;
+    let exec_ns = args
+        .exec_us
+        .checked_mul(1000)
+        .context("--exec-us: at most u64::MAX / 1000")?;
+    let overrun_ns = match args.overrun_exec_us {
+        Some(us) => Some(
+            us.checked_mul(1000)
+                .context("--overrun-exec-us: at most u64::MAX / 1000")?,
+        ),
+        None => None,
+    };
     let file = std::fs::File::create(&args.log)
         .with_context(|| format!("creating {}", args.log.display()))?;
     let mut log = std::io::LineWriter::new(file);
@@ -102,7 +127,14 @@ fn main() -> Result<()> {
         (None, Some(t0)) => t0,
         (None, None) => monotonic_ns(),
     };
-    let period = args.period_us * 1000;
+    let overrun_at = args
+        .overrun_release
+        .map(|k| {
+            k.checked_mul(period)
+                .and_then(|d| d.checked_add(t0))
+                .context("--overrun-release: t0 + K * period overflows u64 ns")
+        })
+        .transpose()?;
     let mut rng = SplitMix64::new(args.seed);
     let mut release = first_release(t0, period, monotonic_ns());
     let mut done = 0u64;
@@ -113,17 +145,16 @@ fn main() -> Result<()> {
         if let Some((r, f, e)) = pending.take() {
             writeln!(log, "{r} {f} {e}").context("writing the log")?;
         }
-        let exec = draw_exec_ns(
-            &mut rng,
-            args.exec_us * 1000,
-            args.exec_min_pct,
-            args.exec_max_pct,
-        );
+        let drawn = draw_exec_ns(&mut rng, exec_ns, args.exec_min_pct, args.exec_max_pct);
+        let exec = match (overrun_at, overrun_ns) {
+            (Some(at), Some(ns)) if at == release => ns,
+            _ => drawn,
+        };
         spin_cpu(exec);
         let finish = monotonic_ns();
         pending = Some((release, finish, exec));
         done += 1;
-        let next = release + period;
+        let next = release.saturating_add(period);
         match args.end {
             End::Yield => {
                 // SAFETY: no arguments.

@@ -219,6 +219,7 @@ struct tt_task_stats {
 	u64 nr_runs; /* ops.running() calls */
 	u64 jobs_done; /* tt: jobs completed early by its completion rule (yield or block) */
 	u64 reclaimed_ns; /* tt: ran in another owner's unused slot of its CPU (crps) */
+	u64 jobs_carried; /* tt, yield: of jobs_done, those that ended in the next job's slots */
 };
 
 /* Per CPU (bss cpu_stats[cpu]). */
@@ -268,7 +269,7 @@ _Static_assert(sizeof(struct tt_release_arg) == 8, "tt_release_arg");
 _Static_assert(sizeof(struct tt_reclass_arg) == 8, "tt_reclass_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
-_Static_assert(sizeof(struct tt_task_stats) == 40, "tt_task_stats");
+_Static_assert(sizeof(struct tt_task_stats) == 48, "tt_task_stats");
 _Static_assert(sizeof(struct tt_cpu_stats) == 120, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

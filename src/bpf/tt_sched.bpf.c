@@ -247,7 +247,14 @@
  *       its CPU, while it owns the slot in force there (cur_slot: the slot whose tick fired
  *       last, so a yield between a boundary and a late tick belongs to the slot before). A
  *       directed yield_to() (@to set, KVM's pause-loop exits) is never a job end. ops.yield
- *       zeroes the yielder's slice, as sched_ext does without ops.yield, for every task;
+ *       zeroes the yielder's slice, as sched_ext does without ops.yield, for every task.
+ *       Carry (job_started()): a job that starts while the task's previous one ran in its
+ *       slots (job_ran, set by charge_piece), is not done and has not blocked since its last
+ *       run in its slots ended (runnable_ns < owned_until_ns: a thread that slept and woke
+ *       was released) overran; the next such yield ends that job (jobs_done, jobs_carried), not this one:
+ *       no done flag, no TT_OBS_DONE. At most one job is carried. The scheduler sees no
+ *       release, so a task that skipped a job while busy is taken as behind: its slots are
+ *       kept (safe), never given to be work while a job may be pending;
  *     - TT_COMPLETION_BLOCK: judged by the tick that ends slot k, for k's end (the boundary,
  *       not the tick, which may come late): k's owner ran in k (owner_ns > 0) and had no
  *       thread running, queued or being woken at the boundary. From the runnable count (see
@@ -268,8 +275,8 @@
  *   table entry has TT_ENTRY_JOB_START for the task (the static table flags the first slot
  *   of each job, src/sched/config.rs; planner mode its decisions). Between such a boundary
  *   and its late tick, job_done() already treats the job as new. A tick more than a slot
- *   late clears done of every task of its CPU (a skipped slot may have started a job: never
- *   starve a job).
+ *   late starts the jobs of the slots it skipped (start_skipped_jobs: their entries, up to a
+ *   frame of them; beyond TT_SKIP_SCAN_MAX every task of the CPU: never starve a job).
  *   Runnable state: ops.runnable/ops.quiescent (the kernel's own transitions, not called for
  *   migrations) count a tt task's runnable threads in task_rt[task].nr_runnable, a thread
  *   counted once (task storage thread_rt); a thread added to task_ctx while runnable (a task
@@ -560,6 +567,9 @@ struct tt_task_rt {
 	u64 waking_ns; /* a wakeup passed ops.select_cpu and has not reached ops.runnable; 0: none */
 	s64 nr_runnable; /* threads running or queued */
 	bool done; /* the current job has completed (I) */
+	bool carry; /* yield: the previous job overran into this one; the next yield ends it (I) */
+	bool job_ran; /* ran in its own slots since its current job started (I) */
+	u64 owned_until_ns; /* the end of its last run in its own slots (I) */
 };
 
 static struct tt_task_rt task_rt[TT_MAX_TASKS];
@@ -813,6 +823,10 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 	owner = owner_of(cpu, slot);
 	if (be || task == owner)
 		__sync_fetch_and_add(&ts->inside_ns, ns);
+	if (!be && task == owner) {
+		task_rt[task].job_ran = true;
+		task_rt[task].owned_until_ns = piece_start + ns;
+	}
 	if (!has_rec)
 		return;
 	if (!be) {
@@ -1123,16 +1137,60 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 	return true;
 }
 
-/* Clear the done flag of every tt task of @cpu: their owners may run again (I). */
-static void end_completions(s32 cpu)
+/*
+ * A job of tt task @task starts: the tick of a slot whose entry has TT_ENTRY_JOB_START for it,
+ * or a late tick that skipped such a slot (I). The owner may run again (done ends). A `yield`
+ * task whose previous job is not done, ran in its slots, and has not blocked since its last
+ * run there (it was running or queued when that run ended, and still is) overran: its next
+ * sched_yield() in its slots ends that job, not this one (carry). A done task, or one that
+ * blocked since (a thread that slept and woke up was released: a new job), is in step; one
+ * that did not run in its previous job's slots keeps the carry it had.
+ */
+static void job_started(u32 task)
 {
-	u32 t;
+	struct tt_task_rt *rt;
 
-	bpf_for(t, 0, nr_tasks) {
-		if (t >= TT_MAX_TASKS)
-			break;
-		if (task_cpu[t & (TT_MAX_TASKS - 1)] == cpu)
-			task_rt[t & (TT_MAX_TASKS - 1)].done = false;
+	if (task >= TT_MAX_TASKS)
+		return;
+	rt = &task_rt[task];
+	/* the count first (a full barrier), then the time its writer stored before it */
+	if (rt->done || nr_runnable(rt) <= 0 || rt->runnable_ns >= rt->owned_until_ns)
+		rt->carry = false;
+	else if (rt->job_ran && task_completion[task] == TT_COMPLETION_YIELD)
+		rt->carry = true;
+	rt->done = false;
+	rt->job_ran = false;
+}
+
+#define TT_SKIP_SCAN_MAX 4096
+
+/*
+ * A late tick on @cpu skipped the slots [@from, @to): start the jobs that they start (I), each
+ * entry at most once (a frame of them). A second start of a task in the range finds it not
+ * done and not run since the first, so it keeps the first's carry.
+ */
+static void start_skipped_jobs(s32 cpu, u64 from, u64 to)
+{
+	u64 n = to > from ? to - from : 0;
+	u32 entry, t;
+	int i;
+
+	if (n > frame_slots)
+		n = frame_slots;
+	if (n > TT_SKIP_SCAN_MAX) {
+		/* too many to read in a tick: every job of the CPU may start (never starve one) */
+		bpf_for(t, 0, nr_tasks) {
+			if (t >= TT_MAX_TASKS)
+				break;
+			if (task_cpu[t & (TT_MAX_TASKS - 1)] == cpu)
+				job_started(t);
+		}
+		return;
+	}
+	bpf_for(i, 0, (int)n) {
+		entry = entry_of(cpu, from + i);
+		if (entry_job_start(entry))
+			job_started(entry_task(entry));
 	}
 }
 
@@ -1299,15 +1357,15 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 		acc_open(a, cpu, slot + 1);
 		a->acc[slot & 1].rec.late_ns = (s64)(now - slot_start(slot));
 		a->acc[slot & 1].ticked = true;
-		/* a skipped slot may have started a job: end every completion on this CPU (I) */
-		end_completions(cpu);
+		/* the skipped slots' job starts (I) */
+		start_skipped_jobs(cpu, t->slot, slot);
 	}
 
 	a->cur_slot = slot;
 	entry = entry_of(cpu, slot);
 	owner = entry_task(entry);
-	if (entry_job_start(entry) && owner < TT_MAX_TASKS)
-		task_rt[owner].done = false;
+	if (entry_job_start(entry))
+		job_started(owner);
 	/* the record was opened two slots ago; a table switch since then changes its owner */
 	if (a->acc[slot & 1].open && a->acc[slot & 1].rec.slot == slot)
 		a->acc[slot & 1].rec.owner = owner;
@@ -2069,6 +2127,7 @@ void BPF_STRUCT_OPS(tt_stopping, struct task_struct *p, bool runnable)
  */
 bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
 {
+	struct tt_task_stats *ts;
 	struct tt_task_ctx *tctx;
 	struct tt_cpu_acct *a;
 	s32 cpu;
@@ -2090,6 +2149,15 @@ bool BPF_STRUCT_OPS(tt_yield, struct task_struct *from, struct task_struct *to)
 	a = &cpu_acct[cpu & (TT_MAX_CPUS - 1)];
 	if (owner_of(cpu, a->cur_slot) != task)
 		return false;
+	if (task_rt[task].carry) {
+		/* the end of the job that overran into this one's slots: this one goes on (I) */
+		task_rt[task].carry = false;
+		if ((ts = stats_of(task))) {
+			__sync_fetch_and_add(&ts->jobs_done, 1);
+			__sync_fetch_and_add(&ts->jobs_carried, 1);
+		}
+		return false;
+	}
 	/* the observation up to now still counts the owner available */
 	charge(cpu, now);
 	complete_job(a, a->cur_slot, task);

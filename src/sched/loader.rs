@@ -922,6 +922,7 @@ impl<'a> Scheduler<'a> {
                     run_ns: s.run_ns,
                     inside_ns: s.inside_ns,
                     jobs_done: s.jobs_done,
+                    jobs_carried: s.jobs_carried,
                     reclaimed_ns: s.reclaimed_ns,
                 }
             })

@@ -52,12 +52,14 @@ fn add_task(a: TaskCounters, b: TaskCounters) -> TaskCounters {
         run_ns,
         inside_ns,
         jobs_done,
+        jobs_carried,
         reclaimed_ns,
     } = b;
     TaskCounters {
         run_ns: a.run_ns + run_ns,
         inside_ns: a.inside_ns + inside_ns,
         jobs_done: a.jobs_done + jobs_done,
+        jobs_carried: a.jobs_carried + jobs_carried,
         reclaimed_ns: a.reclaimed_ns + reclaimed_ns,
     }
 }
@@ -87,6 +89,7 @@ mod tests {
                 run_ns: 10,
                 inside_ns: 8,
                 jobs_done: 2,
+                jobs_carried: 1,
                 reclaimed_ns: 0,
             }],
             cpus: BTreeMap::from([(1, cpu(100, 1_000))]),
@@ -98,12 +101,14 @@ mod tests {
                     run_ns: 5,
                     inside_ns: 5,
                     jobs_done: 3,
+                    jobs_carried: 2,
                     reclaimed_ns: 0,
                 },
                 TaskCounters {
                     run_ns: 1,
                     inside_ns: 0,
                     jobs_done: 0,
+                    jobs_carried: 0,
                     reclaimed_ns: 0,
                 },
             ],
@@ -118,12 +123,14 @@ mod tests {
                     run_ns: 15,
                     inside_ns: 13,
                     jobs_done: 5,
+                    jobs_carried: 3,
                     reclaimed_ns: 0,
                 },
                 TaskCounters {
                     run_ns: 1,
                     inside_ns: 0,
                     jobs_done: 0,
+                    jobs_carried: 0,
                     reclaimed_ns: 0,
                 }
             ]

@@ -1,7 +1,8 @@
 # Issue 13 item 2: job completion on a static table. completion.json on CPU 1: three tt_jobs
 # tasks released every 100 ms on the slot grid (t0 from the --trace header), each job spinning
 # 30-100 % of its budget: `jy` ends each job with sched_yield() and then spins, runnable, until
-# its next release (completion "yield"); `jb` sleeps until its next release in 3 ms naps
+# its next release (completion "yield"), except its job released at t0 + 3 s, which runs 36 ms
+# of its 30 ms of slots and so ends in the next job's slots; `jb` sleeps until its next release in 3 ms naps
 # (completion "block"); `jn` yields like jy but its completion is "none"; `filler` is the be task
 # that should get what jy and jb leave. The measured run reads the observation ring every slot
 # (SCX_TT_TEST_OBS). Leaves completion.{json,trace.jsonl,obs.jsonl,out,err,witness}, and the
