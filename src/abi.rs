@@ -36,6 +36,8 @@ pub const ARM_WRONG_CPU: i32 = 1;
 pub const ARM_NOT_MANAGED: i32 = 2;
 pub const ARM_NO_T0: i32 = 3;
 pub const ARM_NO_TIMER: i32 = 4;
+/// `rt_tick` called while the slot clock is the bpf_timer (src/bpf/tt_sched.bpf.c B.5).
+pub const ARM_NOT_RT_CLOCK: i32 = 5;
 /// Slots per managed CPU in the observation ring (`TT_OBS_RING`, a power of two): the entry of
 /// (managed index `m`, slot `s`) is `m * OBS_RING + s % OBS_RING` (src/sched/obs.rs).
 pub const OBS_RING: u64 = 16;
@@ -101,6 +103,9 @@ pub fn arm_result_text(rc: i32) -> String {
         ARM_NOT_MANAGED => "it is not a managed CPU of the loaded plan".into(),
         ARM_NO_T0 => "t0_ns was not written before arming".into(),
         ARM_NO_TIMER => "it has no entry in the BPF timers map".into(),
+        ARM_NOT_RT_CLOCK => "rt_tick ran while the slot clock is the BPF timer (the loader did \
+                             not set rt_clock)"
+            .into(),
         e if e < 0 => format!(
             "a bpf_timer helper (init, set_callback or start) returned {e}: {}; when it was \
              bpf_timer_start, the scheduler's exit message names the slot",
@@ -118,7 +123,7 @@ pub fn arm_result_text(rc: i32) -> String {
 pub use crate::bpf_intf::{
     tt_arm_arg, tt_class_TT_CLASS_BE, tt_class_TT_CLASS_TT, tt_cpu_role_TT_CPU_MANAGED,
     tt_cpu_stats, tt_reclass_arg, tt_release_arg, tt_slot_obs, tt_slot_rec, tt_task_ctx,
-    tt_task_stats, tt_wake_ev, tt_wake_ring,
+    tt_task_stats, tt_tick_arg, tt_wake_ev, tt_wake_ring,
 };
 
 #[cfg(feature = "bpf")]
@@ -160,6 +165,7 @@ mod checks {
     const _: () = assert!(c::tt_arm_result_TT_ARM_NOT_MANAGED as i32 == ARM_NOT_MANAGED);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NO_T0 as i32 == ARM_NO_T0);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NO_TIMER as i32 == ARM_NO_TIMER);
+    const _: () = assert!(c::tt_arm_result_TT_ARM_NOT_RT_CLOCK as i32 == ARM_NOT_RT_CLOCK);
     // bindgen gives the all-ones 64-bit #define as -1 (i32); sign extension restores it.
     const _: () = assert!(c::TT_NO_SWITCH as i64 as u64 == NO_SWITCH);
     // The sizes of intf.h's _Static_assert lines.
@@ -167,6 +173,7 @@ mod checks {
     const _: () = assert!(size_of::<tt_wake_ev>() == 16);
     const _: () = assert!(size_of::<tt_wake_ring>() == 16 + 16 * WAKE_RING as usize);
     const _: () = assert!(size_of::<tt_arm_arg>() == 8);
+    const _: () = assert!(size_of::<tt_tick_arg>() == 16);
     const _: () = assert!(size_of::<tt_reclass_arg>() == 8);
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
@@ -185,6 +192,7 @@ mod tests {
             ARM_NOT_MANAGED,
             ARM_NO_T0,
             ARM_NO_TIMER,
+            ARM_NOT_RT_CLOCK,
             -22,
             -1,
             99,
@@ -196,14 +204,14 @@ mod tests {
             assert!(!texts[..i].contains(t), "{t}");
         }
         assert!(
-            texts[4].contains("returned -22: Invalid argument"),
-            "{}",
-            texts[4]
-        );
-        assert!(
-            texts[5].contains("returned -1: Operation not permitted"),
+            texts[5].contains("returned -22: Invalid argument"),
             "{}",
             texts[5]
+        );
+        assert!(
+            texts[6].contains("returned -1: Operation not permitted"),
+            "{}",
+            texts[6]
         );
     }
 
@@ -241,6 +249,7 @@ mod tests {
         assert_eq!(value("TT_ARM_NOT_MANAGED"), ARM_NOT_MANAGED.to_string());
         assert_eq!(value("TT_ARM_NO_T0"), ARM_NO_T0.to_string());
         assert_eq!(value("TT_ARM_NO_TIMER"), ARM_NO_TIMER.to_string());
+        assert_eq!(value("TT_ARM_NOT_RT_CLOCK"), ARM_NOT_RT_CLOCK.to_string());
         assert_eq!(value("TT_OBS_RING"), OBS_RING.to_string());
         assert_eq!(value("TT_MAX_ADAPTIVE"), MAX_ADAPTIVE.to_string());
         assert_eq!(value("TT_WAKE_RING"), WAKE_RING.to_string());

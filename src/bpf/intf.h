@@ -128,6 +128,16 @@ struct tt_arm_arg {
 	u32 pad;
 };
 
+/*
+ * Context of the SEC("syscall") program rt_tick (B.5: the helper-thread slot clock): in, the
+ * CPU the helper is pinned to; out, the CLOCK_MONOTONIC ns it sleeps to before its next call.
+ */
+struct tt_tick_arg {
+	s32 cpu;
+	u32 ticked; /* out: 1 when this call ran a tick (0: it came before the armed expiry) */
+	u64 next_ns;
+};
+
 /* Context of the SEC("syscall") program release_task (a task leaves the plan at run time). */
 struct tt_release_arg {
 	u32 task; /* its index */
@@ -154,6 +164,7 @@ enum tt_arm_result {
 	TT_ARM_NOT_MANAGED = 2, /* arg->cpu is not a managed CPU */
 	TT_ARM_NO_T0 = 3, /* t0_ns was not written before arming */
 	TT_ARM_NO_TIMER = 4, /* arg->cpu has no entry in the timers map */
+	TT_ARM_NOT_RT_CLOCK = 5, /* rt_tick called while the slot clock is the bpf_timer (B.5) */
 };
 
 /*
@@ -266,6 +277,7 @@ _Static_assert(sizeof(struct tt_wake_ev) == 16, "tt_wake_ev");
 _Static_assert(sizeof(struct tt_wake_ring) == 16 + 16 * TT_WAKE_RING, "tt_wake_ring");
 _Static_assert(sizeof(struct tt_arm_arg) == 8, "tt_arm_arg");
 _Static_assert(sizeof(struct tt_release_arg) == 8, "tt_release_arg");
+_Static_assert(sizeof(struct tt_tick_arg) == 16, "tt_tick_arg");
 _Static_assert(sizeof(struct tt_reclass_arg) == 8, "tt_reclass_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");

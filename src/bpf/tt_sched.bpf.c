@@ -51,6 +51,24 @@
  *         the owner's time at the end of each run. A guard-band event that fires after the
  *         boundary is handled as the boundary tick.
  *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
+ *   5. The helper-thread clock (rodata rt_clock; scx_tt --slot-clock rt, the default where the
+ *      kernel is PREEMPT_RT, whose verifier refuses every bpf_timer helper). The events of
+ *      steps 2 and 2f are the same, with the same state (struct tt_timer without its
+ *      bpf_timer); what fires them is a SCHED_FIFO thread of scx_tt per managed CPU, pinned
+ *      there, that sleeps with clock_nanosleep(TIMER_ABSTIME) to t->expires_ns and then
+ *      test-runs the SEC("syscall") program rt_tick on that CPU, which runs the event
+ *      (run_tick) and returns the next expiry. Every bpf_timer helper call sits behind
+ *      `!rt_clock` (a read-only constant, so the verifier never visits those calls). The
+ *      helper's wake-up preempts the ext task on the CPU (RT is a higher class): ops.stopping
+ *      zeroes a preempted task's slice (rt_clock only), so the kernel hands it to
+ *      ops.enqueue instead of keeping it at the head of the local DSQ, and cpu_release hands
+ *      back the rest; when the helper sleeps again, ops.dispatch picks the slot's task.
+ *      rt_tick is the same code as the bpf_timer callback, run in process context with
+ *      migration disabled instead of softirq context: a hardirq may still interrupt it.
+ *      Differences: a DPM idle period is not deferred (one tick per slot: the helper sleeps
+ *      to a time it read, which a planner's shortening could not move), and the helper's
+ *      lateness includes the RT wake-up path. A helper descheduled past a boundary (a
+ *      higher-priority RT thread) ticks late and skips slots as a late bpf_timer does (2e).
  *   4. Failures are loud. The table is only enforced while every managed CPU's timer ticks on
  *      that CPU, so a broken slot clock ends the scheduler with scx_bpf_error (sched_ext then
  *      disables it and every task returns to the fair class) instead of counting silently:
@@ -398,6 +416,7 @@ const volatile bool dpm_be; /* be work may run in TT_DPM_IDLE slots; no deferral
 const volatile u8 server_design; /* enum tt_server: an owner's unused slot time (C) */
 
 /* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
+const volatile bool rt_clock; /* the slot clock is scx_tt's helper threads, not a bpf_timer (B.5) */
 const volatile bool test_fault_timer; /* false: off (always, unless a test sets it) */
 const volatile s32 test_fault_cpu;
 const volatile u64 test_fault_slot;
@@ -551,6 +570,11 @@ struct tt_cpu_acct {
 	 */
 	u64 tick_slot;
 	u32 tick_owner;
+	/* B.5: the run the last preemption ended (ops.stopping, runnable): kind, task, when */
+	u32 preempt_kind;
+	u32 preempt_task;
+	u64 preempt_ns;
+	bool preempt_reclaiming;
 	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
 };
 
@@ -1060,6 +1084,9 @@ static int start_timer(struct tt_timer *t, struct bpf_timer *timer, s32 cpu)
 {
 	u64 flags = BPF_F_TIMER_ABS | BPF_F_TIMER_CPU_PIN;
 
+	/* B.5: the helper thread sleeps to t->expires_ns; no bpf_timer call is ever verified */
+	if (rt_clock)
+		return 0;
 	if (test_fault_timer && cpu == test_fault_cpu && t->slot >= test_fault_slot)
 		flags |= TT_TEST_BAD_TIMER_FLAG;
 	return bpf_timer_start(timer, t->expires_ns, flags);
@@ -1128,6 +1155,16 @@ static bool stop_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 
 	    (a->cur_task == ending || a->reclaiming) &&
 	    owner_of(cpu, t->slot) != a->cur_task) {
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		__sync_fetch_and_add(&cpu_stats[cpu].stop_kicks, 1);
+	} else if (rt_clock && a->cur_kind == TT_RUN_NONE && a->preempt_ns >= t->expires_ns &&
+		   a->preempt_kind == TT_RUN_PLAN && is_tt(a->preempt_task) &&
+		   (a->preempt_task == ending || a->preempt_reclaiming) &&
+		   owner_of(cpu, t->slot) != a->preempt_task) {
+		/*
+		 * B.5: the clock thread's wake-up for this event preempted the ending owner, whose
+		 * slice ops.stopping zeroed: it is stopped already (dispatch starts nothing this
+		 * close to the end of the run); count it as the kick would be
+		 */
 		__sync_fetch_and_add(&cpu_stats[cpu].stop_kicks, 1);
 	}
 	t->phase = TT_PHASE_BOUNDARY;
@@ -1288,7 +1325,7 @@ static void dpm_recheck(s32 cpu, u64 now)
 	struct tt_timer *t = bpf_map_lookup_elem(&timers, &key);
 	u64 until, end;
 
-	if (!t || t->phase != TT_PHASE_DPM_WAKE)
+	if (rt_clock || !t || t->phase != TT_PHASE_DPM_WAKE)
 		return;
 	until = dpm_published(cpu);
 	if (until >= t->slot)
@@ -1302,37 +1339,28 @@ static void dpm_recheck(s32 cpu, u64 now)
 	__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].dpm_shortened, 1);
 }
 
-static int slot_tick(void *map, int *key, struct bpf_timer *timer)
+/*
+ * The slot clock's event on @cpu at @now (B.2): the guard-band event, a DPM wake or a boundary
+ * tick, as t->phase says; re-arms @t (bpf_timer: @timer; B.5: t->expires_ns only).
+ */
+static void run_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 now)
 {
-	u64 now = bpf_ktime_get_ns();
-	s32 cpu = bpf_get_smp_processor_id();
-	u32 k = *key;
-	struct tt_timer *t;
 	struct tt_cpu_acct *a;
 	u64 slot;
 	u32 owner, entry;
 
-	t = bpf_map_lookup_elem(&timers, &k);
-	if (!t)
-		return 0;
-	if (cpu != k) {
-		/* armed with BPF_F_TIMER_CPU_PIN on CPU k (B.1): the slot clock of k is broken */
-		__sync_fetch_and_add(&cpu_stats[k & (TT_MAX_CPUS - 1)].pin_mismatch, 1);
-		scx_bpf_error("slot timer of CPU %u ran on CPU %d at slot %llu", k, cpu, t->slot);
-		return 0;
-	}
-	if (cpu >= TT_MAX_CPUS)
-		return 0;
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return;
 	if (t->phase == TT_PHASE_STOP) {
 		if (stop_tick(t, timer, cpu, now))
-			return 0;
+			return;
 		/* the guard-band event came after the boundary: this is the boundary tick */
 		t->phase = TT_PHASE_BOUNDARY;
 		t->expires_ns = slot_start(t->slot);
 	} else if (t->phase == TT_PHASE_DPM_WAKE) {
 		/* the end of a DPM idle period (K); a wake after the boundary is its tick */
 		if (dpm_wake(t, timer, cpu, now))
-			return 0;
+			return;
 	}
 	slot = t->slot;
 	a = &cpu_acct[cpu];
@@ -1379,7 +1407,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	if (perf_enabled)
 		set_slot_perf(a, cpu, slot);
 
-	if (dpm_enabled && !dpm_be && entry == TT_DPM_IDLE) {
+	if (dpm_enabled && !dpm_be && !rt_clock && entry == TT_DPM_IDLE) {
 		/* a DPM idle period: one wake at its end instead of a tick per slot (K) */
 		u64 end = dpm_end(cpu, slot);
 
@@ -1395,6 +1423,60 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 
 	__sync_fetch_and_add(&cpu_stats[cpu].ticks, 1);
 	__sync_fetch_and_add(&cpu_stats[cpu].tick_cost_ns, bpf_ktime_get_ns() - now);
+}
+
+/* The bpf_timer callback of CPU *@key's slot clock (B.2). */
+static int slot_tick(void *map, int *key, struct bpf_timer *timer)
+{
+	u64 now = bpf_ktime_get_ns();
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 k = *key;
+	struct tt_timer *t;
+
+	t = bpf_map_lookup_elem(&timers, &k);
+	if (!t)
+		return 0;
+	if (cpu != k) {
+		/* armed with BPF_F_TIMER_CPU_PIN on CPU k (B.1): the slot clock of k is broken */
+		__sync_fetch_and_add(&cpu_stats[k & (TT_MAX_CPUS - 1)].pin_mismatch, 1);
+		scx_bpf_error("slot timer of CPU %u ran on CPU %d at slot %llu", k, cpu, t->slot);
+		return 0;
+	}
+	run_tick(t, timer, cpu, now);
+	return 0;
+}
+
+/*
+ * The helper-thread slot clock of CPU arg->cpu (B.5), test-run by its helper pinned there:
+ * runs the event armed for now or earlier (none before it: a wake-up before its time), and
+ * returns the expiry to sleep to in arg->next_ns. Returns 0 or an enum tt_arm_result.
+ */
+SEC("syscall")
+int rt_tick(struct tt_tick_arg *arg)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 key = arg->cpu;
+	struct tt_timer *t;
+	u64 now;
+
+	if (!rt_clock)
+		return TT_ARM_NOT_RT_CLOCK;
+	if (cpu != arg->cpu) {
+		/* the helper was pinned to arg->cpu (B.5): the slot clock of that CPU is broken */
+		__sync_fetch_and_add(&cpu_stats[key & (TT_MAX_CPUS - 1)].pin_mismatch, 1);
+		scx_bpf_error("slot clock thread of CPU %u ran on CPU %d", key, cpu);
+		return TT_ARM_WRONG_CPU;
+	}
+	t = bpf_map_lookup_elem(&timers, &key);
+	if (!t)
+		return TT_ARM_NO_TIMER;
+	now = bpf_ktime_get_ns();
+	arg->ticked = 0;
+	if (now >= t->expires_ns) {
+		run_tick(t, &t->timer, cpu, now);
+		arg->ticked = 1;
+	}
+	arg->next_ns = t->expires_ns;
 	return 0;
 }
 
@@ -1421,12 +1503,14 @@ int arm_timer(struct tt_arm_arg *arg)
 	t = bpf_map_lookup_elem(&timers, &key);
 	if (!t)
 		return TT_ARM_NO_TIMER;
-	ret = bpf_timer_init(&t->timer, &timers, CLOCK_MONOTONIC);
-	if (ret && ret != -EBUSY)
-		return ret;
-	ret = bpf_timer_set_callback(&t->timer, slot_tick);
-	if (ret)
-		return ret;
+	if (!rt_clock) {
+		ret = bpf_timer_init(&t->timer, &timers, CLOCK_MONOTONIC);
+		if (ret && ret != -EBUSY)
+			return ret;
+		ret = bpf_timer_set_callback(&t->timer, slot_tick);
+		if (ret)
+			return ret;
+	}
 
 	now = bpf_ktime_get_ns();
 	slot = now < t0_ns ? 0 : slot_of(now) + 1;
@@ -1462,6 +1546,11 @@ int disarm_timer(struct tt_arm_arg *arg)
 
 	if (!t)
 		return -ENOENT;
+	/* B.5: the helper threads have stopped; no event is due any more (the watchdog) */
+	if (rt_clock) {
+		t->expires_ns = 0;
+		return 0;
+	}
 	return bpf_timer_cancel(&t->timer);
 }
 
@@ -2031,6 +2120,37 @@ void BPF_STRUCT_OPS(tt_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 	scx_bpf_reenqueue_local();
 }
 
+/*
+ * The helper-thread clock's watchdog (B.5): ops.tick (the kernel's scheduler tick, on a CPU
+ * running an ext task) of a managed CPU whose clock event is overdue by TT_CLOCK_STALL_SLOTS
+ * slots, and at least TT_CLOCK_STALL_MIN_NS, ends the scheduler: its helper thread died or
+ * cannot run, so the table is no longer enforced there. A helper that is only late ticks late
+ * and skips slots (B.2e), which the records count.
+ */
+#define TT_CLOCK_STALL_SLOTS 20
+#define TT_CLOCK_STALL_MIN_NS (1000ULL * 1000 * 1000)
+
+void BPF_STRUCT_OPS(tt_tick, struct task_struct *p)
+{
+	s32 cpu = bpf_get_smp_processor_id();
+	u32 key = cpu;
+	struct tt_timer *t;
+	u64 now, stall;
+
+	if (!rt_clock || !is_managed(cpu))
+		return;
+	t = bpf_map_lookup_elem(&timers, &key);
+	if (!t || !t->expires_ns)
+		return;
+	now = bpf_ktime_get_ns();
+	stall = slot_ns * TT_CLOCK_STALL_SLOTS;
+	if (stall < TT_CLOCK_STALL_MIN_NS)
+		stall = TT_CLOCK_STALL_MIN_NS;
+	if (now > t->expires_ns + stall)
+		scx_bpf_error("slot clock of CPU %d stalled: its event for slot %llu is %llu ms overdue (its helper thread died or cannot run)",
+			      cpu, t->slot, (now - t->expires_ns) / 1000000);
+}
+
 /* ---- running / stopping: slices and accounting segments ---- */
 
 /* Would starting a be task now be wrong: the slot has ticked and its owner waits? */
@@ -2109,11 +2229,28 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 void BPF_STRUCT_OPS(tt_stopping, struct task_struct *p, bool runnable)
 {
 	s32 cpu = scx_bpf_task_cpu(p);
+	struct tt_cpu_acct *a;
+	u64 now;
 
 	if (cpu < 0 || cpu >= TT_MAX_CPUS)
 		return;
-	charge(cpu, bpf_ktime_get_ns());
-	cpu_acct[cpu].cur_kind = TT_RUN_NONE;
+	now = bpf_ktime_get_ns();
+	charge(cpu, now);
+	a = &cpu_acct[cpu];
+	if (rt_clock && runnable) {
+		a->preempt_kind = a->cur_kind;
+		a->preempt_task = a->cur_task;
+		a->preempt_reclaiming = a->reclaiming;
+		a->preempt_ns = now;
+	}
+	a->cur_kind = TT_RUN_NONE;
+	/*
+	 * B.5: preempted on a managed CPU (by the slot clock's helper, or any higher class):
+	 * through ops.enqueue, not back to the head of the local DSQ, so dispatch decides when the
+	 * CPU comes back (ops.cpu_release would too, but is not called for it on every kernel)
+	 */
+	if (rt_clock && runnable && is_managed(cpu))
+		p->scx.slice = 0;
 }
 
 /* ---- job completion (I) ---- */
@@ -2309,6 +2446,7 @@ SCX_OPS_DEFINE(tt_ops,
 	       .enqueue		= (void *)tt_enqueue,
 	       .dispatch	= (void *)tt_dispatch,
 	       .cpu_release	= (void *)tt_cpu_release,
+	       .tick		= (void *)tt_tick,
 	       .runnable	= (void *)tt_runnable,
 	       .running		= (void *)tt_running,
 	       .stopping	= (void *)tt_stopping,

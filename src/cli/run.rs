@@ -57,6 +57,28 @@ use std::path::{Path, PathBuf};
 /// The default `--power-model`, built in so the binary works alone (e.g. in the VM initramfs).
 const BUNDLED_MODEL: &str = include_str!("../../models/xeon-gold-5218.json");
 
+/// `--slot-clock` (src/bpf/tt_sched.bpf.c B.5).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SlotClockArg {
+    /// The BPF timer, or the helper threads where the kernel is PREEMPT_RT.
+    Auto,
+    /// The BPF timer (refused at load on a PREEMPT_RT kernel).
+    Timer,
+    /// scx_tt's SCHED_FIFO helper threads.
+    Rt,
+}
+
+impl SlotClockArg {
+    /// Whether the helper-thread clock runs, on a kernel that is PREEMPT_RT or not.
+    pub fn is_rt(self, kernel_rt: bool) -> bool {
+        match self {
+            SlotClockArg::Auto => kernel_rt,
+            SlotClockArg::Timer => false,
+            SlotClockArg::Rt => true,
+        }
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct RunArgs {
     /// Plan file to enforce (JSON, docs/plan-format.md). Needs root and CONFIG_SCHED_CLASS_EXT.
@@ -98,6 +120,17 @@ pub struct RunArgs {
     /// it is used as is and nothing is calibrated.
     #[arg(long, value_name = "N")]
     pub guard_us: Option<u64>,
+    /// What fires the slot ticks (docs/run-output.md, "The slot clock"): `auto` (default) the
+    /// BPF timer, or scx_tt's helper threads on a PREEMPT_RT kernel, whose verifier refuses
+    /// bpf_timer; `timer` or `rt` forces one. `rt`: one SCHED_FIFO thread per managed CPU,
+    /// pinned there, at --slot-clock-prio.
+    #[arg(long, value_enum, value_name = "CLOCK", default_value_t = SlotClockArg::Auto)]
+    pub slot_clock: SlotClockArg,
+    /// SCHED_FIFO priority (1-99) of the `rt` slot clock's threads: above every RT thread that
+    /// may delay a slot tick on a managed CPU (PREEMPT_RT's interrupt threads run at 50).
+    #[arg(long, value_name = "PRIO", default_value_t = 90,
+          value_parser = clap::value_parser!(u8).range(1..=99))]
+    pub slot_clock_prio: u8,
     /// At most this long (ms) the spawned (`cmd`) tasks run under the kernel's own scheduler
     /// before the scheduler attaches, until each has settled after its exec (docs/run-output.md
     /// "Start-up"); 0: they exec in their slots from slot 0.
@@ -339,5 +372,22 @@ fn load_power_model(path: Option<&Path>) -> Result<PowerModel> {
             model::from_path(p).with_context(|| format!("loading power model {}", p.display()))
         }
         None => model::from_str(BUNDLED_MODEL).context("loading the bundled power model"),
+    }
+}
+
+#[cfg(test)]
+mod slot_clock_tests {
+    use super::SlotClockArg;
+
+    #[test]
+    fn auto_is_the_helper_clock_exactly_on_a_preempt_rt_kernel() {
+        for (arg, on_rt, on_other) in [
+            (SlotClockArg::Auto, true, false),
+            (SlotClockArg::Timer, false, false),
+            (SlotClockArg::Rt, true, true),
+        ] {
+            assert_eq!(arg.is_rt(true), on_rt, "{arg:?} on PREEMPT_RT");
+            assert_eq!(arg.is_rt(false), on_other, "{arg:?} elsewhere");
+        }
     }
 }

@@ -58,6 +58,9 @@ pub struct SchedConfig {
     /// (src/bpf/tt_sched.bpf.c K); `dpm_be`: be work may run in them instead (no deferral).
     pub dpm: bool,
     pub dpm_be: bool,
+    /// The slot clock: `None`, the bpf_timer; `Some(prio)`, scx_tt's SCHED_FIFO helper threads
+    /// at that priority (src/bpf/tt_sched.bpf.c B.5, rodata `rt_clock`).
+    pub rt_clock: Option<u8>,
     /// What an owner's unused slot time becomes (rodata `server_design`).
     pub server: ServerDesign,
     /// Per plan task: its local scheduling (`None`: FIFO), for `task_local` and the threads'
@@ -266,6 +269,7 @@ impl SchedConfig {
             perf: None,
             dpm: false,
             dpm_be: false,
+            rt_clock: None,
             server: plan.server,
             local: plan.tasks.iter().map(|t| t.local.clone()).collect(),
             periodic: plan

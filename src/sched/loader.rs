@@ -375,6 +375,10 @@ pub struct Scheduler<'a> {
     perf_len: Option<usize>,
     armed: Vec<u32>,
     stats_fd: Option<OwnedFd>,
+    /// The helper-thread slot clock's priority (`None`: the bpf_timer) and, once armed, its
+    /// threads (src/sched/rt_clock.rs).
+    rt_prio: Option<u8>,
+    rt_clock: Option<crate::sched::rt_clock::RtClock>,
 }
 
 impl<'a> Scheduler<'a> {
@@ -414,6 +418,7 @@ impl<'a> Scheduler<'a> {
             ro.perf_enabled = cfg.perf.is_some();
             ro.dpm_enabled = cfg.dpm;
             ro.dpm_be = cfg.dpm_be;
+            ro.rt_clock = cfg.rt_clock.is_some();
             ro.server_design = cfg.server.abi();
             if let Some(f) = TimerFault::from_env(&cfg.managed).map_err(LoadError::Open)? {
                 eprintln!(
@@ -508,6 +513,8 @@ impl<'a> Scheduler<'a> {
             perf_len: cfg.perf.as_ref().map(Vec::len),
             armed: Vec::new(),
             stats_fd: None,
+            rt_prio: cfg.rt_clock,
+            rt_clock: None,
         })
     }
 
@@ -677,7 +684,37 @@ impl<'a> Scheduler<'a> {
         if let Err(e) = affinity::set(&saved) {
             eprintln!("scx_tt: warning: restoring the loader's CPU affinity: {e}");
         }
-        result
+        result?;
+        if let Some(prio) = self.rt_prio {
+            // the helper threads start from this thread's restored (housekeeping) affinity
+            let prog = self
+                .skel
+                .progs
+                .rt_tick
+                .as_fd()
+                .try_clone_to_owned()
+                .map_err(|e| LoadError::Arm {
+                    cpu: self.managed.first().copied().unwrap_or(0),
+                    msg: format!("duplicating rt_tick's fd: {e}"),
+                })?;
+            let clock = crate::sched::rt_clock::RtClock::start(&self.managed, prio, &prog)
+                .map_err(|e| LoadError::Arm {
+                    cpu: self.managed.first().copied().unwrap_or(0),
+                    msg: format!("starting the slot clock threads: {e}"),
+                })?;
+            self.rt_clock = Some(clock);
+        }
+        Ok(())
+    }
+
+    /// Whether the slot clock is scx_tt's helper threads (src/bpf/tt_sched.bpf.c B.5).
+    pub fn rt_clock(&self) -> bool {
+        self.rt_prio.is_some()
+    }
+
+    /// The first failure of a slot clock thread (helper-thread clock only).
+    pub fn clock_failure(&self) -> Option<String> {
+        self.rt_clock.as_ref().and_then(|c| c.failure())
     }
 
     fn run_timer_prog(&mut self, cpu: u32, arm: bool) -> i32 {
@@ -1117,6 +1154,9 @@ impl<'a> Scheduler<'a> {
     /// Returns the final state and the exit info; the exit is reported on stderr (scx_utils'
     /// `uei_report!`: "EXIT: reason (message)", or the error of a failed scheduler).
     pub fn shutdown(&mut self, sysfs: &SysFs, timeout: Duration) -> Detached {
+        if let Some(clock) = self.rt_clock.take() {
+            clock.stop();
+        }
         for cpu in std::mem::take(&mut self.armed) {
             let rc = self.run_timer_prog(cpu, false);
             if rc < 0 {
@@ -1267,7 +1307,7 @@ impl Scheduler<'_> {
 
 impl Drop for Scheduler<'_> {
     fn drop(&mut self) {
-        if self.link.is_some() || !self.armed.is_empty() {
+        if self.link.is_some() || !self.armed.is_empty() || self.rt_clock.is_some() {
             let state = self
                 .shutdown(&SysFs::default(), Duration::from_secs(2))
                 .state;

@@ -11,6 +11,8 @@ pub mod guard;
 #[cfg(feature = "bpf")]
 pub mod loader;
 pub mod obs;
+#[cfg(feature = "bpf")]
+pub mod rt_clock;
 pub mod settle;
 #[cfg(feature = "bpf")]
 pub mod spawn;

@@ -1,5 +1,5 @@
 # Paths shared by the VM harness scripts (sourced, not run).
-#   SCX_TT_CACHE   downloads kept across runs (the kernel); default ~/.cache/scx_tt
+#   SCX_TT_CACHE   downloads kept across runs (the kernels); default ~/.cache/scx_tt
 #   SCX_TT_VM_DIR  build outputs (initramfs, run logs); default <repo>/target/vm
 #   SCX_TT_QEMU    the QEMU binary that boots the VMs; default the backport qemu.sh fetched,
 #                  else the host's qemu-system-x86_64
@@ -7,7 +7,15 @@ VM_SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$VM_SRC/../.." && pwd)
 CACHE=${SCX_TT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/scx_tt}
 VM_DIR=${SCX_TT_VM_DIR:-$REPO/target/vm}
-KERNEL_DIR=$CACHE/kernel
+# SCX_TT_VM_KERNEL  the kernel the VMs boot (kernel.sh --kernel NAME): default (Debian's newest
+#                   cloud kernel with sched_ext) or rt (Debian's PREEMPT_RT kernel)
+KERNEL_NAME=${SCX_TT_VM_KERNEL:-default}
+case $KERNEL_NAME in
+  default) KERNEL_DIR=$CACHE/kernel ;;
+  rt) KERNEL_DIR=$CACHE/kernel-$KERNEL_NAME ;;
+  *) echo "vm: error: SCX_TT_VM_KERNEL=$KERNEL_NAME: not a kernel kernel.sh knows (default, rt)" >&2
+     exit 1 ;;
+esac
 VMLINUZ=$KERNEL_DIR/vmlinuz          # symlink to the chosen kernel image
 KCONFIG=$KERNEL_DIR/config           # symlink to its config
 INITRD=$VM_DIR/initrd.gz

@@ -114,8 +114,11 @@ impl Vm {
             cmd.args(["--arg", a]);
         }
         eprintln!(
-            "vm: booting scenario {} (smp {}) {:?}",
-            self.scenario, self.smp, self.args
+            "vm: booting scenario {} (smp {}, kernel {}) {:?}",
+            self.scenario,
+            self.smp,
+            std::env::var("SCX_TT_VM_KERNEL").unwrap_or_else(|_| "default".into()),
+            self.args
         );
         let started = std::time::SystemTime::now();
         match cmd.stdin(Stdio::null()).status() {

@@ -1,27 +1,47 @@
 #!/bin/bash
-# Fetches the newest Debian cloud kernel with CONFIG_SCHED_CLASS_EXT=y and caches it.
+# Fetches a Debian kernel with CONFIG_SCHED_CLASS_EXT=y for the test VMs and caches it.
 #
-# The candidates are linux-image-cloud-amd64 in sid and in trixie-backports; the newer version
+# --kernel NAME (default: $SCX_TT_VM_KERNEL, else default) picks which:
+#   default  the newest cloud kernel (linux-image-cloud-amd64), cached in $CACHE/kernel;
+#   rt       the newest PREEMPT_RT kernel (linux-image-rt-amd64; CONFIG_PREEMPT_RT=y, where the
+#            verifier refuses bpf_timer and scx_tt runs its helper-thread slot clock), cached in
+#            $CACHE/kernel-rt.
+# The candidates are the meta package in sid and in trixie-backports; the newer version
 # wins. apt runs with a private configuration (sources, lists, cache under $CACHE/kernel/apt)
 # derived from this machine's own /etc/apt/sources.list.d/debian.sources, so the system's apt
 # state is untouched and no archive host is named here.
 #
-# Usage: kernel.sh [--refresh]
+# Usage: kernel.sh [--kernel NAME] [--refresh]
 #   A cached kernel younger than $SCX_TT_KERNEL_MAX_AGE_DAYS (default 7) is reused without any
 #   network access; --refresh forces a new resolution. If the download fails and a cached
 #   kernel exists, it is used with a warning.
 # Prints the kernel release and the image path.
 set -euo pipefail
+REFRESH=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --kernel) export SCX_TT_VM_KERNEL=${2:?--kernel needs a NAME}; shift 2 ;;
+    --refresh) REFRESH=1; shift ;;
+    *) echo "kernel.sh: unknown argument $1 (usage: kernel.sh [--kernel NAME] [--refresh])" >&2
+       exit 2 ;;
+  esac
+done
 source "$(dirname "$0")/common.sh"
 
 SUITES=(sid trixie-backports)
-META=linux-image-cloud-amd64
+case $KERNEL_NAME in
+  default) META=linux-image-cloud-amd64 ;;
+  rt) META=linux-image-rt-amd64 ;;
+esac
 SOURCES=/etc/apt/sources.list.d/debian.sources
 MAX_AGE_DAYS=${SCX_TT_KERNEL_MAX_AGE_DAYS:-7}
 
 # Fails unless the config enables sched_ext.
 verify_config() {
   grep -q '^CONFIG_SCHED_CLASS_EXT=y' "$1" || die "$1 lacks CONFIG_SCHED_CLASS_EXT=y"
+  if [ "$KERNEL_NAME" = rt ]; then
+    grep -q '^CONFIG_PREEMPT_RT=y' "$1" || die "$1 lacks CONFIG_PREEMPT_RT=y"
+  fi
 }
 
 cached_ok() {
@@ -30,9 +50,9 @@ cached_ok() {
 }
 
 report() {
-  echo "kernel: $(cat "$KERNEL_DIR/release") ($(cat "$KERNEL_DIR/suite"))"
+  echo "kernel: $KERNEL_NAME: $(cat "$KERNEL_DIR/release") ($(cat "$KERNEL_DIR/suite"))"
   echo "image:  $(readlink -f "$VMLINUZ")"
-  grep -E '^CONFIG_(SCHED_CLASS_EXT|HZ|DEBUG_INFO_BTF|FUNCTION_TRACER)=' "$KCONFIG" | tr '\n' ' '
+  grep -E '^CONFIG_(SCHED_CLASS_EXT|HZ|DEBUG_INFO_BTF|FUNCTION_TRACER|PREEMPT_RT)=' "$KCONFIG" | tr '\n' ' '
   echo
 }
 
@@ -89,7 +109,8 @@ fresh() {
 
 main() {
   mkdir -p "$KERNEL_DIR"
-  if [ "${1:-}" != --refresh ] && fresh && cached_ok; then report; return; fi
+  if [ -z "$REFRESH" ] && fresh && cached_ok; then report; return; fi
+  local started=$SECONDS
 
   local best_suite="" best_ver="" best_img="" line
   for s in "${SUITES[@]}"; do
@@ -119,6 +140,7 @@ main() {
   echo "$best_suite $best_ver" > "$KERNEL_DIR/suite"
   touch "$KERNEL_DIR/stamp"
   report
+  echo "fetched in $((SECONDS - started)) s"
 }
 
-main "$@"
+main

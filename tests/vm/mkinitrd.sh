@@ -75,7 +75,11 @@ for dir in "$VM_SRC"/scenarios/*/; do
 done
 cp "$REPO"/schedules/*.json "$ROOT/schedules/" 2>/dev/null || true
 # libbpf resolves the scx headers' __kconfig externs (CONFIG_PREEMPT_RCU) from /boot/config-<release>.
+# Every cached kernel's (kernel.sh --kernel NAME), so one initramfs boots each of them.
 mkdir -p "$ROOT/boot" && cp -L "$KCONFIG" "$ROOT/boot/config-$(cat "$KERNEL_DIR/release")"
+for k in "$CACHE"/kernel "$CACHE"/kernel-*; do
+  [ -e "$k/config" ] && [ -e "$k/release" ] && cp -L "$k/config" "$ROOT/boot/config-$(cat "$k/release")"
+done
 # Debug info is not needed in the guest and would double the archive.
 for b in scx_tt tt_timer_baseline tt_jobs tt_component; do objcopy --strip-debug "$BIN_DIR/$b" "$ROOT/bin/$b"; done
 objcopy --strip-debug "$BIN_DIR/tt_demos_baseline" "$ROOT/bin/tt_demos_baseline"

@@ -185,6 +185,14 @@ pub fn parse(text: &str) -> std::result::Result<Vec<Event>, String> {
     Ok(events)
 }
 
+/// scx_tt's slot clock thread of `cpu` (`--slot-clock rt`, src/sched/rt_clock.rs): `tt-clock/1`.
+/// Judged before the per-CPU kthread rule, which its name would otherwise pass.
+pub fn is_clock_thread_of(comm: &str, cpu: u32) -> bool {
+    comm.strip_prefix("tt-clock/")
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n == cpu)
+}
+
 /// A per-CPU kernel thread of `cpu` by its name: `ksoftirqd/1`, `migration/1`, `kworker/1:2H`.
 pub fn is_percpu_kthread_of(comm: &str, cpu: u32) -> bool {
     let Some((_, tail)) = comm.rsplit_once('/') else {
@@ -272,6 +280,10 @@ pub struct Report {
     pub other_kthread_ns: BTreeMap<u32, u64>,
     pub allowed_ns: BTreeMap<u32, u64>,
     pub loader_ns: BTreeMap<u32, u64>,
+    /// per managed CPU: ns and runs of scx_tt's slot clock thread of that CPU (`--slot-clock
+    /// rt`); its switch-ins are the clock's events, as the BPF timer's expiries are
+    pub clock_ns: BTreeMap<u32, u64>,
+    pub clock_runs: BTreeMap<u32, u64>,
     /// switches to a be thread while the slot's owner waited runnable >= RACE_NS
     pub be_over_owner: Vec<BeStart>,
     /// the same for a thread of another tt task (after the slot's tick, the owner waiting, the
@@ -304,6 +316,8 @@ pub struct Report {
     pub unrecorded_slots: usize,
     /// BPF timer expiries the kernel traced (0: the kernel gave none, nothing is explained)
     pub timers: usize,
+    /// of `timers`, the BPF timer's expiries (the rest: clock thread switch-ins)
+    pub bpf_timers: usize,
     /// per judged boundary on a managed CPU: how late the first BPF timer at or after it fired
     pub tick_late: Vec<u64>,
     /// per ending owner's run past its boundary: how long it ran after the enforcing timer fired
@@ -494,6 +508,20 @@ impl Frame {
         for e in events.iter().filter(|e| e.kind == Kind::Timer) {
             fires.entry(e.cpu).or_default().push(e.ts_ns);
             r.timers += 1;
+            r.bpf_timers += 1;
+        }
+        // the helper-thread clock: its thread's switch-in on its CPU is the clock's event
+        for e in events {
+            if let Kind::Switch { next_comm, .. } = &e.kind {
+                if is_clock_thread_of(next_comm, e.cpu) {
+                    fires.entry(e.cpu).or_default().push(e.ts_ns);
+                    r.timers += 1;
+                    *r.clock_runs.entry(e.cpu).or_default() += 1;
+                }
+            }
+        }
+        for v in fires.values_mut() {
+            v.sort_unstable();
         }
         // how late the scheduler's timer came after each recorded boundary (a slot's start)
         let tick_late = |cpu: u32, slot: u64| -> u64 {
@@ -568,6 +596,9 @@ impl Frame {
                         }
                     }
                     None if !on_managed || seg.pid == 0 => {}
+                    None if is_clock_thread_of(&seg.comm, seg.cpu) => {
+                        *r.clock_ns.entry(seg.cpu).or_default() += ns
+                    }
                     None if is_percpu_kthread_of(&seg.comm, seg.cpu) => {
                         *r.kthread_ns.entry(seg.cpu).or_default() += ns
                     }
@@ -894,6 +925,10 @@ pub struct Bounds {
     /// Judge [`Report::tt_over_owner`] (exact; the default): no thread of a tt task starts in
     /// another owner's slot after its tick while that owner waits. `false` only prints it.
     pub tt_starts: bool,
+    /// The run's slot clock was scx_tt's helper threads (`--slot-clock rt`): judge (exact)
+    /// that no BPF timer fired and that each managed CPU's clock thread ran, on that CPU only
+    /// (elsewhere it is foreign time).
+    pub rt_clock: bool,
 }
 
 impl Default for Bounds {
@@ -908,6 +943,7 @@ impl Default for Bounds {
             outside_share: 0.05,
             disagree_share: 0.02,
             tt_starts: true,
+            rt_clock: false,
         }
     }
 }
@@ -986,11 +1022,13 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             format!(
                 "{run}: witness: CPU {cpu}: nothing outside the plan ran but kthreads \
                  ({:.3} ms per-CPU kthreads, {:.3} ms other kthreads, {:.3} ms declared, {:.3} ms \
-                 scx_tt, foreign {:.3} ms{})",
+                 scx_tt, {:.3} ms in {} runs of its slot clock thread, foreign {:.3} ms{})",
                 ms(r.kthread_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.other_kthread_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.allowed_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.loader_ns.get(cpu).copied().unwrap_or(0)),
+                ms(r.clock_ns.get(cpu).copied().unwrap_or(0)),
+                r.clock_runs.get(cpu).copied().unwrap_or(0),
                 ms(*ns),
                 if *ns > 0 {
                     format!(": {:?}", r.foreign_top)
@@ -999,6 +1037,30 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
                 }
             ),
         );
+    }
+    if b.rt_clock {
+        c.check(
+            r.bpf_timers == 0,
+            format!(
+                "{run}: witness: no BPF timer fired under the helper-thread clock ({} expiries)",
+                r.bpf_timers
+            ),
+        );
+        for cpu in &f.managed {
+            let (runs, ns) = (
+                r.clock_runs.get(cpu).copied().unwrap_or(0),
+                r.clock_ns.get(cpu).copied().unwrap_or(0),
+            );
+            c.check(
+                runs > 0,
+                format!(
+                    "{run}: witness: CPU {cpu}'s slot clock thread ran there {runs} times, {:.3} ms \
+                     in all ({:.1} us a run)",
+                    ms(ns),
+                    ns as f64 / 1e3 / runs.max(1) as f64
+                ),
+            );
+        }
     }
     for (t, fig) in &r.tt {
         c.check(

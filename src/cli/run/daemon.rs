@@ -535,6 +535,18 @@ fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Resu
             .with_perf(&table.rows())
             .context("configuring the scheduler")?;
     }
+    #[cfg(feature = "bpf")]
+    let kernel_rt = scx_tt::sched::rt_clock::kernel_is_rt();
+    #[cfg(not(feature = "bpf"))]
+    let kernel_rt = false;
+    if args.slot_clock.is_rt(kernel_rt) {
+        cfg.rt_clock = Some(args.slot_clock_prio);
+    } else if kernel_rt {
+        bail!(
+            "--slot-clock timer: this kernel is PREEMPT_RT, whose BPF verifier refuses \
+             bpf_timer (use --slot-clock auto or rt: helper threads tick the slots)"
+        );
+    }
     if args.planner.is_some() {
         // the planner writes a cpuperf target per slot (all at full speed until then)
         cfg.perf = Some(scx_tt::planner::kernel_path::initial_perf(cfg.table.len()));

@@ -127,6 +127,13 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             "timers armed on CPUs {:?}, slot 0 at t0={t0_ns} ns",
             d.cfg.managed
         ));
+        match d.cfg.rt_clock {
+            Some(prio) => eprintln!(
+                "scx_tt: slot clock: rt (SCHED_FIFO {prio} helper threads on CPUs {:?})",
+                d.cfg.managed
+            ),
+            None => eprintln!("scx_tt: slot clock: timer (BPF timers)"),
+        }
         let clock = SlotClock::new(t0_ns, d.cfg.slot_ns);
         // 5. planner thread, 6. control; then the spawned tasks run
         let (control, planner) = start_planner(d, &mut sched, clock)?;
@@ -507,6 +514,11 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             return Some(ExitReason::Duration);
         }
         if self.sched.exited() {
+            return Some(ExitReason::SchedulerExited);
+        }
+        if let Some(e) = self.sched.clock_failure() {
+            // the thread printed it; the BPF watchdog would end the scheduler within a second
+            eprintln!("scx_tt: the slot clock failed ({e}): detaching");
             return Some(ExitReason::SchedulerExited);
         }
         if self.thread.as_ref().is_some_and(PlannerLoop::finished) {

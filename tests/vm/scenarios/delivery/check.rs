@@ -258,6 +258,46 @@ fn check_cyclictest(c: &mut Checks, out: &VmOutput) {
     }
 }
 
+/// The helper-thread slot clock (src/bpf/tt_sched.bpf.c B.5, issue 32: the clock of PREEMPT_RT
+/// kernels, whose verifier refuses bpf_timer), forced with `--slot-clock rt` on this kernel:
+/// the quiet run of the test above with the same bounds, judged by the same witness, plus
+/// (exact) that no BPF timer fired and that CPU 1's clock thread ran there and nowhere else on
+/// a managed CPU (its time there is neither foreign nor the owner's).
+#[test]
+#[ignore = "boots a VM: make test-vm"]
+fn the_helper_thread_slot_clock_enforces_the_plan_as_the_bpf_timer_does() {
+    let vm = Vm::new("delivery")
+        .label("delivery-rt_clock")
+        .smp(2)
+        .timeout_s(300)
+        .arg("duration_s", DURATION_S)
+        .arg("plan", "/tt/scenarios/delivery/demo_one_cpu.json")
+        .arg("loaded", 0)
+        .arg("slot_clock", "rt");
+    vm.check(|out, c| {
+        check_exits(c, out, &["warmup", "quiet"]);
+        let err = out.file("quiet.err").unwrap_or_default();
+        c.check(
+            err.contains("slot clock: rt (SCHED_FIFO 90 helper threads on CPUs [1])"),
+            "quiet: scx_tt says it runs the helper-thread clock".into(),
+        );
+        let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
+        print_run(
+            out,
+            "quiet",
+            "--slot-clock rt, quiet housekeeping CPU",
+            &quiet,
+        );
+        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
+        let b = witness::Bounds {
+            outside_share: MAX_OUTSIDE_PCT / 100.0,
+            rt_clock: true,
+            ..witness::Bounds::default()
+        };
+        witness::check(c, out, "quiet", &b);
+    });
+}
+
 /// schedules/demo.json itself at `-smp 3`.
 #[test]
 #[ignore = "boots a VM: make test-vm"]

@@ -3,13 +3,15 @@
 # Leaves quiet.json / loaded.json (scx_tt summaries), their traces and witnesses (RUN.trace.jsonl,
 # RUN.witness), their stdout (timeline, histograms) and cyclictest.json. Arguments: tt.duration_s (default 10), tt.plan (default the demo plan),
 # tt.loaded=0 to skip the loaded run, tt.foreign=waking for a task outside the plan that wakes
-# up 100 times a second instead of the busy loop, tt.guard_us=N for scx_tt's --guard-us.
+# up 100 times a second instead of the busy loop, tt.guard_us=N for scx_tt's --guard-us,
+# tt.slot_clock=CLOCK for scx_tt's --slot-clock (timer, rt: the helper-thread clock).
 . /tt/lib.sh
 D=$(cmdline_arg tt.duration_s); D=${D:-10}
 PLAN=$(cmdline_arg tt.plan); PLAN=${PLAN:-/schedules/demo.json}
 HK=0
 GUARD=$(cmdline_arg tt.guard_us)
-set -- ${GUARD:+--guard-us $GUARD}
+CLOCK=$(cmdline_arg tt.slot_clock)
+set -- ${GUARD:+--guard-us $GUARD} ${CLOCK:+--slot-clock $CLOCK}
 
 FOREIGN=$(cmdline_arg tt.foreign)
 if [ "$FOREIGN" = waking ]; then foreign=$(start_waking_loop); else foreign=$(start_busy_loop); fi
