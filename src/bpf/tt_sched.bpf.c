@@ -1379,6 +1379,12 @@ static void run_tick(struct tt_timer *t, struct bpf_timer *timer, s32 cpu, u64 n
 		 * (the skipped slots get no record; their run time still counts per task).
 		 */
 		__sync_fetch_and_add(&cpu_stats[cpu].late_skips, 1);
+		/*
+		 * the skipped slot's record was opened two slots ago; like a tick's (below), it
+		 * names the owner its entry says now (a planner that voided the slot since, J)
+		 */
+		if (a->acc[slot & 1].open && a->acc[slot & 1].rec.slot == slot)
+			a->acc[slot & 1].rec.owner = entry_task(entry_of(cpu, slot));
 		close_slot(cpu, slot, 0);
 		slot = slot_of(now);
 		acc_open(a, cpu, slot);
