@@ -188,7 +188,7 @@ fn check_run(c: &mut Checks, out: &VmOutput, s: &Summary, trace: &[SlotRecord]) 
             after_end.push((f, d));
             continue;
         }
-        let got = owned(&cpu1, "tt-f", f, d);
+        let got = owned_delivered(&cpu1, "tt-f", f, d);
         if got != FIRM_WCET {
             short.push(format!("[{f}, {d}): {got}"));
         }
@@ -255,7 +255,7 @@ fn check_reclaim(c: &mut Checks, out: &VmOutput) {
         let got = if d > last + 1 {
             None
         } else {
-            Some(owned(&cpu1, "tt-f", f, d))
+            Some(owned_delivered(&cpu1, "tt-f", f, d))
         };
         if got.is_some_and(|g| g != RECLAIM_WCET) {
             short.push(format!("[{f}, {d}): {got:?}"));
@@ -306,6 +306,25 @@ fn check_reclaim(c: &mut Checks, out: &VmOutput) {
 /// point of the task's release grid (the first release plus whole periods) after the finish:
 /// a job that ran past its period yields into a period whose job the planner starts at its
 /// next job-start slot, not at once.
+/// Slots of `task` in `[from, to)` in the records, less those lost to a tick more than a slot
+/// late (its `late_ns` >= the slot: the slot never ran its owner; the planner observes the loss
+/// and gives the job another slot, so counting both would count the job's slot twice; seen in
+/// a fresh-clone CI run: slot 144 lost, 166 given, 26 counted).
+fn owned_delivered(records: &[&SlotRecord], task: &str, from: u64, to: u64) -> u64 {
+    let slot_ns = 10_000_000; // planner_loop.json and planner_reclaim.json: 10 ms slots
+    let lost: Vec<&SlotRecord> = records
+        .iter()
+        .copied()
+        .filter(|r| r.late_ns.is_some_and(|l| l >= slot_ns))
+        .collect();
+    owned(records, task, from, to) - owned(&lost, task, from, to)
+}
+
+/// The windows in which tt_jobs' task has no pending job by its own log: from each logged
+/// finish to the next release, and from the release after the last logged job on (that job's
+/// line is written at the next release, which the run's end cuts: its end is unknown, so it is
+/// not judged; seen in a fresh-clone CI run: be started at slot 1009 after tt-a's last job
+/// had yielded at 1008).
 fn done_windows(text: &str, period_ns: u64) -> Vec<(u64, u64)> {
     let jobs: Vec<(u64, u64)> = text
         .lines()
@@ -318,12 +337,17 @@ fn done_windows(text: &str, period_ns: u64) -> Vec<(u64, u64)> {
         return Vec::new();
     };
     let period = period_ns.max(1);
-    jobs.iter()
+    let mut w: Vec<(u64, u64)> = jobs
+        .iter()
         .map(|&(_, finish)| {
             let k = finish.saturating_sub(first) / period + 1;
             (finish, first + k * period)
         })
-        .collect()
+        .collect();
+    if let Some(&(_, next)) = w.last() {
+        w.push((next, u64::MAX));
+    }
+    w
 }
 
 #[test]
@@ -401,9 +425,10 @@ fn check_carried(c: &mut Checks, out: &VmOutput) {
 fn done_windows_run_from_a_jobs_finish_to_the_next_release() {
     let log = "100 130 30\n200 260 60\n300 420 90\n";
     // the third job ran past its period: its window ends at the grid point after its finish
+    // and the job after the last line is not judged
     assert_eq!(
         done_windows(log, 100),
-        vec![(130, 200), (260, 300), (420, 500)]
+        vec![(130, 200), (260, 300), (420, 500), (500, u64::MAX)]
     );
 }
 
