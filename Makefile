@@ -7,6 +7,8 @@
 #   make test-vm        the VM tests only, then their summary table (target/vm/summary.tsv: boots,
 #                       crashes, hangs, re-measurements, verdict, wall time per test)
 #   make test-vm-loaded the same with `stress-ng --cpu 2` running beside it (scripts/with-load.sh)
+#   make test-kernels   smoke and the core set on the rt, lts and lts-rt kernels (KERNELS=...)
+#   make test-kernel KERNEL=NAME  every VM test on one kernel (default, rt, lts, lts-rt)
 #   make bench          the plan, planner and energy benchmarks (no VM)
 #   make bench-lateness slot-start lateness: BPF slot timer vs a userspace timer, in one VM
 #   make bench-demos    window-start lateness on a DEmOS config: scx_tt vs a DEmOS-like switcher, in one VM
@@ -27,7 +29,7 @@ VM_TESTS := --test vm
 # One row per VM test, appended by the harness as each test ends (docs/vm-harness.md).
 VM_SUMMARY := target/vm/summary.tsv
 
-.PHONY: deps build demo report-demo test unit test-vm test-vm-loaded vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
+.PHONY: deps build demo report-demo test unit test-vm test-vm-loaded test-kernels test-kernel vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -107,6 +109,16 @@ test-vm: vm-initrd
 # to after the last (also on failure or Ctrl-C); the build before it runs without the load.
 test-vm-loaded: vm-initrd
 	$(call run_vm_tests,bash scripts/with-load.sh)
+
+# The other kernels (docs/vm-harness.md, "Kernels"): each is fetched or built (cached), then its
+# VMs run the smoke tests and the core set that judges the kernel side, or every VM test.
+KERNELS ?= rt lts lts-rt
+test-kernels: vm-initrd
+	bash scripts/test-kernels.sh $(KERNELS)
+
+test-kernel: vm-initrd
+	@[ -n "$(KERNEL)" ] || { echo "make test-kernel KERNEL=NAME (default, rt, lts, lts-rt)" >&2; exit 2; }
+	bash scripts/test-kernels.sh --all $(KERNEL)
 
 test: unit test-vm
 

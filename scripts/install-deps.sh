@@ -5,14 +5,16 @@
 set -euo pipefail
 # build: clang-19 (scx_cargo needs clang >= 18) .. libc6-dev;
 # VM tests: qemu-system-x86 .. rt-tests (cyclictest; stress-ng also loads the host in
-# make test-vm-loaded), bpftool (BPF run time per program), binutils (objcopy strips guest
+# make test-vm-loaded), bpftool (BPF run time per program), flex .. dwarves (tests/vm/kernel.sh
+# builds the 6.12 LTS test kernels; pahole makes their BTF), binutils (objcopy strips guest
 # binaries), procps (pgrep: scripts/with-load.sh), bsdextrautils (column: the VM tests' summary
 # table, scripts/vm-summary.sh); reports and traces: chromium (the report's browser
 # test, make report-demo), protobuf-compiler (protoc reads the Perfetto export against
 # Perfetto's published schema); packaging: systemd (systemd-analyze verify of the unit),
 # dpkg-dev (make deb's dpkg-shlibdeps; cargo-deb itself is installed by `make deb`).
 PKGS=(clang-19 libelf-dev zlib1g-dev pkg-config make gcc libc6-dev
-      qemu-system-x86 busybox-static cpio stress-ng rt-tests bpftool binutils procps bsdextrautils
+      qemu-system-x86 busybox-static cpio stress-ng rt-tests bpftool flex bison bc libssl-dev dwarves
+      binutils procps bsdextrautils
       chromium protobuf-compiler systemd dpkg-dev python3-pip)
 missing=()
 for p in "${PKGS[@]}"; do

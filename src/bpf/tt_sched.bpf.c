@@ -131,9 +131,11 @@
  *   kernel keeps the preempted task at the head of the CPU's local DSQ with its slice left and
  *   runs it first when the CPU comes back, without calling dispatch, even if a slot boundary
  *   passed meanwhile (the tick's kick cannot clear the slice of a task that is not running).
- *   ops.cpu_release therefore re-enqueues the local DSQ of a managed CPU (releases counts it),
- *   and the CPU goes to the owner of the slot it returns in (issue 11, defect 2; VM test
- *   `preempt`).
+ *   So ops.stopping zeroes the slice of a task preempted on a managed CPU, which sends it
+ *   back through ops.enqueue instead, and ops.cpu_release re-enqueues whatever else the local
+ *   DSQ holds (releases counts it): the CPU goes to the owner of the slot it returns in
+ *   (issue 11, defect 2; VM test `preempt`). cpu_release alone did not do on 6.12, which
+ *   skips it after a preemption whose return fair's balance() answered (issue 32).
  *
  * D. Routing (ops.enqueue; select_cpu picks the CPU a wakeup should go to)
  *   - tt thread -> TT_DSQ_TASK_BASE + task, consumed only by the task's CPU; when it is the
@@ -253,8 +255,11 @@
  *   first arming of test_fault_cpu's timer for a boundary at or after slot test_fault_slot
  *   (at or after: a tick more than a slot late skips slots) pass TT_TEST_BAD_TIMER_FLAG to
  *   bpf_timer_start, which the kernel refuses (-EINVAL): the real failure path of B.4 runs
- *   (slot 0: arm_timer's, later slots: the re-arm's). The loader sets it only from the
- *   environment variable SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests); nothing else does.
+ *   (slot 0: arm_timer's, later slots: the re-arm's). Under the helper-thread clock (B.5)
+ *   the same setting makes rt_tick stall test_fault_cpu's clock from that slot on (no tick,
+ *   the helper sleeps a second at a time), as a helper descheduled for good would, so the
+ *   watchdog (tt_tick) runs for real. The loader sets it only from the environment variable
+ *   SCX_TT_TEST_TIMER_FAULT=CPU:SLOT (VM tests); nothing else does.
  *
  * I. Job completion
  *
@@ -414,6 +419,10 @@ const volatile bool perf_enabled; /* perf_target holds a cpuperf target per slot
 const volatile bool dpm_enabled; /* TT_DPM_IDLE entries defer the slot tick (K) */
 const volatile bool dpm_be; /* be work may run in TT_DPM_IDLE slots; no deferral then (K) */
 const volatile u8 server_design; /* enum tt_server: an owner's unused slot time (C) */
+
+/* The helper-thread clock's watchdog (tt_tick, B.5): a clock event this overdue ends the run. */
+#define TT_CLOCK_STALL_SLOTS 20
+#define TT_CLOCK_STALL_MIN_NS (1000ULL * 1000 * 1000)
 
 /* Test seam (H): arming CPU test_fault_cpu's slot timer for a slot >= test_fault_slot fails. */
 const volatile bool rt_clock; /* the slot clock is scx_tt's helper threads, not a bpf_timer (B.5) */
@@ -575,6 +584,7 @@ struct tt_cpu_acct {
 	u32 preempt_task;
 	u64 preempt_ns;
 	bool preempt_reclaiming;
+	u64 piece_from; /* charge()'s cursor over the pieces of a segment */
 	struct tt_slot_acc acc[2]; /* indexed by slot & 1 */
 };
 
@@ -914,12 +924,43 @@ static void observe_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 from, u6
 		acc->stolen_ns += end - from;
 }
 
+/*
+ * One piece of charge()'s segment on @cpu, from a->piece_from to the end of its slot or @now;
+ * false when the segment is charged. A subprogram, not inlined, and its cursor in the map: with
+ * the body inline, its branches left different values in the loop's registers (and a local
+ * `from` a lower bound one higher per iteration), so the 6.12 verifier, whose liveness does not
+ * prune them inside a loop, never saw two equal loop states and gave up after 8192 jumps
+ * (E2BIG). The caller's loop now holds the same registers on every path and converges.
+ */
+static __noinline bool charge_next_piece(s32 cpu, u64 now)
+{
+	struct tt_cpu_acct *a;
+	u64 from, end, slot;
+
+	if (cpu < 0 || cpu >= TT_MAX_CPUS)
+		return false;
+	a = &cpu_acct[cpu];
+	from = a->piece_from;
+	if (from >= now)
+		return false;
+	slot = slot_of(from);
+	end = slot_start(slot + 1);
+	if (end > now)
+		end = now;
+	/* idle time is in no record, but the owner may be waiting through it (J) */
+	if (a->cur_kind != TT_RUN_NONE)
+		charge_piece(a, cpu, slot, from, end - from);
+	observe_piece(a, cpu, slot, from, end);
+	a->piece_from = end;
+	return true;
+}
+
 /* Close the running segment on @cpu at @now (the segment stays open from @now). */
 static void charge(s32 cpu, u64 now)
 {
 	struct tt_cpu_acct *a;
 	struct tt_task_stats *ts;
-	u64 from, end, slot;
+	u64 from;
 	int i;
 
 	if (cpu < 0 || cpu >= TT_MAX_CPUS)
@@ -936,19 +977,12 @@ static void charge(s32 cpu, u64 now)
 	if (!started(from))
 		from = t0_ns;
 	/* a segment spans more than two slots only when ticks were very late */
+	a->piece_from = from;
 	bpf_for(i, 0, TT_MAX_PIECES) {
-		if (from >= now)
+		if (!charge_next_piece(cpu, now))
 			break;
-		slot = slot_of(from);
-		end = slot_start(slot + 1);
-		if (end > now)
-			end = now;
-		/* idle time is in no record, but the owner may be waiting through it (J) */
-		if (a->cur_kind != TT_RUN_NONE)
-			charge_piece(a, cpu, slot, from, end - from);
-		observe_piece(a, cpu, slot, from, end);
-		from = end;
 	}
+	from = a->piece_from;
 	if (from < now && a->cur_kind != TT_RUN_NONE)
 		__sync_fetch_and_add(&cpu_stats[cpu].lost_ns, now - from);
 }
@@ -1478,6 +1512,12 @@ int rt_tick(struct tt_tick_arg *arg)
 		return TT_ARM_NO_TIMER;
 	now = bpf_ktime_get_ns();
 	arg->ticked = 0;
+	if (test_fault_timer && cpu == test_fault_cpu && t->slot >= test_fault_slot) {
+		/* H: the helper stalls, as one descheduled for good would: no tick from here on,
+		 * and it sleeps a second at a time; the watchdog (tt_tick) must end the scheduler */
+		arg->next_ns = now + TT_CLOCK_STALL_MIN_NS;
+		return 0;
+	}
 	if (now >= t->expires_ns) {
 		run_tick(t, &t->timer, cpu, now);
 		arg->ticked = 1;
@@ -2133,9 +2173,6 @@ void BPF_STRUCT_OPS(tt_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
  * cannot run, so the table is no longer enforced there. A helper that is only late ticks late
  * and skips slots (B.2e), which the records count.
  */
-#define TT_CLOCK_STALL_SLOTS 20
-#define TT_CLOCK_STALL_MIN_NS (1000ULL * 1000 * 1000)
-
 void BPF_STRUCT_OPS(tt_tick, struct task_struct *p)
 {
 	s32 cpu = bpf_get_smp_processor_id();
@@ -2251,11 +2288,16 @@ void BPF_STRUCT_OPS(tt_stopping, struct task_struct *p, bool runnable)
 	}
 	a->cur_kind = TT_RUN_NONE;
 	/*
-	 * B.5: preempted on a managed CPU (by the slot clock's helper, or any higher class):
-	 * through ops.enqueue, not back to the head of the local DSQ, so dispatch decides when the
-	 * CPU comes back (ops.cpu_release would too, but is not called for it on every kernel)
+	 * Preempted on a managed CPU (by a higher class: an RT task, the stopper, the slot clock's
+	 * helper under B.5): back through ops.enqueue, not to the head of the local DSQ with its
+	 * slice left, so dispatch decides when the CPU comes back (C, "Higher classes").
+	 * ops.cpu_release re-enqueues the local DSQ too, but is not called for every preemption on
+	 * every kernel: on 6.12, when fair's balance() answers for the CPU, balance_scx() never
+	 * runs, rq->scx.cpu_released stays set and no later preemption calls cpu_release, so the
+	 * preempted be task ran on into the next owner's slot (VM test `preempt` on the lts
+	 * kernel: 506 ms of be over a waiting owner in 6 s, by the witness).
 	 */
-	if (rt_clock && runnable && is_managed(cpu))
+	if (runnable && is_managed(cpu))
 		p->scx.slice = 0;
 }
 

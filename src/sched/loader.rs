@@ -421,11 +421,19 @@ impl<'a> Scheduler<'a> {
             ro.rt_clock = cfg.rt_clock.is_some();
             ro.server_design = cfg.server.abi();
             if let Some(f) = TimerFault::from_env(&cfg.managed).map_err(LoadError::Open)? {
-                eprintln!(
-                    "scx_tt: test seam: arming the slot timer of CPU {} for slot {} will fail \
-                     ({TIMER_FAULT_ENV})",
-                    f.cpu, f.slot
-                );
+                if cfg.rt_clock.is_some() {
+                    eprintln!(
+                        "scx_tt: test seam: the slot clock thread of CPU {} will stall from slot \
+                         {} on ({TIMER_FAULT_ENV})",
+                        f.cpu, f.slot
+                    );
+                } else {
+                    eprintln!(
+                        "scx_tt: test seam: arming the slot timer of CPU {} for slot {} will \
+                         fail ({TIMER_FAULT_ENV})",
+                        f.cpu, f.slot
+                    );
+                }
                 ro.test_fault_timer = true;
                 ro.test_fault_cpu = f.cpu as i32;
                 ro.test_fault_slot = f.slot;

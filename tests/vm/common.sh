@@ -8,12 +8,13 @@ REPO=$(cd "$VM_SRC/../.." && pwd)
 CACHE=${SCX_TT_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/scx_tt}
 VM_DIR=${SCX_TT_VM_DIR:-$REPO/target/vm}
 # SCX_TT_VM_KERNEL  the kernel the VMs boot (kernel.sh --kernel NAME): default (Debian's newest
-#                   cloud kernel with sched_ext) or rt (Debian's PREEMPT_RT kernel)
+#                   cloud kernel with sched_ext), rt (Debian's PREEMPT_RT kernel), lts (6.12 built
+#                   from Debian's linux-source-6.12) or lts-rt (the same with PREEMPT_RT)
 KERNEL_NAME=${SCX_TT_VM_KERNEL:-default}
 case $KERNEL_NAME in
   default) KERNEL_DIR=$CACHE/kernel ;;
-  rt) KERNEL_DIR=$CACHE/kernel-$KERNEL_NAME ;;
-  *) echo "vm: error: SCX_TT_VM_KERNEL=$KERNEL_NAME: not a kernel kernel.sh knows (default, rt)" >&2
+  rt|lts|lts-rt) KERNEL_DIR=$CACHE/kernel-$KERNEL_NAME ;;
+  *) echo "vm: error: SCX_TT_VM_KERNEL=$KERNEL_NAME: not a kernel kernel.sh knows (default, rt, lts, lts-rt)" >&2
      exit 1 ;;
 esac
 VMLINUZ=$KERNEL_DIR/vmlinuz          # symlink to the chosen kernel image

@@ -811,9 +811,18 @@ pub mod ledger {
         // try_with: a harness call from another thread-local's destructor finds no ledger
         let _ = LEDGER.try_with(|l| {
             if let Ok(mut l) = l.try_borrow_mut() {
-                update(l.get_or_insert_with(|| Ledger::new(test, summary_path())));
+                update(l.get_or_insert_with(|| Ledger::new(&row_name(test), summary_path())));
             }
         });
+    }
+
+    /// The test's row name: its name, with ` @KERNEL` when the VMs boot another kernel than
+    /// `default` (SCX_TT_VM_KERNEL), so one summary can hold the same test on several kernels.
+    pub fn row_name(test: &str) -> String {
+        match std::env::var("SCX_TT_VM_KERNEL") {
+            Ok(k) if !k.is_empty() && k != "default" => format!("{test} @{k}"),
+            _ => test.to_string(),
+        }
     }
 
     fn install_panic_hook() {

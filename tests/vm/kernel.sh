@@ -6,6 +6,12 @@
 #   rt       the newest PREEMPT_RT kernel (linux-image-rt-amd64; CONFIG_PREEMPT_RT=y, where the
 #            verifier refuses bpf_timer and scx_tt runs its helper-thread slot clock), cached in
 #            $CACHE/kernel-rt.
+#   lts      the 6.12 LTS, built here from Debian trixie's linux-source-6.12 (Debian's own 6.12
+#            images have no sched_ext) with a small config for the test VM: tinyconfig plus
+#            tests/vm/lts.config. Cached in $CACHE/kernel-lts; the source tree in $CACHE/lts-src.
+#   lts-rt   the same build with CONFIG_PREEMPT_RT=y (mainline since 6.12), in $CACHE/kernel-lts-rt.
+#            A build is reused while the source version and the config fragment are unchanged.
+#            Needs gcc, make, flex, bison, bc, libelf-dev and pahole (dwarves): install-deps.sh.
 # The candidates are the meta package in sid and in trixie-backports; the newer version
 # wins. apt runs with a private configuration (sources, lists, cache under $CACHE/kernel/apt)
 # derived from this machine's own /etc/apt/sources.list.d/debian.sources, so the system's apt
@@ -32,6 +38,7 @@ SUITES=(sid trixie-backports)
 case $KERNEL_NAME in
   default) META=linux-image-cloud-amd64 ;;
   rt) META=linux-image-rt-amd64 ;;
+  lts|lts-rt) META=linux-source-6.12 ;;
 esac
 SOURCES=/etc/apt/sources.list.d/debian.sources
 MAX_AGE_DAYS=${SCX_TT_KERNEL_MAX_AGE_DAYS:-7}
@@ -39,9 +46,9 @@ MAX_AGE_DAYS=${SCX_TT_KERNEL_MAX_AGE_DAYS:-7}
 # Fails unless the config enables sched_ext.
 verify_config() {
   grep -q '^CONFIG_SCHED_CLASS_EXT=y' "$1" || die "$1 lacks CONFIG_SCHED_CLASS_EXT=y"
-  if [ "$KERNEL_NAME" = rt ]; then
-    grep -q '^CONFIG_PREEMPT_RT=y' "$1" || die "$1 lacks CONFIG_PREEMPT_RT=y"
-  fi
+  case $KERNEL_NAME in
+    rt|lts-rt) grep -q '^CONFIG_PREEMPT_RT=y' "$1" || die "$1 lacks CONFIG_PREEMPT_RT=y" ;;
+  esac
 }
 
 cached_ok() {
@@ -103,6 +110,108 @@ fetch_image() {
   rm -rf "$dest/debs"
 }
 
+# --- lts, lts-rt: the 6.12 LTS built from source -------------------------------------------
+
+LTS_SRC_ROOT=$CACHE/lts-src
+FRAGMENT=$VM_SRC/lts.config
+
+# The fragment this build merges over tinyconfig: lts.config, plus PREEMPT_RT for lts-rt.
+# The release names the build (6.12.117-lts, 6.12.117-lts-rt): the initramfs keeps each cached
+# kernel's config as /boot/config-<release>, so two builds of one version must not share it.
+write_fragment() {
+  if [ "$KERNEL_NAME" = lts-rt ]; then
+    grep -vE '^CONFIG_PREEMPT_(VOLUNTARY|DYNAMIC)=' "$FRAGMENT"
+    printf '%s\n' '# lts-rt' 'CONFIG_PREEMPT_RT=y'
+  else
+    cat "$FRAGMENT"
+  fi
+  printf 'CONFIG_LOCALVERSION="-%s"\n' "$KERNEL_NAME"
+}
+
+# Downloads linux-source-6.12 VERSION from SUITE and unpacks its tarball once into
+# $LTS_SRC_ROOT/VERSION/src; prints the tree.
+lts_source() {
+  local s=$1 ver=$2 dir=$LTS_SRC_ROOT/$2 tarball
+  if [ ! -e "$dir/unpacked" ]; then
+    log "fetching $META $ver from $s"
+    rm -rf "$dir" && mkdir -p "$dir/debs"
+    # shellcheck disable=SC2046
+    (cd "$dir/debs" && apt-get -q $(apt_opts "$s") download "$META=$ver" > ../download.log 2>&1) \
+      || die "download of $META $ver failed (see $dir/download.log)"
+    dpkg-deb -x "$dir"/debs/*.deb "$dir/deb"
+    tarball=$(ls "$dir"/deb/usr/src/linux-source-*.tar.* | head -1)
+    [ -n "$tarball" ] || die "$META $ver has no source tarball"
+    mkdir -p "$dir/src" && tar -xf "$tarball" -C "$dir/src" --strip-components=1
+    rm -rf "$dir/debs" "$dir/deb"
+    touch "$dir/unpacked"
+  fi
+  echo "$dir/src"
+}
+
+# Configures and builds bzImage out of tree in $KERNEL_DIR/build; every step's output goes to
+# $KERNEL_DIR/build.log. Options of the fragment that did not survive olddefconfig (a missing
+# dependency) fail the build with their names.
+lts_build() {
+  local src=$1 ver=$2 b=$KERNEL_DIR/build started=$SECONDS opt want got missing=()
+  mkdir -p "$b"
+  local frag=$KERNEL_DIR/fragment.config
+  write_fragment > "$frag"
+  {
+    make -C "$src" O="$b" tinyconfig
+    "$src/scripts/kconfig/merge_config.sh" -m -O "$b" "$b/.config" "$frag"
+    make -C "$src" O="$b" olddefconfig
+  } > "$KERNEL_DIR/build.log" 2>&1 || die "configuring $META failed (see $KERNEL_DIR/build.log)"
+  while IFS= read -r opt; do
+    case $opt in
+      CONFIG_*=*) want=$opt; got=$(grep -E "^${opt%%=*}=" "$b/.config" || true)
+        [ "$got" = "$want" ] || missing+=("$want (got ${got:-unset})") ;;
+      "# CONFIG_"*" is not set") want=${opt#\# }; want=${want%% *}
+        if grep -qE "^$want=" "$b/.config"; then missing+=("$want unset (got set)"); fi ;;
+    esac
+  done < "$frag"
+  [ ${#missing[@]} -eq 0 ] || die "config fragment not applied: ${missing[*]} (tests/vm/lts.config)"
+  log "building $META $ver ($KERNEL_NAME) with $(nproc) jobs; log: $KERNEL_DIR/build.log"
+  make -C "$src" O="$b" -j"$(nproc)" bzImage >> "$KERNEL_DIR/build.log" 2>&1 \
+    || { tail -n 20 "$KERNEL_DIR/build.log" >&2; die "building $META failed (see $KERNEL_DIR/build.log)"; }
+  log "built in $((SECONDS - started)) s"
+}
+
+lts_main() {
+  mkdir -p "$KERNEL_DIR"
+  local key_now
+  key_now=$(write_fragment | sha256sum | cut -c1-16)
+  if [ -z "$REFRESH" ] && cached_ok && [ "$(cat "$KERNEL_DIR/key" 2>/dev/null)" = "$key_now" ]; then
+    report; return
+  fi
+  local started=$SECONDS s=trixie line ver src
+  line=$(resolve_source "$s") || die "could not resolve $META in $s"
+  ver=${line%% *}
+  log "$s: $META $ver"
+  src=$(lts_source "$s" "$ver")
+  lts_build "$src" "$ver"
+  ln -sfn "$KERNEL_DIR/build/arch/x86/boot/bzImage" "$VMLINUZ"
+  ln -sfn "$KERNEL_DIR/build/.config" "$KCONFIG"
+  verify_config "$KCONFIG"
+  make -s -C "$src" O="$KERNEL_DIR/build" kernelrelease > "$KERNEL_DIR/release"
+  echo "$s $META $ver" > "$KERNEL_DIR/suite"
+  echo "$key_now" > "$KERNEL_DIR/key"
+  touch "$KERNEL_DIR/stamp"
+  report
+  echo "fetched and built in $((SECONDS - started)) s"
+}
+
+# Prints "<version> <package>" of a source package in one suite.
+resolve_source() {
+  local s=$1 ver
+  prepare_suite "$s"
+  # shellcheck disable=SC2046
+  apt-get -q $(apt_opts "$s") update > "$KERNEL_DIR/apt/$s/update.log" 2>&1 \
+    || { log "apt update for $s failed (see $KERNEL_DIR/apt/$s/update.log)"; return 1; }
+  ver=$(apt-cache $(apt_opts "$s") show "$META" 2>/dev/null | awk '/^Version:/ { print $2; exit }')
+  [ -n "$ver" ] || { log "$s: no $META"; return 1; }
+  echo "$ver $META"
+}
+
 fresh() {
   [ -e "$KERNEL_DIR/stamp" ] && [ -z "$(find "$KERNEL_DIR/stamp" -mtime +"$MAX_AGE_DAYS")" ]
 }
@@ -143,4 +252,7 @@ main() {
   echo "fetched in $((SECONDS - started)) s"
 }
 
-main
+case $KERNEL_NAME in
+  lts|lts-rt) lts_main ;;
+  *) main ;;
+esac
