@@ -68,7 +68,7 @@ fi
 # interrupts the thread finds nothing pending for, and the kernel's spurious-IRQ check disables
 # IRQ 3 ("irq 3: nobody cared") in the middle of the file transfer. noirqdebug turns the check off.
 KERNEL_APPEND=""
-[ "$KERNEL_NAME" = rt ] && KERNEL_APPEND=noirqdebug
+case $KERNEL_NAME in rt|lts-rt) KERNEL_APPEND=noirqdebug ;; esac
 [ -e "$INITRD" ] || die "no initramfs at $INITRD: run tests/vm/mkinitrd.sh"
 ACCEL=${SCX_TT_VM_ACCEL:-tcg,thread=multi}
 QEMU=$(qemu_bin)

@@ -17,7 +17,10 @@
 P=$HERE
 S=$(cmdline_arg tt.fault_slot); S=${S:-100}
 CASE=$(cmdline_arg tt.case); CASE=${CASE:-timer}
-RT=$(cat /sys/kernel/realtime 2>/dev/null || echo 0)
+# as scx_tt decides (src/sched/rt_clock.rs): /sys/kernel/realtime, else the version string
+if [ -r /sys/kernel/realtime ]; then RT=$(cat /sys/kernel/realtime)
+elif grep -q PREEMPT_RT /proc/sys/kernel/version; then RT=1
+else RT=0; fi
 result kernel_rt "$RT"
 
 if [ "$CASE" = stall ]; then
