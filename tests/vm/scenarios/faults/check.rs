@@ -23,6 +23,14 @@ fn failed_slot(stderr: &str, prefix: &str) -> Option<u64> {
         .flatten()
 }
 
+/// Prints the first non-blank lines of a case's stderr.
+fn print_stderr_head(case: &str, err: &str) {
+    println!("--- {case}: stderr (first lines)");
+    for l in err.lines().filter(|l| !l.trim().is_empty()).take(6) {
+        println!("  {l}");
+    }
+}
+
 #[test]
 #[ignore = "boots a VM: make test-vm"]
 fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
@@ -62,10 +70,7 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
     // The re-arm from the slot tick.
     let err = out.file("rearm.err").unwrap_or_default();
     let stdout = out.file("rearm.out").unwrap_or_default();
-    println!("--- rearm: stderr (first lines)");
-    for l in err.lines().filter(|l| !l.trim().is_empty()).take(6) {
-        println!("  {l}");
-    }
+    print_stderr_head("rearm", &err);
     c.check(
         out.rc("rearm") == "1",
         format!("rearm: exit code 1, got {}", out.rc("rearm")),
@@ -137,10 +142,7 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
 
     // arm_timer while scx_tt arms the timers.
     let err = out.file("arm.err").unwrap_or_default();
-    println!("--- arm: stderr (first lines)");
-    for l in err.lines().filter(|l| !l.trim().is_empty()).take(6) {
-        println!("  {l}");
-    }
+    print_stderr_head("arm", &err);
     c.check(
         out.rc("arm") == "1",
         format!("arm: exit code 1, got {}", out.rc("arm")),
@@ -205,10 +207,7 @@ fn a_stalled_clock_thread_ends_the_scheduler_naming_the_cpu_and_the_slot() {
     let mut c = Checks::default();
     let err = out.file("stall.err").unwrap_or_default();
     let stdout = out.file("stall.out").unwrap_or_default();
-    println!("--- stall: stderr (first lines)");
-    for l in err.lines().filter(|l| !l.trim().is_empty()).take(6) {
-        println!("  {l}");
-    }
+    print_stderr_head("stall", &err);
     c.check(
         err.contains("scx_tt: slot clock: rt (SCHED_FIFO")
             && err.contains("the slot clock thread of CPU 1 will stall from slot 100"),
