@@ -3,9 +3,11 @@
 #                       per-slot timeline and summary: directly on a sched_ext host, else in a VM;
 #                       then its HTML report (target/demo/report.html, docs/report.md)
 #   make report-demo    the demo's report and its screenshot in headless chromium
-#   make test           unit and integration tests, then the VM tests (what .ci/run calls)
-#   make test-vm        the VM tests only, then their summary table (target/vm/summary.tsv: boots,
-#                       crashes, hangs, re-measurements, verdict, wall time per test)
+#   make test           unit and integration tests, then every VM test on the default kernel and
+#                       the core set on the rt, lts and lts-rt kernels (what .ci/run calls)
+#   make test-vm        the VM tests on the default kernel only, then their summary table
+#                       (target/vm/summary.tsv: boots, crashes, hangs, re-measurements, verdict,
+#                       wall time per test)
 #   make test-vm-loaded the same with `stress-ng --cpu 2` running beside it (scripts/with-load.sh)
 #   make test-kernels   smoke and the core set on the rt, lts and lts-rt kernels (KERNELS=...)
 #   make test-kernel KERNEL=NAME  every VM test on one kernel (default, rt, lts, lts-rt)
@@ -120,7 +122,10 @@ test-kernel: vm-initrd
 	@[ -n "$(KERNEL)" ] || { echo "make test-kernel KERNEL=NAME (default, rt, lts, lts-rt)" >&2; exit 2; }
 	bash scripts/test-kernels.sh --all $(KERNEL)
 
-test: unit test-vm
+# make test's VM part: the default kernel's whole suite while the other kernels are fetched and
+# built beside it (nice 19), then the smoke test and the core set on each (scripts/test-vm-all.sh).
+test: unit vm-initrd
+	bash scripts/test-vm-all.sh $(KERNELS)
 
 # The pure benchmarks (no VM); bench-lateness boots the VM.
 bench: build

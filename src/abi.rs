@@ -38,6 +38,9 @@ pub const ARM_NO_T0: i32 = 3;
 pub const ARM_NO_TIMER: i32 = 4;
 /// `rt_tick` called while the slot clock is the bpf_timer (src/bpf/tt_sched.bpf.c B.5).
 pub const ARM_NOT_RT_CLOCK: i32 = 5;
+/// `rt_tick` ran on another CPU than its helper's (`TT_TICK_WRONG_CPU`): the kernel moved the
+/// helper (its CPU is going offline, or its affinity was changed); nothing ran.
+pub const TICK_WRONG_CPU: i32 = 6;
 /// Slots per managed CPU in the observation ring (`TT_OBS_RING`, a power of two): the entry of
 /// (managed index `m`, slot `s`) is `m * OBS_RING + s % OBS_RING` (src/sched/obs.rs).
 pub const OBS_RING: u64 = 16;
@@ -106,6 +109,9 @@ pub fn arm_result_text(rc: i32) -> String {
         ARM_NOT_RT_CLOCK => "rt_tick ran while the slot clock is the BPF timer (the loader did \
                              not set rt_clock)"
             .into(),
+        TICK_WRONG_CPU => "rt_tick ran on another CPU than its slot clock thread's: the \
+                           kernel moved the thread off its CPU"
+            .into(),
         e if e < 0 => format!(
             "a bpf_timer helper (init, set_callback or start) returned {e}: {}; when it was \
              bpf_timer_start, the scheduler's exit message names the slot",
@@ -166,6 +172,7 @@ mod checks {
     const _: () = assert!(c::tt_arm_result_TT_ARM_NO_T0 as i32 == ARM_NO_T0);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NO_TIMER as i32 == ARM_NO_TIMER);
     const _: () = assert!(c::tt_arm_result_TT_ARM_NOT_RT_CLOCK as i32 == ARM_NOT_RT_CLOCK);
+    const _: () = assert!(c::tt_arm_result_TT_TICK_WRONG_CPU as i32 == TICK_WRONG_CPU);
     // bindgen gives the all-ones 64-bit #define as -1 (i32); sign extension restores it.
     const _: () = assert!(c::TT_NO_SWITCH as i64 as u64 == NO_SWITCH);
     // The sizes of intf.h's _Static_assert lines.
@@ -193,6 +200,7 @@ mod tests {
             ARM_NO_T0,
             ARM_NO_TIMER,
             ARM_NOT_RT_CLOCK,
+            TICK_WRONG_CPU,
             -22,
             -1,
             99,
@@ -204,14 +212,14 @@ mod tests {
             assert!(!texts[..i].contains(t), "{t}");
         }
         assert!(
-            texts[5].contains("returned -22: Invalid argument"),
-            "{}",
-            texts[5]
-        );
-        assert!(
-            texts[6].contains("returned -1: Operation not permitted"),
+            texts[6].contains("returned -22: Invalid argument"),
             "{}",
             texts[6]
+        );
+        assert!(
+            texts[7].contains("returned -1: Operation not permitted"),
+            "{}",
+            texts[7]
         );
     }
 
@@ -250,6 +258,7 @@ mod tests {
         assert_eq!(value("TT_ARM_NO_T0"), ARM_NO_T0.to_string());
         assert_eq!(value("TT_ARM_NO_TIMER"), ARM_NO_TIMER.to_string());
         assert_eq!(value("TT_ARM_NOT_RT_CLOCK"), ARM_NOT_RT_CLOCK.to_string());
+        assert_eq!(value("TT_TICK_WRONG_CPU"), TICK_WRONG_CPU.to_string());
         assert_eq!(value("TT_OBS_RING"), OBS_RING.to_string());
         assert_eq!(value("TT_MAX_ADAPTIVE"), MAX_ADAPTIVE.to_string());
         assert_eq!(value("TT_WAKE_RING"), WAKE_RING.to_string());

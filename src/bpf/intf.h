@@ -165,6 +165,7 @@ enum tt_arm_result {
 	TT_ARM_NO_T0 = 3, /* t0_ns was not written before arming */
 	TT_ARM_NO_TIMER = 4, /* arg->cpu has no entry in the timers map */
 	TT_ARM_NOT_RT_CLOCK = 5, /* rt_tick called while the slot clock is the bpf_timer (B.5) */
+	TT_TICK_WRONG_CPU = 6, /* rt_tick ran on another CPU than arg->cpu (its helper was moved) */
 };
 
 /*

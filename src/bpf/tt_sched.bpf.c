@@ -60,7 +60,7 @@
  *      (run_tick) and returns the next expiry. Every bpf_timer helper call sits behind
  *      `!rt_clock` (a read-only constant, so the verifier never visits those calls). The
  *      helper's wake-up preempts the ext task on the CPU (RT is a higher class): ops.stopping
- *      zeroes a preempted task's slice (rt_clock only), so the kernel hands it to
+ *      zeroes a preempted task's slice (C, "Higher classes"), so the kernel hands it to
  *      ops.enqueue instead of keeping it at the head of the local DSQ, and cpu_release hands
  *      back the rest; when the helper sleeps again, ops.dispatch picks the slot's task.
  *      rt_tick is the same code as the bpf_timer callback, run in process context with
@@ -69,6 +69,11 @@
  *      to a time it read, which a planner's shortening could not move), and the helper's
  *      lateness includes the RT wake-up path. A helper descheduled past a boundary (a
  *      higher-priority RT thread) ticks late and skips slots as a late bpf_timer does (2e).
+ *      A helper the kernel moved off its CPU (the CPU is being deactivated: balance_push
+ *      moves every user thread away before sched_ext's hotplug exit) makes rt_tick return
+ *      TT_TICK_WRONG_CPU and run nothing: the helper re-pins itself, or ends quietly when
+ *      its CPU is no longer active, and the kernel's hotplug exit ends the run as it does
+ *      under the bpf_timer.
  *   4. Failures are loud. The table is only enforced while every managed CPU's timer ticks on
  *      that CPU, so a broken slot clock ends the scheduler with scx_bpf_error (sched_ext then
  *      disables it and every task returns to the fair class) instead of counting silently:
@@ -1501,12 +1506,12 @@ int rt_tick(struct tt_tick_arg *arg)
 
 	if (!rt_clock)
 		return TT_ARM_NOT_RT_CLOCK;
-	if (cpu != arg->cpu) {
-		/* the helper was pinned to arg->cpu (B.5): the slot clock of that CPU is broken */
-		__sync_fetch_and_add(&cpu_stats[key & (TT_MAX_CPUS - 1)].pin_mismatch, 1);
-		scx_bpf_error("slot clock thread of CPU %u ran on CPU %d", key, cpu);
-		return TT_ARM_WRONG_CPU;
-	}
+	if (cpu != arg->cpu)
+		/* the kernel moved the helper off its CPU: that CPU is going offline (balance_push
+		 * moves every user thread off a CPU being deactivated, before sched_ext's hotplug
+		 * exit), or someone changed its affinity. Nothing runs; the helper re-pins itself or
+		 * ends (src/sched/rt_clock.rs), and an overdue event is the watchdog's (B.5). */
+		return TT_TICK_WRONG_CPU;
 	t = bpf_map_lookup_elem(&timers, &key);
 	if (!t)
 		return TT_ARM_NO_TIMER;

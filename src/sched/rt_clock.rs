@@ -28,6 +28,10 @@ pub struct ClockThreadStats {
     pub ticks: u64,
     /// `rt_tick` runs that came before the armed expiry (nothing ran).
     pub early: u64,
+    /// `rt_tick` runs on another CPU: the kernel had moved the thread (nothing ran).
+    pub moved: u64,
+    /// The thread ended because its CPU went offline.
+    pub offline: bool,
 }
 
 /// The running helper threads; dropping it stops and joins them.
@@ -37,8 +41,17 @@ pub struct RtClock {
     failure: Arc<Mutex<Option<String>>>,
 }
 
+/// What one test run of `rt_tick` found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tick {
+    /// It ran on the thread's CPU (an event ran or not: `arg.ticked`).
+    Ran,
+    /// It ran on another CPU and did nothing: the kernel moved the thread off its CPU.
+    Moved,
+}
+
 /// One test run of `rt_tick` for `cpu` (the calling thread must be pinned there).
-fn run_tick(prog: &OwnedFd, arg: &mut abi::tt_tick_arg) -> Result<(), String> {
+fn run_tick(prog: &OwnedFd, arg: &mut abi::tt_tick_arg) -> Result<Tick, String> {
     let mut opts = libbpf_rs::libbpf_sys::bpf_test_run_opts {
         sz: size_of::<libbpf_rs::libbpf_sys::bpf_test_run_opts>() as _,
         // a syscall program's context is copied back to ctx_in (ctx_out must stay unset)
@@ -56,10 +69,44 @@ fn run_tick(prog: &OwnedFd, arg: &mut abi::tt_tick_arg) -> Result<(), String> {
         ));
     }
     match opts.retval as i32 {
-        0 => Ok(()),
+        0 => Ok(Tick::Ran),
+        abi::TICK_WRONG_CPU => Ok(Tick::Moved),
         rc => Err(format!("rt_tick: {}", abi::arm_result_text(rc))),
     }
 }
+
+/// What a clock thread does once the kernel moved it off `cpu`.
+#[derive(Debug, PartialEq, Eq)]
+enum Moved {
+    /// It is pinned to `cpu` again (its affinity had been changed under it).
+    Repinned,
+    /// `cpu` is no longer active (going offline): the thread ends, and the kernel's hotplug
+    /// exit ends the scheduler as it does under the bpf_timer clock (a CPU that stays
+    /// active without its clock is the watchdog's).
+    Offline,
+}
+
+/// Decides what a thread moved off `cpu` does: the kernel refuses an affinity of CPUs that are
+/// all inactive (EINVAL), which is how a CPU going offline shows, whereas an affinity someone
+/// else changed is simply put back. A thread moved more than `max_moves` times in a row (no
+/// run on its CPU in between) fails: something keeps taking it away.
+fn after_move(cpu: u32, moves_in_a_row: u32, max_moves: u32) -> Result<Moved, String> {
+    if moves_in_a_row > max_moves {
+        return Err(format!(
+            "moved off CPU {cpu} {moves_in_a_row} times in a row (its affinity keeps changing)"
+        ));
+    }
+    match affinity::set(&[cpu]) {
+        Ok(()) => Ok(Moved::Repinned),
+        Err(e) if e.raw_os_error() == Some(libc::EINVAL) => Ok(Moved::Offline),
+        Err(e) => Err(format!(
+            "moved off CPU {cpu}, and pinning it again failed: {e}"
+        )),
+    }
+}
+
+/// Moves in a row after which a clock thread gives up (see [`after_move`]).
+const MAX_MOVES_IN_A_ROW: u32 = 3;
 
 /// Sleeps to `until_ns` (CLOCK_MONOTONIC, absolute), at most [`MAX_SLEEP_NS`].
 fn sleep_until(until_ns: u64) {
@@ -113,10 +160,30 @@ fn clock_thread(
         next_ns: 0,
     };
     // the first run only reads the expiry arm_timer set (slot 0's boundary, or later)
-    run_tick(&prog, &mut arg)?;
-    while !stop.load(Ordering::Relaxed) {
+    let mut tick = run_tick(&prog, &mut arg)?;
+    let mut moves = 0;
+    loop {
+        match tick {
+            Tick::Ran => moves = 0,
+            Tick::Moved => {
+                moves += 1;
+                stats.moved += 1;
+                if after_move(cpu, moves, MAX_MOVES_IN_A_ROW)? == Moved::Offline {
+                    eprintln!(
+                        "scx_tt: slot clock thread of CPU {cpu}: the CPU is going offline; \
+                         the thread ends"
+                    );
+                    stats.offline = true;
+                    return Ok(stats);
+                }
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        // after a move the tick runs at once (early is harmless: nothing runs before its time)
         let next = arg.next_ns;
-        if crate::clock::monotonic_ns() < next {
+        if tick == Tick::Ran && crate::clock::monotonic_ns() < next {
             sleep_until(next);
             if crate::clock::monotonic_ns() < next {
                 continue;
@@ -125,11 +192,13 @@ fn clock_thread(
         if stop.load(Ordering::Relaxed) {
             break;
         }
-        run_tick(&prog, &mut arg)?;
-        if arg.ticked != 0 {
-            stats.ticks += 1;
-        } else {
-            stats.early += 1;
+        tick = run_tick(&prog, &mut arg)?;
+        if tick == Tick::Ran {
+            if arg.ticked != 0 {
+                stats.ticks += 1;
+            } else {
+                stats.early += 1;
+            }
         }
     }
     Ok(stats)
@@ -206,4 +275,44 @@ pub fn kernel_is_rt() -> bool {
         return s.trim() == "1";
     }
     std::fs::read_to_string("/proc/sys/kernel/version").is_ok_and(|v| v.contains("PREEMPT_RT"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `f` on a thread of its own: `after_move` changes the calling thread's affinity.
+    fn on_own_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        std::thread::spawn(f).join().expect("the thread ran")
+    }
+
+    #[test]
+    fn a_thread_moved_off_an_active_cpu_is_pinned_back_to_it() {
+        let (moved, cpu_after) = on_own_thread(|| {
+            // SAFETY: plain syscall.
+            let cpu = unsafe { libc::sched_getcpu() } as u32;
+            (
+                after_move(cpu, 1, MAX_MOVES_IN_A_ROW),
+                (cpu, affinity::get()),
+            )
+        });
+        assert_eq!(moved, Ok(Moved::Repinned));
+        assert_eq!(vec![cpu_after.0], cpu_after.1, "pinned to its CPU alone");
+    }
+
+    #[test]
+    fn a_cpu_that_is_not_active_ends_the_thread_quietly() {
+        // the last CPU id of a cpu_set_t, which no machine this runs on has: the kernel
+        // refuses it as it refuses a CPU going offline (no active CPU in the mask: EINVAL)
+        let absent = libc::CPU_SETSIZE as u32 - 1;
+        let moved = on_own_thread(move || after_move(absent, 1, MAX_MOVES_IN_A_ROW));
+        assert_eq!(moved, Ok(Moved::Offline));
+    }
+
+    #[test]
+    fn a_thread_moved_again_and_again_fails_naming_its_cpu() {
+        let moved = on_own_thread(|| after_move(3, MAX_MOVES_IN_A_ROW + 1, MAX_MOVES_IN_A_ROW));
+        let e = moved.expect_err("too many moves");
+        assert!(e.contains("CPU 3") && e.contains("4 times in a row"), "{e}");
+    }
 }

@@ -963,10 +963,11 @@ fn ms(ns: u64) -> f64 {
 
 /// Reads the witness of run `run` and checks it (exact: nothing foreign, no plan task on a
 /// housekeeping CPU, no be start over a waiting owner, nothing lost; timing: outside share,
-/// record agreement). Prints every figure.
-pub fn check(c: &mut Checks, out: &VmOutput, run: &str, b: &Bounds) {
+/// record agreement). Prints every figure. Returns the analysis (None when the witness could not
+/// be read, which is a failed check) for a caller's checks that derive a bound from it.
+pub fn check(c: &mut Checks, out: &VmOutput, run: &str, b: &Bounds) -> Option<Report> {
     let (summary, trace) = (format!("{run}.json"), format!("{run}.trace.jsonl"));
-    check_files(c, out, run, &summary, &trace, b);
+    check_files(c, out, run, &summary, &trace, b)
 }
 
 /// [`check`] for a run whose summary and trace have other names than `RUN.json` and
@@ -978,7 +979,7 @@ pub fn check_files(
     summary: &str,
     trace: &str,
     b: &Bounds,
-) {
+) -> Option<Report> {
     let lost = out.number(&format!("{run}_witness_lost"));
     c.check(
         lost == Ok(0),
@@ -989,7 +990,10 @@ pub fn check_files(
         Ok((f, parse(&text).map_err(|e| format!("{run}.witness: {e}"))?))
     }) {
         Ok(x) => x,
-        Err(e) => return c.check(false, format!("{run}: witness: {e}")),
+        Err(e) => {
+            c.check(false, format!("{run}: witness: {e}"));
+            return None;
+        }
     };
     let mut f = f;
     f.done = b.done.clone();
@@ -999,6 +1003,7 @@ pub fn check_files(
     f.joining = b.joining.clone();
     let r = f.analyse(&events);
     report(c, run, &f, &r, b);
+    Some(r)
 }
 
 /// The checks and figures of one analysed witness.

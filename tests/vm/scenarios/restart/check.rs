@@ -58,7 +58,16 @@ fn check(out: &VmOutput, c: &mut Checks) {
         disagree_share: 0.03,
         ..crate::witness::Bounds::default()
     };
-    crate::witness::check(c, out, "hotplug", &bounds);
+    let hot = crate::witness::check(c, out, "hotplug", &bounds);
+    let json: serde_json::Value = out.json("hotplug.json").unwrap_or_default();
+    // what ran on the managed CPU beside the plan, by the witness: kernel threads, and the
+    // helper-thread slot clock (none under the bpf_timer)
+    let taken = hot.map_or((0, 0), |r| {
+        let kthreads =
+            r.kthread_ns.values().sum::<u64>() + r.other_kthread_ns.values().sum::<u64>();
+        (kthreads, r.clock_ns.values().sum())
+    });
+    delivered(c, &json, taken);
     // app (admitted at run time) is judged from its first slot on
     let mut bounds = bounds;
     let json: serde_json::Value = out.json("planner.json").unwrap_or_default();
@@ -80,6 +89,7 @@ fn restart_slot(err: &str) -> Option<u64> {
     line.rsplit("from slot ").next()?.trim().parse().ok()
 }
 
+/// The checks of the hotplug run but its delivered shares (which take the witness's figures).
 fn hotplug(c: &mut Checks, out: &VmOutput) {
     let err = out.file("hotplug.err").unwrap_or_default();
     let stdout = out.file("hotplug.out").unwrap_or_default();
@@ -138,7 +148,6 @@ fn hotplug(c: &mut Checks, out: &VmOutput) {
         ),
     );
     trace_owners(c, out, &json, restart_slot(&err));
-    delivered(c, &json);
 }
 
 /// What the kernel says, independently of scx_tt.
@@ -324,22 +333,42 @@ fn trace_owners(c: &mut Checks, out: &VmOutput, json: &serde_json::Value, from: 
     );
 }
 
-fn delivered(c: &mut Checks, json: &serde_json::Value) {
-    for t in json["tasks"].as_array().into_iter().flatten() {
-        if t["class"] != "tt" {
-            continue;
-        }
+/// Each tt task delivered at least [`MIN_DELIVERED_PCT`] % of its planned time, less the share
+/// of all tasks' planned time that the witness saw other work take on the managed CPU: kernel
+/// threads (`taken.0`; on PREEMPT_RT interrupts and softirqs run as threads) and the
+/// helper-thread slot clock (`taken.1`; the bpf_timer's callback runs in interrupt context
+/// instead). An upper bound of what they took from the owners (they also run in free slots).
+/// Measured on the rt kernels at `-smp 3`: kthreads 210-330 ms, the clock thread 220-320 ms in
+/// 1150-1520 runs, together 7-9 % of the owned time; the owners delivered 85-90 %.
+fn delivered(c: &mut Checks, json: &serde_json::Value, taken: (u64, u64)) {
+    let tasks: Vec<&serde_json::Value> = json["tasks"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| t["class"] == "tt")
+        .collect();
+    let all_planned: u64 = tasks
+        .iter()
+        .map(|t| t["planned_ns"].as_u64().unwrap_or(0))
+        .sum();
+    let taken_pct = harness::pct(taken.0 + taken.1, all_planned);
+    let bound = MIN_DELIVERED_PCT - taken_pct;
+    for t in tasks {
         let (planned, delivered) = (
             t["planned_ns"].as_u64().unwrap_or(0),
             t["delivered_ns"].as_u64().unwrap_or(0),
         );
         let pct = harness::pct(delivered, planned);
         c.check_timing(
-            pct >= MIN_DELIVERED_PCT,
+            pct >= bound,
             format!(
-                "{} delivered {pct:.1} % of {:.0} ms planned over the run (>= {MIN_DELIVERED_PCT})",
+                "{} delivered {pct:.1} % of {:.0} ms planned over the run (>= {bound:.1}: \
+                 {MIN_DELIVERED_PCT} less {taken_pct:.1} % that kthreads ({:.1} ms) and the slot \
+                 clock thread ({:.1} ms) took on the managed CPU, by the witness)",
                 t["name"],
-                harness::ms(planned)
+                harness::ms(planned),
+                harness::ms(taken.0),
+                harness::ms(taken.1)
             ),
         );
     }

@@ -1,0 +1,71 @@
+#!/bin/bash
+# make test's VM part (issue 32): every VM test on the default kernel, then the smoke test and
+# the core set on each other KERNEL (scripts/test-kernels.sh). The other kernels are fetched and
+# built (tests/vm/kernel.sh: the 6.12 builds take about 6 min each on 2 cores) beside the
+# default kernel's tests, at nice 19: those tests mostly wait on fixed-length guest runs, and
+# they hold under `stress-ng --cpu 2` at nice 0 (make test-vm-loaded), a heavier load than this.
+#
+# Usage: test-vm-all.sh [KERNEL]...   (default: rt lts lts-rt)
+#   The preparation's output goes to target/vm/kernels.log; a failed preparation fails the run
+#   and its kernels are not tested. One summary table (target/vm/summary.tsv) covers the whole
+#   run. Exit status: the default kernel's tests', else the preparation's, else the kernels'.
+#   The preparation is stopped (the whole process group) when this script ends early.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+CARGO=${CARGO:-cargo}
+KERNELS=("$@")
+[ ${#KERNELS[@]} -gt 0 ] || KERNELS=(rt lts lts-rt)
+SUMMARY=target/vm/summary.tsv
+LOG=target/vm/kernels.log
+mkdir -p target/vm
+rm -f "$SUMMARY"
+started=$SECONDS
+
+# The preparation runs in a session of its own (setsid), so one signal reaches the builds' make
+# and compilers; it also ends itself when this script is gone (its parent changes).
+setsid bash -c '
+  parent=$1; shift
+  for k; do
+    t0=$SECONDS
+    nice -n 19 bash tests/vm/kernel.sh --kernel "$k" || { echo "kernel $k: failed"; exit 1; } &
+    job=$!
+    while kill -0 "$job" 2>/dev/null; do
+      read -r _ _ _ ppid _ < /proc/$$/stat
+      [ "$ppid" = "$parent" ] || { kill -TERM -- -$$; exit 1; }
+      sleep 2
+    done
+    wait "$job" || exit 1
+    echo "kernel $k: ready in $((SECONDS - t0)) s"
+  done' prepare $$ "${KERNELS[@]}" > "$LOG" 2>&1 < /dev/null &
+prep=$!
+stop_prep() { kill -TERM -- "-$prep" 2>/dev/null; wait "$prep" 2>/dev/null; }
+trap stop_prep EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+echo "test-vm-all: preparing ${KERNELS[*]} beside the default kernel's tests (log: $LOG)"
+
+rc=0
+t0=$SECONDS
+sh -xc "$CARGO test --release --test vm smoke -- --ignored --nocapture && \
+  $CARGO test --release --test vm -- --ignored --test-threads=1 --nocapture \
+    --skip smoke --skip run_dir" || rc=$?
+echo "test-vm-all: default kernel: rc $rc in $((SECONDS - t0)) s"
+
+t0=$SECONDS
+wait "$prep"
+prc=$?
+trap - EXIT
+echo "test-vm-all: the preparation ended $((SECONDS - t0)) s after the default kernel's tests:"
+sed 's/^/  /' "$LOG" | grep -E 'kernel [a-z-]+: |kernel: |built in|fetched|error|failed' || true
+if [ $prc -ne 0 ]; then
+  echo "test-vm-all: preparing the kernels failed (exit $prc); the end of $LOG:" >&2
+  tail -n 20 "$LOG" >&2
+  [ $rc -ne 0 ] || rc=$prc
+else
+  krc=0
+  bash scripts/test-kernels.sh --no-summary "${KERNELS[@]}" || krc=$?
+  [ $rc -ne 0 ] || rc=$krc
+fi
+bash scripts/vm-summary.sh "$SUMMARY"
+echo "test-vm-all: rc $rc in $((SECONDS - started)) s"
+exit $rc
