@@ -1421,6 +1421,20 @@ fn run_prog_with<T: Copy>(
     })
 }
 
+/// The running kernel's pieces that scx_tt's features need (`sched::kernel`): its release, whether
+/// it is PREEMPT_RT, and what its BTF has (the kfunc `scx_bpf_cpuperf_set`, the ops flags).
+pub fn probe_kernel() -> crate::sched::kernel::KernelPieces {
+    crate::sched::kernel::KernelPieces {
+        release: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|_| "(release unknown)".into()),
+        preempt_rt: crate::sched::rt_clock::kernel_is_rt(),
+        cpuperf_set: compat::ksym_exists("scx_bpf_cpuperf_set").unwrap_or(false),
+        enq_exiting: *compat::SCX_OPS_ENQ_EXITING != 0,
+        enq_migration_disabled: *compat::SCX_OPS_ENQ_MIGRATION_DISABLED != 0,
+    }
+}
+
 #[cfg(test)]
 mod libbpf_message_tests {
     use super::benign_libbpf_message;

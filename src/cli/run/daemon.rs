@@ -27,7 +27,7 @@
 
 use super::carry::Counters;
 use super::enforce::{End, Enforcer, Live, Stopped};
-use super::freq::{self, Backend, Freq, FreqDriver};
+use super::freq::{self, Backend, Freq, FreqBackendArg, FreqDriver};
 use super::idle_ctl::IdleControl;
 use super::report;
 use super::restart::{self, Restarts, MAX_RESTARTS, RESTART_WINDOW_NS};
@@ -46,6 +46,7 @@ use scx_tt::resolve::ProcFs;
 use scx_tt::sched::calibrate;
 use scx_tt::sched::config::{PerfTable, SchedConfig};
 use scx_tt::sched::guard::{self, Guard};
+use scx_tt::sched::kernel::{lacks, Feature};
 use scx_tt::sched::loader::ExitInfo;
 use scx_tt::sched::system::{check_start, SysFs, SystemView};
 use std::mem::MaybeUninit;
@@ -489,6 +490,25 @@ fn take_frequencies(args: &RunArgs, plan: &Plan, cfg: &mut SchedConfig) -> Resul
         Some(_) => freq::resolve(args.freq_backend, &root, &plan.managed, args.verbose),
         None => Backend::Cpuperf,
     };
+    // BPF's frequency targets need the kernel's cpuperf kfunc: asked for, a kernel without it
+    // refuses the run; chosen by auto (or planner-less), the targets are dropped instead
+    let cpuperf_missing = match backend {
+        Backend::Cpuperf if cfg.perf.is_some() => lacks(
+            &probe_kernel(),
+            Feature::CpuperfTargets("--freq-backend cpuperf"),
+        ),
+        _ => None,
+    };
+    let backend = match cpuperf_missing {
+        Some(m) if args.planner.is_some() && args.freq_backend == FreqBackendArg::Cpuperf => {
+            bail!("{m}")
+        }
+        Some(m) => {
+            eprintln!("scx_tt: note: {m}: BPF asks for no frequency (backend none)");
+            Backend::None
+        }
+        None => backend,
+    };
     let driver = match backend {
         Backend::Cpufreq => {
             let d = FreqDriver::take_control(
@@ -522,6 +542,21 @@ fn check_machine(sysfs: &SysFs, plan: &Plan) -> Result<Vec<u32>> {
     Ok(check_start(&SystemView::this_process(sysfs), &plan_cpus)?)
 }
 
+/// The running kernel's pieces (`scx_tt::sched::kernel`); without the `bpf` feature (no
+/// kernel path) a kernel that has them all.
+fn probe_kernel() -> scx_tt::sched::kernel::KernelPieces {
+    #[cfg(feature = "bpf")]
+    return scx_tt::sched::loader::probe_kernel();
+    #[cfg(not(feature = "bpf"))]
+    scx_tt::sched::kernel::KernelPieces {
+        release: "(no kernel path in this build)".into(),
+        preempt_rt: false,
+        cpuperf_set: true,
+        enq_exiting: true,
+        enq_migration_disabled: true,
+    }
+}
+
 /// The plan → BPF configuration, with `--perf-table` (or planner mode's initial targets).
 fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Result<SchedConfig> {
     let mut cfg =
@@ -535,17 +570,21 @@ fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Resu
             .with_perf(&table.rows())
             .context("configuring the scheduler")?;
     }
-    #[cfg(feature = "bpf")]
-    let kernel_rt = scx_tt::sched::rt_clock::kernel_is_rt();
-    #[cfg(not(feature = "bpf"))]
-    let kernel_rt = false;
-    if args.slot_clock.is_rt(kernel_rt) {
+    // what the running kernel offers: a feature it lacks is refused here, before anything is
+    // attached (scx_tt::sched::kernel)
+    let kernel = probe_kernel();
+    for note in scx_tt::sched::kernel::notes(&kernel) {
+        eprintln!("scx_tt: note: {note}");
+    }
+    if args.slot_clock.is_rt(kernel.preempt_rt) {
         cfg.rt_clock = Some(args.slot_clock_prio);
-    } else if kernel_rt {
-        bail!(
-            "--slot-clock timer: this kernel is PREEMPT_RT, whose BPF verifier refuses \
-             bpf_timer (use --slot-clock auto or rt: helper threads tick the slots)"
-        );
+    } else if let Some(m) = lacks(&kernel, Feature::TimerSlotClock) {
+        bail!("{m}");
+    }
+    if args.perf_table.is_some() {
+        if let Some(m) = lacks(&kernel, Feature::CpuperfTargets("--perf-table")) {
+            bail!("{m}");
+        }
     }
     if args.planner.is_some() {
         // the planner writes a cpuperf target per slot (all at full speed until then)

@@ -53,8 +53,14 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
             format!("refused: exit code 1, got {}", out.rc("refused")),
         );
         c.check(
-            err.contains("--slot-clock timer: this kernel is PREEMPT_RT"),
-            "refused: the error names the flag and the kernel".to_string(),
+            err.contains(&format!(
+                "--slot-clock timer: kernel {} lacks bpf_timer",
+                out.result("kernel_release").unwrap_or("?")
+            )) && err.contains("PREEMPT_RT"),
+            format!(
+                "refused: the error names the flag, the kernel ({:?}) and the missing piece",
+                out.result("kernel_release")
+            ),
         );
         c.check(
             out.result("refused_state") == Ok("disabled"),

@@ -22,6 +22,7 @@ if [ -r /sys/kernel/realtime ]; then RT=$(cat /sys/kernel/realtime)
 elif grep -q PREEMPT_RT /proc/sys/kernel/version; then RT=1
 else RT=0; fi
 result kernel_rt "$RT"
+result kernel_release "$(uname -r)"
 
 if [ "$CASE" = stall ]; then
   export SCX_TT_TEST_TIMER_FAULT=1:$S

@@ -8,7 +8,7 @@
 //! (it replaces only its own run directories), and mkinitrd.sh's refusal of a wrong
 //! `SCX_TT_INITRD_EXTRA` entry.
 
-use crate::harness::{self, Vm};
+use crate::harness::{self, Vm, VmOutput};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -88,6 +88,7 @@ fn guest_kernel_has_sched_ext_and_every_binary_runs() {
         Ok("yes"),
         "scx_tt has no run mode (--summary-json)"
     );
+    kernel_notes(&out);
     // The files the guest wrote arrive byte-identical: the bytes this test expects, and the
     // size and md5 the guest computed.
     let files = out.dir.join("files");
@@ -386,4 +387,37 @@ fn mkinitrd_refuses_a_wrong_extra_path_naming_it() {
         );
     }
     let _ = std::fs::remove_dir_all(&vm_dir);
+}
+
+/// scx_tt ran on this kernel for a second, and its start-up notes name exactly the ops flags
+/// that bpftool does not find in the kernel's BTF (src/sched/kernel.rs `notes`); the kfunc of
+/// the frequency targets is printed (every kernel of the matrix has it).
+fn kernel_notes(out: &VmOutput) {
+    let err = out.file("run.err").unwrap_or_default();
+    println!(
+        "  kernel {:?}: scx_tt's notes: {:?}",
+        out.result("kernel_release"),
+        err.lines()
+            .filter(|l| l.starts_with("scx_tt: note: kernel"))
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        out.rc("run") == "0" && out.result("run_state") == Ok("disabled"),
+        "scx_tt's 1 s run: exit code {}, sched_ext {:?} after it; stderr:\n{err}",
+        out.rc("run"),
+        out.result("run_state")
+    );
+    let release = out.result("kernel_release").unwrap_or("?");
+    for flag in ["SCX_OPS_ENQ_EXITING", "SCX_OPS_ENQ_MIGRATION_DISABLED"] {
+        let in_btf = out.result(&format!("btf_{flag}"));
+        let noted = err.contains(&format!("note: kernel {release} lacks {flag}:"));
+        assert!(
+            in_btf.is_ok() && noted == (in_btf == Ok("no")),
+            "{flag}: bpftool finds it in the BTF: {in_btf:?}; scx_tt notes it missing: {noted}"
+        );
+    }
+    println!(
+        "  scx_bpf_cpuperf_set in the BTF: {:?}",
+        out.result("btf_scx_bpf_cpuperf_set")
+    );
 }

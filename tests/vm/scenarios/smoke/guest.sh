@@ -14,6 +14,16 @@ for b in scx_tt tt_timer_baseline stress-ng cyclictest bpftool; do
 done
 # Whether this scx_tt has the run mode of the VM tests (the summary JSON).
 scx_tt --help 2>&1 | grep -q -- --summary-json && result run_mode yes || result run_mode no
+# What the kernel's BTF has, read by bpftool (independent of scx_tt), and a 1 s run of scx_tt,
+# whose start-up notes name what the kernel lacks (check.rs compares the two).
+btf=$(bpftool btf dump file /sys/kernel/btf/vmlinux format raw 2>/dev/null)
+for piece in SCX_OPS_ENQ_EXITING SCX_OPS_ENQ_MIGRATION_DISABLED scx_bpf_cpuperf_set; do
+  case $btf in *"'$piece'"*) result "btf_$piece" yes ;; *) result "btf_$piece" no ;; esac
+done
+result kernel_release "$(uname -r)"
+scx_tt --table /tt/scenarios/delivery/demo_one_cpu.json --duration-s 1 > $OUT/run.out 2> $OUT/run.err
+result run_rc $?
+result run_state "$(scx_state)"
 # The file transfer to the host is byte-exact (check.rs, TRANSFER): files with and without a
 # final newline, an empty one, one ending in a blank line, with a tab and a carriage return;
 # their sizes and checksums as the guest sees them go into the results.
