@@ -261,6 +261,17 @@ fn main() {
             "-"
         );
     }
+    if clocks.iter().any(|c| c == "rt") {
+        let source = match out.result("thread_time_source") {
+            Ok("schedstat") => "exact run time (/proc/PID/task/TID/schedstat)",
+            Ok("stat") => {
+                "utime + stime of /proc/PID/task/TID/stat, sampled at the scheduler tick (this \
+                 kernel has no CONFIG_SCHED_INFO): a coarse figure"
+            }
+            _ => "not measured",
+        };
+        let _ = writeln!(t, "thread ns/slot: {source}");
+    }
     let _ = writeln!(
         t,
         "\nBPF programs over a steady-state window (bpftool, run_time_ns / run_cnt):"

@@ -24,11 +24,25 @@ else RT=0; fi
 if [ "$RT" = 1 ]; then CLOCKS="rt"; else CLOCKS="timer rt"; fi
 result clocks "$CLOCKS"
 
-# CPU time (ns) of scx_tt PID's thread tt-clock/1 (0 when there is none)
+# CPU time (ns) of scx_tt PID's thread tt-clock/1 (0 when there is none): schedstat's exact
+# run time (CONFIG_SCHED_INFO), else utime + stime of its stat, sampled at the scheduler tick
+# in clock ticks (the 6.12 builds have no SCHED_INFO); result thread_time_source says which.
+TICK_NS=$(( 1000000000 / $(getconf CLK_TCK 2>/dev/null || echo 100) ))
 clock_thread_ns() {
-  local t
+  local t f
   for t in /proc/$1/task/*; do
-    [ "$(cat $t/comm 2>/dev/null)" = "tt-clock/1" ] && { cut -d' ' -f1 $t/schedstat; return; }
+    [ "$(cat $t/comm 2>/dev/null)" = "tt-clock/1" ] || continue
+    if [ -r $t/schedstat ]; then
+      result thread_time_source schedstat > /dev/null
+      cut -d' ' -f1 $t/schedstat
+    else
+      result thread_time_source stat > /dev/null
+      # fields 14 and 15 (utime, stime) after the ")" that ends the command name
+      f=$(sed 's/.*) //' $t/stat)
+      set -- $f
+      echo $(( (${12} + ${13}) * TICK_NS ))
+    fi
+    return
   done
   echo 0
 }

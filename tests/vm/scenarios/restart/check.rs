@@ -382,10 +382,11 @@ fn planner_mode(c: &mut Checks, out: &VmOutput) {
         out.rc("planner") == "0"
             && out.result("planner_state") == Ok("disabled")
             && json["restarts"] == 1
-            && json["exit"] == "duration"
+            && json["exit"] == "signal"
             && err.contains("restart 1: the BPF scheduler is attached again"),
         format!(
-            "planner mode: exit code {}, sched_ext {:?}, restarts {}, exit {}",
+            "planner mode: exit code {}, sched_ext {:?}, restarts {}, exit {} (SIGINT 3 s after \
+             the re-attach)",
             out.rc("planner"),
             out.result("planner_state"),
             json["restarts"],
@@ -416,7 +417,10 @@ fn planner_mode(c: &mut Checks, out: &VmOutput) {
     // the task `ctl admit` added before the restart: its 2 slots in every whole frame after
     // it (from the second frame start after the restart slot: the restart's gap), and it ran
     // in them: the new scheduler registered its thread again (without it the thread is
-    // foreign to the new scheduler and runs on the housekeeping CPU only)
+    // foreign to the new scheduler and runs on the housekeeping CPU only). Judged in the frames
+    // with a record for each of their 8 slots: a tick the host delayed by more than a slot
+    // skips slots (late_skips, no record; seen: 123 ms at host load 7), and a frame without
+    // records says nothing about ownership; the skipped frames are counted and printed.
     let reply = out.reply("app");
     c.check(
         out.rc("app") == "0" && reply["accepted"] == true,
@@ -424,24 +428,33 @@ fn planner_mode(c: &mut Checks, out: &VmOutput) {
     );
     let start = from.div_ceil(8) * 8 + 8;
     let last = after.iter().map(|r| r.slot).max().unwrap_or(0);
-    let (mut frames, mut wrong) = (0, Vec::new());
+    let (mut frames, mut partial, mut wrong) = (0, 0, Vec::new());
     let mut a = start;
     while a + 8 <= last + 1 {
-        let n = after
+        let in_frame: Vec<&&SlotRecord> = after
             .iter()
-            .filter(|r| (a..a + 8).contains(&r.slot) && harness::tt_owner(r) == Some("app"))
-            .count();
-        frames += 1;
-        if n < 2 {
-            wrong.push((a, n));
+            .filter(|r| (a..a + 8).contains(&r.slot))
+            .collect();
+        if in_frame.len() < 8 {
+            partial += 1;
+        } else {
+            let n = in_frame
+                .iter()
+                .filter(|r| harness::tt_owner(r) == Some("app"))
+                .count();
+            frames += 1;
+            if n < 2 {
+                wrong.push((a, n));
+            }
         }
         a += 8;
     }
     c.check(
         frames >= 20 && wrong.is_empty(),
         format!(
-            "planner mode: app owns >= 2 slots in each of {frames} frames after the restart \
-             (wrong: (slot, owned) {wrong:?})"
+            "planner mode: app owns >= 2 slots in each of {frames} whole frames after the \
+             restart (wrong: (slot, owned) {wrong:?}; {partial} frames with skipped slots not \
+             judged)"
         ),
     );
     let ran: u64 = after

@@ -86,7 +86,9 @@ echo "tt-vm: run scx_tt --table $P/switch_a.json --planner bss; CPU 2 goes offli
 witness_start
 APP=$(start_busy_loop)
 result app_pid $APP
-scx_tt --table $P/switch_a.json --planner bss --duration-s 10 --trace $OUT/planner.trace.jsonl \
+# it ends by SIGINT 3 s after the re-attach (not by a duration: a re-attach can take 1.5-4.5 s,
+# which would leave check.rs a window of any length); --duration-s only bounds a stuck run
+scx_tt --table $P/switch_a.json --planner bss --duration-s 60 --trace $OUT/planner.trace.jsonl \
   --summary-json $OUT/planner.json --control "$SOCK" > $OUT/planner.out 2> $OUT/planner.err &
 pid=$!
 result planner_enable_ms "$(wait_state enabled 30000)"
@@ -97,6 +99,8 @@ echo 0 > /sys/devices/system/cpu/cpu2/online
 result planner_offline_rc $?
 result planner_reenabled_ms "$(wait_state enabled 30000)"
 witness_mark resume
+sleep 3
+kill -INT $pid
 wait $pid
 result planner_rc $?
 witness_stop planner
