@@ -497,9 +497,92 @@ mod tests {
         f
     }
 
-    /// Issue 12, item 8: admissions at a large frame hold the planner for many slots; the
-    /// planner thread's slot decisions must not wait for them.
+    /// Issue 12, item 8, exactly (no timing): an operation holding the planner has decided
+    /// slots ahead first, and the planner thread's turns for those slots return without the
+    /// lock while it still holds it; the first turn beyond them waits for the lock and decides
+    /// once the operation ends. The holder blocks on a channel; a turn that took the lock would
+    /// block with it, which the 10 s receive timeouts turn into a failure (a deadlock detector,
+    /// not a bound: every expected turn returns at once, and "still waiting" is the expected
+    /// state of the last one until the release).
     #[test]
+    fn turns_within_the_slots_an_operation_decided_ahead_never_take_its_lock() {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
+        use std::time::Duration;
+        let wait = Duration::from_secs(10);
+        // a frame large enough that the operation's estimated hold reserves slots
+        let h = Arc::new(PlannerHandle::new(planner(400_000), SLOT_NS));
+        let (holding_tx, holding_rx) = channel();
+        let (release_tx, release_rx) = channel::<()>();
+        let holder = {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                h.with_planner(
+                    || Some(0),
+                    |_, _| {
+                        holding_tx.send(()).unwrap();
+                        release_rx.recv_timeout(Duration::from_secs(30)).ok();
+                    },
+                )
+                .unwrap();
+            })
+        };
+        holding_rx
+            .recv_timeout(wait)
+            .expect("the operation holds the planner");
+        let decided = h.decided();
+        assert!(
+            decided > LEAD + 10,
+            "the operation decided ahead up to slot {decided} (lead {LEAD})"
+        );
+        // every slot c whose turn needs nothing beyond the decided slots: c + LEAD < decided
+        let (done_tx, done_rx) = channel();
+        {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                for c in 0..decided - LEAD {
+                    let t = h.turn(Some(c)).unwrap();
+                    done_tx.send((c, t.locked)).unwrap();
+                }
+            });
+        }
+        for c in 0..decided - LEAD {
+            let (slot, locked) = done_rx
+                .recv_timeout(wait)
+                .unwrap_or_else(|e| panic!("turn {c} of {} blocked ({e:?})", decided - LEAD));
+            assert_eq!((slot, locked), (c, false), "turn {c} took the lock");
+        }
+        // the first slot beyond: its turn waits for the lock, then decides
+        let (beyond_tx, beyond_rx) = channel();
+        {
+            let h = h.clone();
+            std::thread::spawn(move || {
+                beyond_tx
+                    .send(h.turn(Some(decided - LEAD)).unwrap())
+                    .unwrap();
+            });
+        }
+        assert_eq!(
+            beyond_rx.recv_timeout(Duration::from_millis(200)).err(),
+            Some(RecvTimeoutError::Timeout),
+            "the turn beyond the decided slots returned while the operation held the planner"
+        );
+        release_tx.send(()).unwrap();
+        let t = beyond_rx
+            .recv_timeout(wait)
+            .expect("the turn after the release");
+        assert!(t.locked && t.stepped >= 1, "{t:?}");
+        holder.join().unwrap();
+    }
+
+    /// Issue 12, item 8, measured: admissions at a large frame hold the planner for many
+    /// slots; the planner thread's slot decisions must not wait for them. A timing
+    /// measurement: inside `cargo test` the other tests share the cores and starved the planner
+    /// thread for up to 52 ms (a fresh-clone CI run on 2026-11-28 missed 3 times in a row), so
+    /// it runs by hand on a quiet machine (`cargo test --release --lib
+    /// a_stream_of_admissions -- --ignored --nocapture`); the mechanism is judged exactly by the
+    /// test above.
+    #[test]
+    #[ignore = "timing measurement; run by hand on a quiet machine (see the doc comment)"]
     fn a_stream_of_admissions_never_makes_a_slot_decision_late() {
         // debug builds are ~30 times slower: a smaller frame keeps the holds of the same order
         let frame = if cfg!(debug_assertions) {
