@@ -5,7 +5,11 @@
 # default kernel's tests, at nice 19: those tests mostly wait on fixed-length guest runs, and
 # they hold under `stress-ng --cpu 2` at nice 0 (make test-vm-loaded), a heavier load than this.
 #
-# Usage: test-vm-all.sh [KERNEL]...   (default: rt lts lts-rt)
+# Usage: test-vm-all.sh [--unit] [KERNEL]...   (default: rt lts lts-rt)
+#   --unit: make test's form: the unit and integration tests (`cargo test --release`, what
+#   make unit runs) first, with the preparation already under way beside them (cargo's
+#   serial phases and the tests' waits leave it CPU), then the VM tests. A unit failure stops
+#   the run (and the preparation) before any VM boots.
 #   The preparation's output goes to target/vm/kernels.log; a failed preparation fails the run
 #   and its kernels are not tested. One summary table (target/vm/summary.tsv) covers the whole
 #   run. Exit status: the default kernel's tests', else the preparation's, else the kernels'.
@@ -13,7 +17,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 CARGO=${CARGO:-cargo}
-KERNELS=("$@")
+UNIT=""
+KERNELS=()
+for a in "$@"; do
+  case $a in
+    --unit) UNIT=1 ;;
+    *) KERNELS+=("$a") ;;
+  esac
+done
 [ ${#KERNELS[@]} -gt 0 ] || KERNELS=(rt lts lts-rt)
 SUMMARY=target/vm/summary.tsv
 LOG=target/vm/kernels.log
@@ -45,6 +56,13 @@ trap 'exit 143' TERM
 echo "test-vm-all: preparing ${KERNELS[*]} beside the default kernel's tests (log: $LOG)"
 
 rc=0
+if [ -n "$UNIT" ]; then
+  t0=$SECONDS
+  SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $CARGO test --release || rc=$?
+  echo "test-vm-all: unit and integration tests: rc $rc in $((SECONDS - t0)) s"
+  [ $rc -eq 0 ] || exit $rc
+  $CARGO test --release --test vm --no-run && bash tests/vm/mkinitrd.sh || exit 1
+fi
 t0=$SECONDS
 sh -xc "$CARGO test --release --test vm smoke -- --ignored --nocapture && \
   $CARGO test --release --test vm -- --ignored --test-threads=1 --nocapture \

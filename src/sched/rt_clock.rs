@@ -215,6 +215,10 @@ impl RtClock {
             threads: Vec::new(),
             failure: failure.clone(),
         };
+        let away: Vec<u32> = affinity::get()
+            .into_iter()
+            .filter(|c| !cpus.contains(c))
+            .collect();
         for &cpu in cpus {
             let fd = prog.try_clone()?;
             let (stop, failure) = (stop.clone(), failure.clone());
@@ -231,6 +235,14 @@ impl RtClock {
                     }
                     r
                 })?;
+            // SCHED_FIFO from here, before its first run, kept off the managed CPUs until it
+            // pins itself to `cpu` (become_clock_thread): it never runs on a managed CPU as a
+            // sched_ext task, nor as a FIFO thread of another CPU
+            let _ = affinity::start_fifo(
+                &handle,
+                (!away.is_empty()).then_some(&away[..]),
+                i32::from(prio),
+            );
             clock.threads.push((cpu, handle));
         }
         Ok(clock)

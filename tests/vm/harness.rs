@@ -168,7 +168,7 @@ impl Vm {
         run: &str,
         (title, missing): (&str, &str),
         protocol: impl Fn(&mut Checks, &VmOutput) -> Option<K>,
-        then: impl Fn(&mut Checks, &Summary, &[SlotRecord], K),
+        then: impl Fn(&mut Checks, &VmOutput, &Summary, &[SlotRecord], K),
     ) {
         self.check(|out, c| {
             out.print_file(&format!("{run}.out"));
@@ -182,7 +182,7 @@ impl Vm {
                             c.check(false, format!("trace: {err}"));
                             Vec::new()
                         });
-                    then(c, &s, &trace, key);
+                    then(c, out, &s, &trace, key);
                     crate::witness::check(c, out, run, &crate::witness::Bounds::default());
                 }
                 (Err(err), _) => c.check(false, format!("summary: {err}")),

@@ -1204,6 +1204,84 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
     );
 }
 
+/// The time that the kernel's own threads (per-CPU ones by name, and every child of kthreadd)
+/// and scx_tt's slot clock thread (`tt-clock/N`) ran on the managed CPUs, by the witness: time
+/// no task could have, whatever the scheduler decides. On PREEMPT_RT kernels it is several % of
+/// a CPU (interrupts and softirqs run as threads; the clock thread wakes every slot), on the
+/// cloud kernel a fraction of 1 %. A delivered-share bound subtracts its share of the planned
+/// time ([`Taken::bound`]), so that the bound is derived from the run it judges.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Taken {
+    pub kthread_ns: u64,
+    pub clock_ns: u64,
+}
+
+impl Taken {
+    /// `base_pct` less the share of `planned_ns` that kthreads and the clock thread took.
+    pub fn bound(&self, base_pct: f64, planned_ns: u64) -> f64 {
+        base_pct - self.pct(planned_ns)
+    }
+
+    pub fn pct(&self, planned_ns: u64) -> f64 {
+        100.0 * (self.kthread_ns + self.clock_ns) as f64 / planned_ns.max(1) as f64
+    }
+
+    /// "90 less 7.9 % that kthreads (x ms) and the slot clock thread (y ms) took on the
+    /// managed CPUs, by the witness": how a bound from [`Taken::bound`] came about.
+    pub fn explain(&self, base_pct: f64, planned_ns: u64) -> String {
+        format!(
+            "{base_pct} less {:.1} % that kthreads ({:.1} ms) and the slot clock thread ({:.1} \
+             ms) took on the managed CPUs, by the witness",
+            self.pct(planned_ns),
+            self.kthread_ns as f64 / 1e6,
+            self.clock_ns as f64 / 1e6
+        )
+    }
+}
+
+/// [`Taken`] from the switch events `events`: the runs on a CPU of `managed` within
+/// `[from, to)`, of the clock thread of that CPU, of a per-CPU kthread of it by name, or of a
+/// pid in `kthreads`.
+pub fn taken_from(
+    events: &[Event],
+    kthreads: &HashSet<u32>,
+    managed: &[u32],
+    (from, to): (u64, u64),
+) -> Taken {
+    let mut t = Taken::default();
+    for g in segments(events, to) {
+        if !managed.contains(&g.cpu) || g.pid == 0 {
+            continue;
+        }
+        let ns = g.end.min(to).saturating_sub(g.start.max(from));
+        if is_clock_thread_of(&g.comm, g.cpu) {
+            t.clock_ns += ns;
+        } else if is_percpu_kthread_of(&g.comm, g.cpu) || kthreads.contains(&g.pid) {
+            t.kthread_ns += ns;
+        }
+    }
+    t
+}
+
+/// [`taken_from`] for run `run` of `out` (`RUN.witness`, `RUN.kthreads`), from the summary's
+/// start for its duration.
+pub fn taken(out: &VmOutput, run: &str, s: &Summary) -> Result<Taken> {
+    let events =
+        parse(&out.file(&format!("{run}.witness"))?).map_err(|e| format!("{run}.witness: {e}"))?;
+    let kthreads = out
+        .file(&format!("{run}.kthreads"))?
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect();
+    let managed: Vec<u32> = s.managed().map(|c| c.cpu).collect();
+    Ok(taken_from(
+        &events,
+        &kthreads,
+        &managed,
+        (s.t0_ns, s.t0_ns + s.duration_ns),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1292,6 +1370,40 @@ mod tests {
             next.0,
             next.1
         )
+    }
+
+    /// Kthread and clock-thread time on the managed CPUs, cut to the window: by hand, run by
+    /// run (CPU 1 managed, CPU 0 not; window [1 ms, 9 ms)).
+    #[test]
+    fn taken_counts_kthreads_and_the_clock_thread_on_managed_cpus_within_the_window() {
+        let lines = [
+            // CPU 1: busy 0-2 ms (tt), ksoftirqd/1 2-3, tt-clock/1 3-3.5, tt-clock/0 (another
+            // CPU's clock: neither) 3.5-4, kworker pid 50 (a kthreadd child) 4-6, idle 6-8,
+            // migration/1 8-10 (1 ms of it inside the window)
+            sw(0, 1, ("swapper/1", 0, "R"), ("busy", 10)),
+            sw(2_000, 1, ("busy", 10, "R"), ("ksoftirqd/1", 20)),
+            sw(3_000, 1, ("ksoftirqd/1", 20, "S"), ("tt-clock/1", 30)),
+            sw(3_500, 1, ("tt-clock/1", 30, "S"), ("tt-clock/0", 31)),
+            sw(4_000, 1, ("tt-clock/0", 31, "S"), ("unbound", 50)),
+            sw(6_000, 1, ("unbound", 50, "S"), ("swapper/1", 0)),
+            sw(8_000, 1, ("swapper/1", 0, "R"), ("migration/1", 60)),
+            sw(10_000, 1, ("migration/1", 60, "S"), ("busy", 10)),
+            // CPU 0 (housekeeping): a kthread there counts for nothing
+            sw(1_000, 0, ("swapper/0", 0, "R"), ("ksoftirqd/0", 21)),
+            sw(5_000, 0, ("ksoftirqd/0", 21, "S"), ("swapper/0", 0)),
+        ];
+        let events = parse(&lines.join("\n")).unwrap();
+        let t = taken_from(&events, &HashSet::from([50]), &[1], (1_000_000, 9_000_000));
+        assert_eq!(
+            t,
+            Taken {
+                kthread_ns: 1_000_000 + 2_000_000 + 1_000_000,
+                clock_ns: 500_000
+            }
+        );
+        // 4.5 ms of 45 ms planned: 10 %
+        assert!((t.bound(90.0, 45_000_000) - 80.0).abs() < 1e-9);
+        assert!(t.explain(90.0, 45_000_000).contains("90 less 10.0 %"));
     }
 
     /// A BPF timer's hrtimer expiring at `us` µs on `cpu`.

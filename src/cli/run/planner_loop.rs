@@ -257,6 +257,13 @@ impl PlannerLoop {
                 })
                 .context("starting the planner thread")?
         };
+        // its CPU and class from here, before its first run (the thread sets both again, and
+        // warns if refused)
+        let _ = affinity::start_fifo(
+            &handle,
+            cpu.as_ref().map(std::slice::from_ref),
+            FIFO_PRIORITY,
+        );
         Ok(PlannerLoop {
             stop,
             handle: Some(handle),

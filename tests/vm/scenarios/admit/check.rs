@@ -48,10 +48,13 @@ fn check(out: &VmOutput, c: &mut Checks) {
         Err(e) => return c.check(false, format!("summary: {e}")),
     };
     s.print("admit.json under --planner bss");
-    // the busy tasks, the admitted process too, got at least 90 % of the time they owned
-    // (timing); the nested QEMU vCPUs are judged below
-    // app and job leave the plan: each may be counted foreign by scx_tt until its kick lands
-    let late = pc::check_summary_foreign(c, &s, Some(90.0), &["vm1", "vm2"], 2 * LEAVE_FOREIGN_NS);
+    // the busy tasks, the admitted process too, got at least MIN_DELIVERED_PCT % of the time
+    // they owned, less the share that kthreads and the slot clock thread took on the managed
+    // CPU by the witness (timing; on the rt kernels 5-10 %); the nested QEMU vCPUs are judged
+    // below. app and job leave the plan: each may be counted foreign by scx_tt until its kick
+    // lands.
+    let min = pc::delivered_bound(c, out, RUN, &s);
+    let late = pc::check_summary_foreign(c, &s, Some(min), &["vm1", "vm2"], 2 * LEAVE_FOREIGN_NS);
     // A nested-TCG vCPU thread is not always runnable: it waits for its QEMU's main thread (the
     // big lock: timers, interrupts), which runs on the busy housekeeping CPU, so its slots are
     // partly idle by the VM's own doing. Judged: at least VCPU_DELIVERED_PCT (timing; measured

@@ -19,7 +19,7 @@
 //! exits 0, sched_ext is disabled, the socket is gone.
 
 use crate::harness::{tt_owner, Checks, Vm, VmOutput};
-use crate::planner_checks::{self as pc, check_owners, owned, Table, CPU, LEAD, MIN_DELIVERED_PCT};
+use crate::planner_checks::{self as pc, check_owners, owned, Table, CPU, LEAD};
 use scx_tt::trace::SlotRecord;
 
 const DURATION_S: u64 = 6;
@@ -259,8 +259,9 @@ fn planner_mode_admits_a_firm_job_over_the_control_socket_and_shifts_the_table()
                 );
                 check_protocol(c, out, &e)
             },
-            |c, s, trace, adm| {
-                let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &[]);
+            |c, out, s, trace, adm| {
+                let min = pc::delivered_bound(c, out, "planner", s);
+                let late = pc::check_summary(c, s, Some(min), &[]);
                 check_trace(c, trace, &e, adm, late);
             },
         );

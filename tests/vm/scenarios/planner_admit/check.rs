@@ -24,7 +24,7 @@
 //! is gone after the run.
 
 use crate::harness::{Checks, Vm, VmOutput};
-use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table, MIN_DELIVERED_PCT};
+use crate::planner_checks::{self as pc, check_owners, owned, recorded, Table};
 use scx_tt::plan::Start;
 use scx_tt::trace::SlotRecord;
 use serde_json::Value;
@@ -336,9 +336,10 @@ fn planner_mode_admits_a_periodic_task_then_removes_it() {
                 check_monitor(c, out, &summary);
                 check_protocol(c, out, &e)
             },
-            |c, s, trace, fr| {
+            |c, out, s, trace, fr| {
                 // tt-w is never admitted: it owns no time, so it has no delivery to check.
-                let late = pc::check_summary(c, s, Some(MIN_DELIVERED_PCT), &["tt-w"]);
+                let min = pc::delivered_bound(c, out, "admit", s);
+                let late = pc::check_summary(c, s, Some(min), &["tt-w"]);
                 check_trace(c, trace, &e, fr, late);
             },
         );

@@ -264,7 +264,7 @@ fn planner_mode_dvfs_requests_the_planners_frequency_per_slot_and_swaps_to_bss()
                 pc::conformance(c, out, &plan, "dvfs", 300);
                 check_protocol(c, out)
             },
-            |c, s, trace, from| {
+            |c, _out, s, trace, from| {
                 let late = pc::check_summary(c, s, None, &[]);
                 check_trace(c, trace, &e, from, late);
             },

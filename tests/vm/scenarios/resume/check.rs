@@ -150,7 +150,8 @@ fn check(out: &VmOutput, c: &mut Checks) {
         Err(e) => return c.check(false, format!("summary: {e}")),
     };
     s.print("the resumed run");
-    let late = pc::check_summary(c, &s, Some(90.0), &["vm1"]);
+    let min = pc::delivered_bound(c, out, RUN, &s);
+    let late = pc::check_summary(c, &s, Some(min), &["vm1"]);
     let batch_pid = out.number("batch_pid").unwrap_or(0) as u32;
     let listed = s.tasks.iter().find(|t| t.name == "batch");
     c.check(

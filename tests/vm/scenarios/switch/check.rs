@@ -15,10 +15,11 @@
 //! refuses to start; scx_tt exits 0, sched_ext is disabled, the socket is 0600 while it runs and
 //! gone afterwards, and a client then exits 2; a run that fails after creating its socket (a
 //! guard band longer than the slot) exits 1 and removes it too. Timing check (measured once more if only it
-//! fails): each tt task gets >= 90 % of its planned time over the whole run.
+//! fails): each tt task gets >= 90 % of its planned time over the whole run, less the share that
+//! kthreads and the slot clock thread took on the managed CPU by the witness (`check_summary`).
 
 use crate::harness::{tt_owner, Checks, Summary, Vm, VmOutput};
-use crate::planner_checks::{self as pc, load_plan, Table, MIN_DELIVERED_PCT};
+use crate::planner_checks::{self as pc, load_plan, Table};
 use scx_tt::trace::SlotRecord;
 use std::collections::BTreeMap;
 
@@ -180,13 +181,18 @@ fn check_trace(c: &mut Checks, trace: &[SlotRecord], switches: &[u64], s: &Summa
     }
 }
 
-fn check_summary(c: &mut Checks, s: &Summary) {
+/// The summary's exact checks, and each tt task's delivered share: at least MIN_DELIVERED_PCT
+/// less the share of the planned time that kthreads and the slot clock thread took on the
+/// managed CPU, by the witness (timing; on the rt kernels 5-10 %, on the cloud kernel < 1 %).
+fn check_summary(c: &mut Checks, out: &VmOutput, s: &Summary) {
     s.check_managed_clean(c);
+    let (min, why) = pc::delivered_bound(c, out, "switch", s);
     for t in s.tasks.iter().filter(|t| t.class == "tt") {
         c.check_timing(
-            t.planned_ns > 0 && t.delivered_pct() >= MIN_DELIVERED_PCT,
+            t.planned_ns > 0 && t.delivered_pct() >= min,
             format!(
-                "{}: delivered {:.1} % of its planned time across the switch (>= {MIN_DELIVERED_PCT} %)",
+                "{}: delivered {:.1} % of its planned time across the switch (>= {min:.1} %: \
+                 {why})",
                 t.name,
                 t.delivered_pct()
             ),
@@ -208,9 +214,9 @@ fn table_switch_over_the_control_socket_takes_effect_at_one_slot_on_every_cpu() 
                 "no two switch slots",
             ),
             check_protocol,
-            |c, s, trace, switches| {
+            |c, out, s, trace, switches| {
                 check_trace(c, trace, &switches, s);
-                check_summary(c, s);
+                check_summary(c, out, s);
                 let listed: Vec<(u64, &str)> = s
                     .table_switches
                     .iter()
