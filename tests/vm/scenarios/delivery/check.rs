@@ -79,8 +79,31 @@ const SMP3_BOUNDS: Bounds = Bounds {
 };
 const SMP3_GUARD_US: u64 = 2000;
 
-/// Checks of one run of a valid plan to its end; `timing` adds the delivered/outside bounds.
-fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: Option<Bounds>) {
+/// What kthreads and the slot clock thread took on the managed CPUs in run `run`, by the
+/// witness (a failed check when it cannot be read).
+fn taken(c: &mut Checks, out: &VmOutput, run: &str, s: &Summary) -> witness::Taken {
+    witness::taken(out, run, s).unwrap_or_else(|e| {
+        c.check(false, format!("{run}: witness: {e}"));
+        witness::Taken::default()
+    })
+}
+
+/// Checks of one run of a valid plan to its end; `timing` adds the delivered/outside bounds,
+/// the delivered one less the share of the planned time that `taken` says kthreads and the slot
+/// clock thread took on the managed CPUs (on the rt kernels 5-12 %, on the cloud kernel < 1 %).
+fn check_run(
+    c: &mut Checks,
+    name: &str,
+    s: &Summary,
+    timing: Option<Bounds>,
+    taken: witness::Taken,
+) {
+    let planned: u64 = s
+        .tasks
+        .iter()
+        .filter(|t| t.class == "tt")
+        .map(|t| t.planned_ns)
+        .sum();
     c.check(
         s.exit == "duration",
         format!("{name}: exit reason {} (want duration)", s.exit),
@@ -140,13 +163,14 @@ fn check_run(c: &mut Checks, name: &str, s: &Summary, timing: Option<Bounds>) {
             );
             continue;
         };
+        let min = taken.bound(b.min_delivered_pct, planned);
         c.check_timing(
-            t.planned_ns > 0 && t.delivered_pct() >= b.min_delivered_pct,
+            t.planned_ns > 0 && t.delivered_pct() >= min,
             format!(
-                "{name}: {} delivered {:.1} % of its planned slot time (>= {} %)",
+                "{name}: {} delivered {:.1} % of its planned slot time (>= {min:.1} %: {})",
                 t.name,
                 t.delivered_pct(),
-                b.min_delivered_pct
+                taken.explain(b.min_delivered_pct, planned)
             ),
         );
         c.check_timing(
@@ -205,8 +229,12 @@ fn demo_tasks_get_their_slots_on_one_cpu_even_with_a_loaded_housekeeping_cpu() {
         );
 
         // a) and e)
-        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
-        check_run(c, "loaded", &loaded, Some(ISSUE_BOUNDS));
+        let (tq, tl) = (
+            taken(c, out, "quiet", &quiet),
+            taken(c, out, "loaded", &loaded),
+        );
+        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS), tq);
+        check_run(c, "loaded", &loaded, Some(ISSUE_BOUNDS), tl);
         // the same runs judged by the kernel's own switch and timer trace: the scheduler's
         // share of the outside time (what an owner ran past its boundary once the timer had
         // fired) within the issue's 2 %
@@ -288,7 +316,8 @@ fn the_helper_thread_slot_clock_enforces_the_plan_as_the_bpf_timer_does() {
             "--slot-clock rt, quiet housekeeping CPU",
             &quiet,
         );
-        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS));
+        let tq = taken(c, out, "quiet", &quiet);
+        check_run(c, "quiet", &quiet, Some(ISSUE_BOUNDS), tq);
         let b = witness::Bounds {
             outside_share: MAX_OUTSIDE_PCT / 100.0,
             rt_clock: true,
@@ -310,7 +339,12 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
         .arg("plan", "/schedules/demo.json")
         .arg("loaded", 0)
         .arg("guard_us", SMP3_GUARD_US);
-    vm.check(|out, c| {
+    vm.check(check_demo);
+}
+
+/// The checks of [`demo_plan_on_three_cpus_keeps_others_off_managed_cpus`].
+fn check_demo(out: &VmOutput, c: &mut Checks) {
+    {
         check_exits(c, out, &["warmup", "quiet"]);
         let quiet = out.summary("quiet.json").unwrap_or_else(|e| panic!("{e}"));
         print_run(
@@ -319,9 +353,23 @@ fn demo_plan_on_three_cpus_keeps_others_off_managed_cpus() {
             &format!("schedules/demo.json, -smp 3, --guard-us {SMP3_GUARD_US}"),
             &quiet,
         );
-        check_run(c, "demo", &quiet, Some(SMP3_BOUNDS));
+        let tq = taken(c, out, "quiet", &quiet);
+        check_run(c, "demo", &quiet, Some(SMP3_BOUNDS), tq);
         witness::check(c, out, "quiet", &witness::Bounds::default());
-    });
+    }
+}
+
+/// Checks an earlier boot's run directory of the demo test again: `SCX_TT_DELIVERY_DIR=
+/// target/vm/runs/delivery-demo cargo test --release --test vm delivery::run_dir -- --ignored
+/// --nocapture` (make test-vm skips it).
+#[test]
+#[ignore = "reads SCX_TT_DELIVERY_DIR"]
+fn run_dir() {
+    let dir = std::env::var("SCX_TT_DELIVERY_DIR").expect("SCX_TT_DELIVERY_DIR");
+    let out = crate::harness::open_run(std::path::Path::new(&dir)).expect("a run directory");
+    let mut c = Checks::default();
+    check_demo(&out, &mut c);
+    c.finish();
 }
 
 /// The summary of the agreed interface (docs/run-output.md), 10 s of 10 ms slots on CPU 1;
@@ -350,7 +398,13 @@ fn sample_summary_guard(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) ->
 fn check_sample(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Checks {
     let mut c = Checks::default();
     let s = sample_summary_guard(delivered_ns, foreign_ns, guard_stops);
-    check_run(&mut c, "sample", &s, Some(ISSUE_BOUNDS));
+    check_run(
+        &mut c,
+        "sample",
+        &s,
+        Some(ISSUE_BOUNDS),
+        witness::Taken::default(),
+    );
     c
 }
 
@@ -358,6 +412,28 @@ fn check_sample(delivered_ns: u64, foreign_ns: u64, guard_stops: u64) -> Checks 
 fn checks_pass_on_a_good_summary() {
     let c = check_sample(4_900_000_000, 0, 180);
     assert_eq!(c.failures(), Vec::<String>::new());
+}
+
+/// The delivered bound less what kthreads and the clock thread took: 88 % of 5 s passes when
+/// they took 300 ms of it (6 %: bound 84 %), fails when they took 50 ms (1 %: bound 89 %).
+#[test]
+fn the_delivered_bound_is_lowered_by_what_kthreads_and_the_clock_thread_took() {
+    let s = sample_summary_guard(4_400_000_000, 0, 180);
+    let run = |kthread_ns, clock_ns| {
+        let mut c = Checks::default();
+        let taken = witness::Taken {
+            kthread_ns,
+            clock_ns,
+        };
+        check_run(&mut c, "sample", &s, Some(ISSUE_BOUNDS), taken);
+        c.failures()
+    };
+    assert_eq!(run(200_000_000, 100_000_000), Vec::<String>::new());
+    let f = run(40_000_000, 10_000_000);
+    assert!(
+        f.len() == 1 && f[0].contains("delivered 88.0 %") && f[0].contains(">= 89.0 %"),
+        "{f:?}"
+    );
 }
 
 #[test]
