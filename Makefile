@@ -100,7 +100,7 @@ VM_SMOKE := $(CARGO) test $(RELEASE) $(VM_TESTS) smoke -- --ignored --nocapture
 VM_REST := $(CARGO) test $(RELEASE) $(VM_TESTS) -- --ignored --test-threads=1 --nocapture \
   --skip smoke --skip run_dir
 define run_vm_tests
-@rm -f $(VM_SUMMARY)
+@rm -f $(VM_SUMMARY) $(dir $(VM_SUMMARY))failures.txt
 @rc=0; $(1) sh -xc '$(VM_SMOKE) && $(VM_REST)' || rc=$$?; \
   bash scripts/vm-summary.sh $(VM_SUMMARY); exit $$rc
 endef

@@ -30,7 +30,7 @@ done
 SUMMARY=target/vm/summary.tsv
 LOG=target/vm/kernels.log
 mkdir -p target/vm
-rm -f "$SUMMARY"
+rm -f "$SUMMARY" target/vm/failures.txt
 started=$SECONDS
 
 # The preparation runs in a session of its own (setsid), so one signal reaches the builds' make

@@ -2,6 +2,8 @@
 # Prints the VM tests' summary table (target/vm/summary.tsv, or FILE) aligned, with totals.
 #
 # Usage: vm-summary.sh [FILE]
+# Then, when failures.txt lies beside FILE, why each failed test failed (its panic message, cut;
+# the harness's ledger writes it): a CI log shows its tail, so the reasons must be in it.
 # The Rust harness appends one row per VM test when the test's thread ends (tests/vm/harness.rs,
 # `ledger`; docs/vm-harness.md, "The summary table"): test, boots, crashes, hangs, remeasured,
 # verdict, wall_s. `make test-vm` removes the file first and runs this at the end whatever the
@@ -33,3 +35,8 @@ awk -F'\t' -v OFS='\t' '
   }' "$FILE" | column -t -s $'\t'
 awk -F'\t' 'NR > 1 { wall += $7; if ($7 + 0 >= top) { top = $7 + 0; slowest = $1 } }
   END { printf "wall time %dm %02ds in all; the slowest test: %s (%.1f s)\n", wall / 60, wall % 60, slowest, top }' "$FILE"
+FAILURES="$(dirname "$FILE")/failures.txt"
+if [ -s "$FAILURES" ]; then
+  echo "=== why the failed tests failed ($FAILURES; each test's log has the rest)"
+  cat "$FAILURES"
+fi

@@ -554,6 +554,16 @@ impl Summary {
         self.cpus.iter().filter(|c| c.managed)
     }
 
+    /// The planned slot time of every tt task: what a derived delivered bound is a share of
+    /// (`witness::Taken::bound`).
+    pub fn planned_tt_ns(&self) -> u64 {
+        self.tasks
+            .iter()
+            .filter(|t| t.class == "tt")
+            .map(|t| t.planned_ns)
+            .sum()
+    }
+
     /// Exact: on every managed CPU no task outside the plan ran (`foreign_ns`) and be work was
     /// never started while the slot's tt task was runnable (`be_while_tt_ready_ns`).
     pub fn check_managed_clean(&self, c: &mut Checks) {
@@ -794,6 +804,8 @@ pub mod ledger {
         pub remeasured: u32,
         pub timing_not_judged: bool,
         failed: bool,
+        /// The panic's message (the failed checks), for failures.txt.
+        failure: Option<String>,
     }
 
     thread_local! {
@@ -835,6 +847,16 @@ pub mod ledger {
                     if let Ok(mut l) = l.try_borrow_mut() {
                         if let Some(l) = l.as_mut() {
                             l.failed = true;
+                            let p = info.payload();
+                            let text = p
+                                .downcast_ref::<String>()
+                                .map(String::as_str)
+                                .or_else(|| p.downcast_ref::<&str>().copied())
+                                .unwrap_or("(a panic without a message)");
+                            let at = info.location().map_or(String::new(), |l| {
+                                format!(" at {}:{}", l.file(), l.line())
+                            });
+                            l.failure = Some(format!("{}{at}", digest(text)));
                         }
                     }
                 });
@@ -853,6 +875,7 @@ pub mod ledger {
                 remeasured: 0,
                 timing_not_judged: false,
                 failed: false,
+                failure: None,
             }
         }
 
@@ -897,7 +920,47 @@ pub mod ledger {
                     self.test
                 );
             }
+            if let Some(f) = &self.failure {
+                let path = failures_path(&self.path);
+                let entry = format!("--- {}\n{f}\n", self.test);
+                if let Err(e) = append_entry(&path, &entry) {
+                    eprintln!("vm: {}: {e}", path.display());
+                }
+            }
         }
+    }
+
+    /// Where a failed test's message goes: `failures.txt` beside the summary table, printed
+    /// after it by scripts/vm-summary.sh. A CI log shows its tail: the table and then why each
+    /// failed test failed, not only which.
+    pub fn failures_path(summary: &Path) -> PathBuf {
+        summary.with_file_name("failures.txt")
+    }
+
+    /// A panic message cut for failures.txt: its first 40 lines of at most 400 characters.
+    pub fn digest(text: &str) -> String {
+        let mut lines: Vec<String> = text
+            .lines()
+            .take(40)
+            .map(|l| match l.char_indices().nth(400) {
+                Some((i, _)) => format!("{} [...]", &l[..i]),
+                None => l.to_string(),
+            })
+            .collect();
+        if text.lines().count() > 40 {
+            lines.push("[... more lines in the test's log]".into());
+        }
+        lines.join("\n")
+    }
+
+    /// Appends `entry` in one write (O_APPEND), as [`append_row`] does.
+    fn append_entry(path: &Path, entry: &str) -> std::io::Result<()> {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?
+            .write_all(entry.as_bytes())
     }
 
     /// Appends `row` to the table at `path`, writing the header first when the file is new.
@@ -1104,7 +1167,28 @@ pub mod ledger {
                     r[6]
                 );
             }
+            // the failed test's message, and only its, beside the table
+            let failures = std::fs::read_to_string(failures_path(&path)).expect("failures.txt");
+            assert!(
+                failures
+                    .starts_with("--- vm::fails\nan expected panic: the ledger must say FAIL at ")
+                    && failures.lines().filter(|l| l.starts_with("--- ")).count() == 1,
+                "{failures}"
+            );
             let _ = std::fs::remove_dir_all(&dir);
+        }
+
+        #[test]
+        fn a_failure_s_digest_keeps_its_head_and_cuts_long_lines() {
+            let long = "x".repeat(1000);
+            let text = format!("failed checks:\n  {long}\n{}", "  more\n".repeat(60));
+            let d = digest(&text);
+            let lines: Vec<&str> = d.lines().collect();
+            assert_eq!(lines[0], "failed checks:");
+            assert_eq!(lines[1], format!("  {} [...]", &long[..398]));
+            assert_eq!(lines.len(), 41, "40 lines and the note");
+            assert_eq!(lines[40], "[... more lines in the test's log]");
+            assert_eq!(digest("one line"), "one line");
         }
 
         #[test]

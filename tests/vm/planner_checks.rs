@@ -145,12 +145,7 @@ pub fn check_summary(
 /// on the managed CPUs by the witness ([`crate::witness::Taken`]; on the rt kernels 5-12 %, on
 /// the cloud kernel < 1 %). Without a readable witness: a failed check and the plain bound.
 pub fn delivered_bound(c: &mut Checks, out: &VmOutput, run: &str, s: &Summary) -> (f64, String) {
-    let planned: u64 = s
-        .tasks
-        .iter()
-        .filter(|t| t.class == "tt")
-        .map(|t| t.planned_ns)
-        .sum();
+    let planned = s.planned_tt_ns();
     match crate::witness::taken(out, run, s) {
         Ok(t) => (
             t.bound(MIN_DELIVERED_PCT, planned),

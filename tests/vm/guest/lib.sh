@@ -38,6 +38,17 @@ wait_state() {
   echo $(( $(uptime_ms) - t0 ))
 }
 
+# wait_text FILE TEXT TIMEOUT_MS: polls every 10 ms until FILE contains TEXT (fixed string);
+# prints the ms it took; fails on timeout.
+wait_text() {
+  t0=$(uptime_ms)
+  until grep -qF -- "$2" "$1" 2>/dev/null; do
+    [ $(( $(uptime_ms) - t0 )) -ge "$3" ] && { echo "timeout"; return 1; }
+    usleep 10000
+  done
+  echo $(( $(uptime_ms) - t0 ))
+}
+
 # result KEY VALUE: a scalar result for the host (/out/results.env) and the console.
 result() {
   echo "$1=$2" >> $OUT/results.env

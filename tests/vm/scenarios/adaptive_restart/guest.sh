@@ -19,6 +19,8 @@ witness_mark pause
 echo 0 > /sys/devices/system/cpu/cpu2/online
 result offline_rc $?
 result reenabled_ms "$(wait_state enabled 30000)"
+# judged again once scx_tt enforces (the slot clock is armed after the attach; restart/guest.sh)
+result enforcing_ms "$(wait_text $OUT/$RUN.err 'enforcing from slot' 30000)"
 witness_mark resume
 # the host judges legacy from 1 s after the resume to the end: at least 5 s of it, however long
 # the re-attach took (seconds of verification under TCG, more on a loaded host)

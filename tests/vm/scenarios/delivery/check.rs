@@ -98,12 +98,7 @@ fn check_run(
     timing: Option<Bounds>,
     taken: witness::Taken,
 ) {
-    let planned: u64 = s
-        .tasks
-        .iter()
-        .filter(|t| t.class == "tt")
-        .map(|t| t.planned_ns)
-        .sum();
+    let planned = s.planned_tt_ns();
     c.check(
         s.exit == "duration",
         format!("{name}: exit reason {} (want duration)", s.exit),

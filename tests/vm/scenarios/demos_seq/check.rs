@@ -8,8 +8,11 @@
 //! Checked (from 1 s on, whole windows before the run's end):
 //!   - the sequenced log (`--schedule-log`) against DEmOS's own (`simulate --demos`, sc1a's
 //!     model `TT_SIM_WORK_MS=15`), SC lines: the same processes in the same order with the same
-//!     budgets; each line no earlier than DEmOS's and at most [`LOG_TOL_MS`] later (the
-//!     completion's slot rounding and the lag of writing the table `lead` slots ahead). BE
+//!     budgets, each line no earlier than DEmOS's (exact); each at most [`LOG_TOL_MS`] after
+//!     its reference (timing: the completion's slot rounding and the lag of writing the table
+//!     `lead` slots ahead), the reference being DEmOS's line or, for a line after sc1a's
+//!     completion, sc1a's finish by its own log when that came later (a loaded host stretches
+//!     sc1a's 15 ms of work in wall time: a CI run failed the old bound against DEmOS's line). BE
 //!     lines are not compared with DEmOS's: the BE part starts later by that lag, so the carried
 //!     budgets and then the BE order differ (the sequencer's BE semantics are compared with
 //!     DEmOS's exactly in tests/demos_seq.rs); both BE processes have turns and a carried
@@ -35,8 +38,9 @@ const RUN: &str = "demos_seq";
 const SLOT_MS: u64 = 10;
 const LEAD: u64 = 2;
 const WINDOW_MS: u64 = 200;
-/// A sequenced log line may follow DEmOS's by: the completion's slot rounded up (< 1 slot),
-/// `lead` slots of table written ahead, one turn of the planner thread (1 slot).
+/// A sequenced log line may follow its reference (DEmOS's line, or sc1a's actual finish) by: the
+/// completion's slot rounded up (< 1 slot), `lead` slots of table written ahead, one turn of
+/// the planner thread (1 slot).
 const LOG_TOL_MS: u64 = (LEAD + 2) * SLOT_MS;
 /// sc1b's first run after sc1a's job finished: the same, plus tick lateness (TCG).
 const START_BOUND_NS: u64 = (LEAD + 2) * SLOT_MS * 1_000_000 + 5_000_000;
@@ -92,9 +96,54 @@ fn a_window_s_lines_are_judged_together() {
     assert!(!judged_line(815, 6000) && judged_line(1000, 6000));
 }
 
-fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64) {
+/// sc1a's job finishes from its own log (`release finish exec`, the workload's
+/// CLOCK_MONOTONIC ns), in ms after `t0`.
+fn sc1a_finishes_ms(out: &VmOutput, t0: u64) -> Vec<f64> {
+    out.file("sc1a.log")
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+        .filter(|&f| f >= t0)
+        .map(|f| (f - t0) as f64 / 1e6)
+        .collect()
+}
+
+/// How late a sequenced SC line may come, and how late it came, against what it follows.
+/// A window's first line (sc1a, at the window start) follows nothing the run measures: its
+/// reference is DEmOS's line. A later line (sc1b) starts after sc1a's completion, which DEmOS
+/// models as 15 ms of work from the window start: on a host that steals the guest's CPU that
+/// work takes longer in wall time (sc1a's own log: 15-21 ms), so its reference is the later of
+/// DEmOS's line and sc1a's finish in that window. Returns the lag behind the reference, ms.
+fn lag_ms(sim_ms: u64, seq_ms: u64, first_of_window: bool, finishes: &[f64]) -> f64 {
+    let w = sim_ms / WINDOW_MS;
+    let finish = finishes
+        .iter()
+        .copied()
+        .find(|&f| (f / WINDOW_MS as f64) as u64 == w);
+    let reference = match (first_of_window, finish) {
+        (false, Some(f)) => f.max(sim_ms as f64),
+        _ => sim_ms as f64,
+    };
+    seq_ms as f64 - reference
+}
+
+#[test]
+fn a_line_after_a_slow_completion_is_judged_from_the_finish() {
+    // DEmOS's sc1b at 1215 ms; sc1a finished at 1220.6 ms on a loaded host; sequenced at 1245
+    let f = [1020.0, 1220.6, 1413.9];
+    assert!((lag_ms(1215, 1245, false, &f) - 24.4).abs() < 1e-9);
+    // sc1a's own line at the window start follows nothing measured: DEmOS's line
+    assert_eq!(lag_ms(1200, 1200, true, &f), 0.0);
+    // a completion faster than DEmOS's model leaves DEmOS's line the reference
+    assert!((lag_ms(1415, 1445, false, &f) - 30.0).abs() < 1e-9);
+    // no finish logged in that window: DEmOS's line
+    assert_eq!(lag_ms(1615, 1655, false, &f), 40.0);
+}
+
+fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64, t0: u64) {
     let sim = lines(&out.file("sim.log").unwrap_or_default());
     let kernel = lines(&out.file("kernel.log").unwrap_or_default());
+    let finishes = sc1a_finishes_ms(out, t0);
     // By the window a line belongs to, not by the line's own time: a sequenced line follows
     // DEmOS's by up to LOG_TOL_MS, so a time cut-off near the run's end kept DEmOS's sc1b line
     // of the last window and dropped the sequenced one (a fresh-clone run: 49 and 50 lines, on
@@ -105,14 +154,26 @@ fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64) {
     let s: Vec<_> = sim.iter().filter(judged).filter(sc).collect();
     let k: Vec<_> = kernel.iter().filter(judged).filter(sc).collect();
     let mut diffs = Vec::new();
+    let mut lags = Vec::new();
     let mut bad = None;
+    let mut late = None;
     for (i, (a, b)) in s.iter().zip(&k).enumerate() {
-        if a.1 != b.1 || a.2 != b.2 || b.0 < a.0 || b.0 > a.0 + LOG_TOL_MS {
+        // exact: the same process with the same budget, never before DEmOS's line
+        if a.1 != b.1 || a.2 != b.2 || b.0 < a.0 {
             bad.get_or_insert(format!("SC line {i}: DEmOS {a:?}, sequenced {b:?}"));
         }
+        let first = i == 0 || s[i - 1].0 / WINDOW_MS != a.0 / WINDOW_MS;
+        let lag = lag_ms(a.0, b.0, first, &finishes);
+        if lag > LOG_TOL_MS as f64 {
+            late.get_or_insert(format!(
+                "SC line {i}: DEmOS {a:?}, sequenced {b:?}, {lag:.1} ms"
+            ));
+        }
+        lags.push((lag * 1000.0) as u64);
         diffs.push(b.0.saturating_sub(a.0));
     }
     diffs.sort_unstable();
+    lags.sort_unstable();
     let be: Vec<(&str, u64)> = kernel
         .iter()
         .filter(judged)
@@ -120,8 +181,8 @@ fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64) {
         .map(|l| (l.1.as_str(), l.2))
         .collect();
     println!(
-        "  SC log lines judged: DEmOS {}, sequenced {}; sequenced later by p50 {} ms, max {} ms \
-         (tolerance {LOG_TOL_MS} ms); first mismatch {bad:?}; BE turns (budget ms) {:?}",
+        "  SC log lines judged: DEmOS {}, sequenced {}; sequenced later than DEmOS's by p50 {} \
+         ms, max {} ms; first mismatch {bad:?}; BE turns (budget ms) {:?}",
         s.len(),
         k.len(),
         pct(&diffs, 0.5),
@@ -138,9 +199,19 @@ fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64) {
     );
     c.check(
         bad.is_none(),
+        format!("each sequenced SC line is DEmOS's process and budget, not earlier ({bad:?})"),
+    );
+    println!(
+        "  sequenced SC lines after their reference (DEmOS's line, or sc1a's finish by its own \
+         log where that came later): p50 {:.1} ms, max {:.1} ms",
+        pct(&lags, 0.5) as f64 / 1000.0,
+        lags.last().copied().unwrap_or(0) as f64 / 1000.0
+    );
+    c.check_timing(
+        late.is_none(),
         format!(
-            "each sequenced SC line is DEmOS's process and budget, 0..={LOG_TOL_MS} ms later \
-             ({bad:?})"
+            "each sequenced SC line at most {LOG_TOL_MS} ms ((lead + 2) slots) after its \
+             reference ({late:?})"
         ),
     );
     let carried = be
@@ -324,7 +395,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         "the run reports the sequencer's figures".into(),
     );
     let end_ms = summary.duration_ns / 1_000_000;
-    check_log(out, c, end_ms);
+    check_log(out, c, end_ms, summary.t0_ns);
 
     let events = match out
         .file(&format!("{RUN}.witness"))

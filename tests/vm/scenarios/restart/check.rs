@@ -59,15 +59,16 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ..crate::witness::Bounds::default()
     };
     let hot = crate::witness::check(c, out, "hotplug", &bounds);
-    let json: serde_json::Value = out.json("hotplug.json").unwrap_or_default();
     // what ran on the managed CPU beside the plan, by the witness: kernel threads, and the
     // helper-thread slot clock (none under the bpf_timer)
-    let taken = hot.map_or((0, 0), |r| {
-        let kthreads =
-            r.kthread_ns.values().sum::<u64>() + r.other_kthread_ns.values().sum::<u64>();
-        (kthreads, r.clock_ns.values().sum())
+    let taken = hot.map_or(crate::witness::Taken::default(), |r| {
+        crate::witness::Taken {
+            kthread_ns: r.kthread_ns.values().sum::<u64>()
+                + r.other_kthread_ns.values().sum::<u64>(),
+            clock_ns: r.clock_ns.values().sum(),
+        }
     });
-    delivered(c, &json, taken);
+    delivered(c, out, taken);
     // app (admitted at run time) is judged from its first slot on
     let mut bounds = bounds;
     let json: serde_json::Value = out.json("planner.json").unwrap_or_default();
@@ -340,35 +341,22 @@ fn trace_owners(c: &mut Checks, out: &VmOutput, json: &serde_json::Value, from: 
 /// instead). An upper bound of what they took from the owners (they also run in free slots).
 /// Measured on the rt kernels at `-smp 3`: kthreads 210-330 ms, the clock thread 220-320 ms in
 /// 1150-1520 runs, together 7-9 % of the owned time; the owners delivered 85-90 %.
-fn delivered(c: &mut Checks, json: &serde_json::Value, taken: (u64, u64)) {
-    let tasks: Vec<&serde_json::Value> = json["tasks"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|t| t["class"] == "tt")
-        .collect();
-    let all_planned: u64 = tasks
-        .iter()
-        .map(|t| t["planned_ns"].as_u64().unwrap_or(0))
-        .sum();
-    let taken_pct = harness::pct(taken.0 + taken.1, all_planned);
-    let bound = MIN_DELIVERED_PCT - taken_pct;
-    for t in tasks {
-        let (planned, delivered) = (
-            t["planned_ns"].as_u64().unwrap_or(0),
-            t["delivered_ns"].as_u64().unwrap_or(0),
-        );
-        let pct = harness::pct(delivered, planned);
+fn delivered(c: &mut Checks, out: &VmOutput, taken: crate::witness::Taken) {
+    let s = match out.summary("hotplug.json") {
+        Ok(s) => s,
+        Err(e) => return c.check(false, format!("hotplug.json: {e}")),
+    };
+    let all_planned = s.planned_tt_ns();
+    let bound = taken.bound(MIN_DELIVERED_PCT, all_planned);
+    for t in s.tasks.iter().filter(|t| t.class == "tt") {
+        let pct = harness::pct(t.delivered_ns, t.planned_ns);
         c.check_timing(
             pct >= bound,
             format!(
-                "{} delivered {pct:.1} % of {:.0} ms planned over the run (>= {bound:.1}: \
-                 {MIN_DELIVERED_PCT} less {taken_pct:.1} % that kthreads ({:.1} ms) and the slot \
-                 clock thread ({:.1} ms) took on the managed CPU, by the witness)",
-                t["name"],
-                harness::ms(planned),
-                harness::ms(taken.0),
-                harness::ms(taken.1)
+                "{} delivered {pct:.1} % of {:.0} ms planned over the run (>= {bound:.1}: {})",
+                t.name,
+                harness::ms(t.planned_ns),
+                taken.explain(MIN_DELIVERED_PCT, all_planned)
             ),
         );
     }

@@ -65,6 +65,10 @@ result offline_rc $?
 result offline_ms $(( $(uptime_ms) - t0 ))
 result left_enabled_ms "$(wait_not_state enabled 5000)"
 result reenabled_ms "$(wait_state enabled 30000)"
+# judged again only once scx_tt enforces: the attach comes before the slot clock is armed, and
+# until the arm (its slot's record opens then) a task that CFS had put on CPU 1 in the gap may
+# still run there (a fresh-clone CI run on rt: sh 4 ms in the arm's slot, marked before it)
+result enforcing_ms "$(wait_text $OUT/hotplug.err 'enforcing from slot' 30000)"
 witness_mark resume
 result cpus_after_offline "$(cat /sys/devices/system/cpu/online)"
 result ops_after "$(cat $SCX/root/ops 2>/dev/null)"
@@ -98,6 +102,7 @@ witness_mark pause
 echo 0 > /sys/devices/system/cpu/cpu2/online
 result planner_offline_rc $?
 result planner_reenabled_ms "$(wait_state enabled 30000)"
+result planner_enforcing_ms "$(wait_text $OUT/planner.err 'enforcing from slot' 30000)"
 witness_mark resume
 sleep 3
 kill -INT $pid
