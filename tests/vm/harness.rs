@@ -953,9 +953,9 @@ pub mod ledger {
         lines.join("\n")
     }
 
-    /// Appends `entry` in one write (O_APPEND), as [`append_row`] does.
+    /// Appends `entry` in one write (O_APPEND), which lands whole at the end of the file even
+    /// when other tests append at once (the rows of [`append_row`], failures.txt).
     fn append_entry(path: &Path, entry: &str) -> std::io::Result<()> {
-        use std::io::Write;
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -988,10 +988,7 @@ pub mod ledger {
                 _ => {}
             }
         }
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(path)?
-            .write_all(row.as_bytes())
+        append_entry(path, row)
     }
 
     /// What run.sh takes for a crashed guest on a boot's console.

@@ -97,18 +97,16 @@ fn a_window_s_lines_are_judged_together() {
 }
 
 /// sc1a's job finishes from its own log (`release finish exec`, the workload's
-/// CLOCK_MONOTONIC ns), in ms after `t0`.
-fn sc1a_finishes_ms(out: &VmOutput, t0: u64) -> Vec<f64> {
+/// CLOCK_MONOTONIC ns).
+fn sc1a_finishes_ns(out: &VmOutput) -> Vec<u64> {
     out.file("sc1a.log")
         .unwrap_or_default()
         .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
-        .filter(|&f| f >= t0)
-        .map(|f| (f - t0) as f64 / 1e6)
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
         .collect()
 }
 
-/// How late a sequenced SC line may come, and how late it came, against what it follows.
+/// How late a sequenced SC line came against what it follows.
 /// A window's first line (sc1a, at the window start) follows nothing the run measures: its
 /// reference is DEmOS's line. A later line (sc1b) starts after sc1a's completion, which DEmOS
 /// models as 15 ms of work from the window start: on a host that steals the guest's CPU that
@@ -143,7 +141,11 @@ fn a_line_after_a_slow_completion_is_judged_from_the_finish() {
 fn check_log(out: &VmOutput, c: &mut Checks, end_ms: u64, t0: u64) {
     let sim = lines(&out.file("sim.log").unwrap_or_default());
     let kernel = lines(&out.file("kernel.log").unwrap_or_default());
-    let finishes = sc1a_finishes_ms(out, t0);
+    let finishes: Vec<f64> = sc1a_finishes_ns(out)
+        .into_iter()
+        .filter(|&f| f >= t0)
+        .map(|f| (f - t0) as f64 / 1e6)
+        .collect();
     // By the window a line belongs to, not by the line's own time: a sequenced line follows
     // DEmOS's by up to LOG_TOL_MS, so a time cut-off near the run's end kept DEmOS's sc1b line
     // of the last window and dropped the sequenced one (a fresh-clone run: 49 and 50 lines, on
@@ -417,12 +419,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
     };
     let (b_runs, be_runs) = (of(&b_tids), of(&be_tids));
     // sc1a's job finishes (its own log: release finish exec)
-    let finishes: Vec<u64> = out
-        .file("sc1a.log")
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .filter(|&f: &u64| f >= t0 + 1_000_000_000 && f + WINDOW_MS * 1_000_000 <= run_end)
+    let finishes: Vec<u64> = sc1a_finishes_ns(out)
+        .into_iter()
+        .filter(|&f| f >= t0 + 1_000_000_000 && f + WINDOW_MS * 1_000_000 <= run_end)
         .collect();
     let mut delays = Vec::new();
     let mut early = 0;
