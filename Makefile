@@ -41,7 +41,7 @@ build: deps
 
 # deps installs the external readers of the Perfetto and browser tests: here they must run
 unit: deps
-	SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $(CARGO) test $(RELEASE)
+	SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $(CARGO) test $(RELEASE) --workspace
 
 vm-kernel: deps
 	bash $(VM)/kernel.sh

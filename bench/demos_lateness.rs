@@ -32,6 +32,7 @@ mod vm_bench;
 mod witness;
 
 use harness::VmOutput;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{simulate, Config, CpuSet, SimOptions};
 use serde::Deserialize;
 use std::collections::HashMap;

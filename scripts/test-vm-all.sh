@@ -66,7 +66,7 @@ echo "test-vm-all: preparing ${KERNELS[*]} beside the default kernel's tests (lo
 rc=0
 if [ -n "$UNIT" ]; then
   t0=$SECONDS
-  SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $CARGO test --release || rc=$?
+  SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $CARGO test --release --workspace || rc=$?
   echo "test-vm-all: unit and integration tests: rc $rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || exit $rc
   $CARGO test --release --test vm --no-run && bash tests/vm/mkinitrd.sh || exit 1

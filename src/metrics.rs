@@ -121,15 +121,9 @@ pub struct Metrics {
     pub tasks: BTreeMap<String, TaskMetrics>,
 }
 
-/// What the summary does not hold: the run-time state of the control side.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Live {
-    pub table: String,
-    /// Planner mode's policy in force ("" without a planner).
-    pub policy: String,
-    pub admissions_accepted: u64,
-    pub admissions_rejected: u64,
-}
+/// What the summary does not hold: the run-time state of the control side (defined by the
+/// control state machine, in the core).
+pub use crate::control::Live;
 
 impl Metrics {
     /// The metrics of `s` (the summary so far; only managed CPUs are listed).

@@ -3,6 +3,7 @@
 //! rejects (`0200`, `0210-config_validation.t`, `0020-basic.t`) with the YAML path in every
 //! message, and `plan import --demos` (a valid plan, the gcd slot, the caps).
 
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, ConfigError, CpuSet, ImportOptions, Source};
 use std::path::Path;
 use std::process::Command;

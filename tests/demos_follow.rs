@@ -7,6 +7,7 @@
 
 use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
 use scx_tt::demos::power::Event;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use std::path::Path;
 

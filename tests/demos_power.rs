@@ -10,6 +10,7 @@
 
 use scx_tt::demos::power::{events_from_sim, Event, PowerDriver, PowerPolicy, Timed, Write};
 use scx_tt::demos::{self, Config, CpuSet, SimOptions, Source};
+use scx_tt::demos::{ConfigFile as _, SysfsPowerDriver as _};
 use scx_tt::energy::sysfs::{Journal, Root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

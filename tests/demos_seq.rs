@@ -6,6 +6,7 @@
 //! of a completion observed `lead` slots late.
 
 use scx_tt::demos::rng::Mt19937;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{Config, Source};
 use std::path::Path;
 

@@ -10,6 +10,7 @@
 
 use scx_tt::demos::power::{events_from_sim, Event, Timed};
 use scx_tt::demos::rng::Mt19937;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, SimOptions, Source};
 use std::path::Path;
 

@@ -6,6 +6,7 @@
 //! format can state exactly, the worked example and the VM test's configuration.
 
 use scx_tt::demos::trace_log::{sc_lines, sc_log};
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use scx_tt::trace::{SlotKind, SlotRecord};
 use std::path::Path;

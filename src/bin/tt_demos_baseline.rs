@@ -35,6 +35,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Parser, ValueEnum};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns};
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{simulate, Config, CpuSet, LogLine, SimOptions};
 use scx_tt::sched::affinity;
 use serde::Serialize;

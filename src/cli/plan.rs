@@ -2,10 +2,12 @@
 
 use anyhow::Context;
 use clap::Subcommand;
-use scx_tt::plan::cpus::{format_cpu_list, read_online_cpus, ONLINE_CPUS_PATH};
+use scx_tt::demos::ConfigFile as _;
+use scx_tt::plan::cpus::format_cpu_list;
 use scx_tt::plan::explain::{explain, render_text};
 use scx_tt::plan::gen::{generate, GenError, GenParams};
 use scx_tt::plan::{self, LoadError, Plan};
+use scx_tt::plan::{read_online_cpus, ONLINE_CPUS_PATH};
 use scx_tt::planner::interface::{
     optimal_interface, parse_tasks, CriticalPoint, Interface, InterfaceError, Scheduler, Supply,
     Task, Workload,

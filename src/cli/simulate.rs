@@ -3,6 +3,7 @@
 use anyhow::{bail, Context};
 use clap::Args;
 use scx_tt::demos::power::PowerPolicy;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::energy::model;
 use scx_tt::plan::ServerDesign;
 use scx_tt::plan::{self, LoadError};

@@ -8,6 +8,7 @@ use super::cpuset::CpuSet;
 use super::follow::messages;
 use super::power::{domains_of, Event, PowerDriver, PowerEngine, PowerError, PowerPolicy, Write};
 use super::sim::{LogLine, SimResult};
+use super::SysfsPowerDriver;
 use crate::energy::cpufreq::{self, SysfsCpufreq};
 use crate::energy::sysfs::{Journal, Root};
 
@@ -34,10 +35,10 @@ impl Power {
             return Ok(None);
         }
         if let Some(journal) = journal {
-            return Ok(
-                PowerDriver::take_control(journal, None, policy, config, all_cpus)?
-                    .map(Power::Driver),
-            );
+            return Ok(PowerDriver::<SysfsCpufreq>::take_control(
+                journal, None, policy, config, all_cpus,
+            )?
+            .map(Power::Driver));
         }
         let policies = cpufreq::discover(&root)
             .map_err(|e| PowerError(format!("power policy '{policy}': {e}")))?;

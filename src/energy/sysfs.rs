@@ -32,30 +32,8 @@ use super::journal_file::JournalFile;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use thiserror::Error;
 
-#[derive(Debug, Error)]
-pub enum SysfsError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("writing {value:?} to {path}: {source}")]
-    Write {
-        path: PathBuf,
-        value: String,
-        source: std::io::Error,
-    },
-    #[error("{path}: cannot parse {text:?} as {what}")]
-    Parse {
-        path: PathBuf,
-        text: String,
-        what: &'static str,
-    },
-    #[error("restore journal {path}: {msg}")]
-    Journal { path: PathBuf, msg: String },
-}
+pub use tt_core::energy::sysfs_error::SysfsError;
 
 /// The directory that stands for `/`.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -38,6 +38,7 @@ use scx_tt::accounting::{render_summary, ExitReason, RunFacts, Summary};
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::journal as control_journal;
 use scx_tt::control::socket::{check_free, Access, ControlSocket, Group};
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::energy::journal_file;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::energy::sysfs::Root;

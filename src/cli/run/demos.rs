@@ -27,6 +27,7 @@ use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
 use scx_tt::demos::output::{label, write_line, Power};
 use scx_tt::demos::power::{Event, PowerPolicy};
 use scx_tt::demos::seq_driver::SeqDriver;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{Config, CpuSet};
 use scx_tt::energy::cpufreq;
 use scx_tt::energy::sysfs::{Journal, Root};

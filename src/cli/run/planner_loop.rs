@@ -22,6 +22,7 @@ use anyhow::{anyhow, Context, Result};
 use scx_tt::clock::{monotonic_ns, sleep_until_ns, SlotClock};
 use scx_tt::demos::seq_driver::SeqDriver;
 use scx_tt::demos::sequencer::Sequencer;
+use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{render_log, Config, CpuSet};
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;

@@ -23,6 +23,7 @@
 
 use crate::harness::{Checks, Vm, VmOutput};
 use scx_tt::demos::Config;
+use scx_tt::demos::ConfigFile as _;
 
 const RUN: &str = "demos_power";
 /// A message's latency after its window start, median: at most one slot. It is the slot tick's

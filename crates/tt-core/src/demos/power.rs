@@ -51,8 +51,7 @@
 use super::config::Config;
 use super::cpuset::CpuSet;
 use super::sim::{process_models, ProcessModel, SimOptions, SimResult};
-use crate::energy::cpufreq::{CpufreqBackend, Frequencies, Policy as CpufreqPolicy, SysfsCpufreq};
-use crate::energy::sysfs::Journal;
+use crate::energy::cpufreq::{CpufreqBackend, Frequencies, Policy as CpufreqPolicy};
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -930,33 +929,6 @@ impl<B: CpufreqBackend> PowerDriver<B> {
 
     pub fn into_backend(self) -> B {
         self.backend
-    }
-}
-
-impl PowerDriver<SysfsCpufreq> {
-    /// Takes cpufreq over through `journal` (the `userspace` governor on every policy with an
-    /// affected CPU in `cpus`, all when `None`, as DEmOS takes all) for `policy`; `Ok(None)` for
-    /// `none`, which leaves cpufreq alone. On error everything changed is restored.
-    pub fn take_control(
-        journal: Journal,
-        cpus: Option<&[u32]>,
-        policy: PowerPolicy,
-        config: &Config,
-        all_cpus: CpuSet,
-    ) -> Result<Option<Self>, PowerError> {
-        if !policy.is_active() {
-            return Ok(None);
-        }
-        let backend = SysfsCpufreq::take_control_of(journal, cpus)
-            .map_err(|e| PowerError(format!("power policy '{policy}': {e}")))?;
-        PowerDriver::new(backend, policy, config, all_cpus).map(Some)
-    }
-
-    /// Restores everything changed (governors, limits, driver modes, `scaling_setspeed`).
-    /// Returns the number of files that could not be restored (each logged).
-    pub fn finish(self) -> usize {
-        let mut b = self.backend;
-        b.restore()
     }
 }
 

@@ -36,7 +36,6 @@
 use super::cpuset::CpuSet;
 use serde_norway::Value;
 use std::fmt;
-use std::path::Path;
 
 /// A configuration error: the YAML path (empty for the document itself) and the message.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,27 +166,6 @@ impl Config {
         let value: Value = serde_norway::from_str(text)
             .map_err(|e| ConfigError::new("", format!("Configuration error: {e}")))?;
         normalize(&value, source)
-    }
-
-    /// Read a configuration file (`set_cwd` defaults to true).
-    pub fn from_file(path: &Path) -> anyhow::Result<Config> {
-        use anyhow::Context;
-        let meta = std::fs::metadata(path)
-            .with_context(|| format!("Cannot load configuration file: {}", path.display()))?;
-        let regular = meta.is_file();
-        let text = if regular {
-            std::fs::read_to_string(path)
-                .with_context(|| format!("Cannot load configuration file: {}", path.display()))?
-        } else {
-            let mut s = String::new();
-            use std::io::Read;
-            std::fs::File::open(path)
-                .and_then(|f| f.take(16 << 20).read_to_string(&mut s))
-                .with_context(|| format!("Cannot load configuration file: {}", path.display()))?;
-            s
-        };
-        Config::from_yaml(&text, Source::File { regular })
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     /// Each partition's index by its name.

@@ -15,7 +15,6 @@
 //! - [`power`]: DEmOS's power policies (`-p`): the pure engine and the cpufreq driver.
 //! - [`follow`]: the DEmOS events of a kernel run of an imported plan (the slot grid and the
 //!   enforced table), the check that the plan is the configuration's import, `-m`/`-M` lines.
-//! - [`output`]: what `-m`/`-M`/`-p` print and write, for `simulate --demos` and the run.
 //! - [`sequencer`]: the same semantics stepped slot by slot from observed completions, for the
 //!   kernel path in planner mode (`--planner ... --demos`).
 //! - [`cpuset`], [`rng`]: DEmOS's CPU lists and its jitter generator.
@@ -24,7 +23,6 @@ pub mod config;
 pub mod cpuset;
 pub mod follow;
 pub mod import;
-pub mod output;
 pub mod power;
 pub mod rng;
 pub mod seq_driver;
@@ -39,27 +37,6 @@ pub use sim::{
     render_log, simulate, simulate_events, LogLine, ProcessModel, SimOptions, SimResult,
 };
 
-/// This machine's online CPUs (`/sys/devices/system/cpu/online`; else `0..nproc`), at most
-/// [`cpuset::MAX_CPUS`]: what DEmOS's `cpu: all` means when it runs here.
-pub fn machine_cpus() -> CpuSet {
-    match crate::plan::read_online_cpus() {
-        Ok(cpus) if !cpus.is_empty() => CpuSet::from_cpus(cpus),
-        _ => CpuSet::first_n(std::thread::available_parallelism().map_or(1, |n| n.get() as u32)),
-    }
-}
-
-/// `cpu: all` for `plan import`: the machine's CPUs without CPU 0, which stays the
-/// housekeeping CPU (a one-CPU machine keeps CPU 0).
-pub fn import_all_cpus() -> CpuSet {
-    let all = machine_cpus();
-    let without0 = CpuSet(all.0 & !1);
-    if without0.is_empty() {
-        all
-    } else {
-        without0
-    }
-}
-
 /// A `--...-cpus` flag's value: `all` is not allowed here, a CPU list is.
 pub fn parse_cpus_flag(text: &str) -> Result<CpuSet, String> {
     let s = CpuSet::parse(text.trim())?;
@@ -70,4 +47,15 @@ pub fn parse_cpus_flag(text: &str) -> Result<CpuSet, String> {
         ));
     }
     Ok(s)
+}
+
+/// `cpu: all` for `plan import`: `all` (the machine's CPUs) without CPU 0, which stays the
+/// housekeeping CPU (a one-CPU machine keeps CPU 0).
+pub fn all_but_cpu0(all: CpuSet) -> CpuSet {
+    let without0 = CpuSet(all.0 & !1);
+    if without0.is_empty() {
+        all
+    } else {
+        without0
+    }
 }

@@ -20,7 +20,7 @@ mod table;
 pub mod timing;
 mod validate;
 
-pub use cpus::{parse_cpu_list, read_online_cpus};
+pub use cpus::parse_cpu_list;
 pub use error::{LoadError, PlanError, PlanErrors, Rule};
 pub use raw::RawPlan;
 
@@ -39,56 +39,16 @@ pub fn from_str(text: &str) -> Result<Plan, PlanErrors> {
 /// far above the 512 tasks a plan may have; bounds the memory a parse can take.
 pub const MAX_PLAN_BYTES: u64 = 4 << 20;
 
-/// Read, parse and validate a plan file. A file above [`MAX_PLAN_BYTES`] or not UTF-8 is an
-/// invalid plan (one error: the size, or the offset of the first bad byte); at most
-/// `MAX_PLAN_BYTES + 1` bytes are read.
-pub fn from_file(path: impl AsRef<Path>) -> Result<Plan, LoadError> {
-    let path = path.as_ref();
+/// Parse and validate the bytes of plan file `path` (read by the edge: `scx_tt::plan::from_file`).
+/// More than [`MAX_PLAN_BYTES`] or not UTF-8 is an invalid plan (one error: the size, or the
+/// offset of the first bad byte).
+pub fn from_bytes(path: &Path, bytes: &[u8]) -> Result<Plan, LoadError> {
     let invalid = |errors| LoadError::Invalid {
         path: path.to_path_buf(),
         errors,
     };
-    let bytes = read_capped(path, MAX_PLAN_BYTES).map_err(|source| LoadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = decode(&bytes, MAX_PLAN_BYTES).map_err(invalid)?;
+    let text = decode(bytes, MAX_PLAN_BYTES).map_err(invalid)?;
     from_str(text).map_err(invalid)
-}
-
-/// At most `cap + 1` bytes of the regular file at `path` (one more than allowed tells it is too
-/// large). Anything else (a FIFO, a device, a directory) is refused without reading, so a
-/// control request naming a FIFO cannot block the run loop: the file is opened non-blocking
-/// (opening a FIFO with no writer would wait) and checked on the open descriptor.
-pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)?;
-    let kind = file.metadata()?.file_type();
-    if !kind.is_file() {
-        use std::os::unix::fs::FileTypeExt;
-        let what = if kind.is_dir() {
-            "a directory"
-        } else if kind.is_fifo() {
-            "a FIFO"
-        } else if kind.is_char_device() || kind.is_block_device() {
-            "a device"
-        } else if kind.is_socket() {
-            "a socket"
-        } else {
-            "not a regular file"
-        };
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            format!("is {what}: plans and arrivals are read from regular files only"),
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    Ok(bytes)
 }
 
 /// The plan text of `bytes`: at most `cap` bytes of UTF-8.

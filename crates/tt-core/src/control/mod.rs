@@ -74,10 +74,20 @@ pub mod engine;
 pub mod journal;
 pub mod reply;
 pub mod request;
-pub mod socket;
 
 pub use crate::planner::kernel_path::KernelPlanner;
 pub use compat::{mismatches, Mismatch};
+
+/// What the statistics (the edge's `scx_tt::metrics`) take from the control side that the
+/// summary does not hold: the run-time state of the control side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Live {
+    pub table: String,
+    /// Planner mode's policy in force ("" without a planner).
+    pub policy: String,
+    pub admissions_accepted: u64,
+    pub admissions_rejected: u64,
+}
 pub use engine::{Engine, NewTask};
 pub use reply::{Answer, PlannerStatus, Reply, Status, TaskChange, TaskState};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
@@ -373,8 +383,8 @@ impl Control {
 
     /// What the statistics (src/metrics.rs) take from the control side: the table in force,
     /// the policy (planner mode) and the admissions of every kind, accepted and rejected.
-    pub fn metrics_live(&self) -> crate::metrics::Live {
-        crate::metrics::Live {
+    pub fn metrics_live(&self) -> Live {
+        Live {
             table: self.table.clone(),
             policy: self
                 .planner

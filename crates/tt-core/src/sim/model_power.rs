@@ -73,7 +73,7 @@ mod tests {
     use crate::energy::model;
 
     fn xeon() -> Cluster {
-        let text = include_str!("../../models/xeon-gold-5218.json");
+        let text = include_str!("../../../../models/xeon-gold-5218.json");
         model::from_str(text).expect("model").clusters[0].clone()
     }
 

@@ -8,19 +8,16 @@
 //! what they were before the request.
 //!
 //! 256 sequences per mode by default (well under a second in release); a longer run:
-//! `SCX_TT_FUZZ_CASES=20000 cargo test --release --lib control::tests::refusals` (the variable
-//! of tests/fuzz_inputs.rs).
+//! `PROPTEST_CASES=20000 cargo test --release -p tt-core --lib control::tests::refusals`
+//! (proptest reads the variable itself: the core reads no environment).
 
 use super::*;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 
 fn config() -> Config {
+    // 256 cases unless PROPTEST_CASES says otherwise
     Config {
-        cases: std::env::var("SCX_TT_FUZZ_CASES")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(256),
         failure_persistence: None,
         ..Config::default()
     }

@@ -3,9 +3,6 @@
 use super::error::{PlanError, PlanErrors, Rule};
 use super::Plan;
 
-/// Where the kernel lists the online CPUs.
-pub const ONLINE_CPUS_PATH: &str = "/sys/devices/system/cpu/online";
-
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 #[error("bad CPU list {text:?}: {why}")]
 pub struct CpuListError {
@@ -32,12 +29,6 @@ pub fn parse_cpu_list(text: &str) -> Result<Vec<u32>, CpuListError> {
     cpus.sort_unstable();
     cpus.dedup();
     Ok(cpus)
-}
-
-/// The online CPUs of this machine.
-pub fn read_online_cpus() -> std::io::Result<Vec<u32>> {
-    let text = std::fs::read_to_string(ONLINE_CPUS_PATH)?;
-    parse_cpu_list(&text).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 impl Plan {

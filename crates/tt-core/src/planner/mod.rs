@@ -14,11 +14,11 @@
 pub mod cpu;
 pub mod interface;
 pub mod kernel_path;
+pub mod late_writes;
 pub mod offline;
 pub mod policy;
 pub mod replay;
 pub mod runtime;
-pub mod shared;
 
 pub use cpu::{JobEvent, JobKind, UNIT};
 pub use policy::{Decision, Freqs, Policy, Run};

@@ -530,7 +530,7 @@ pub struct Summary {
     /// slot ran the entry before; BPF keeps its tick's owner and target). Absent without
     /// `--planner`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub planner_late_writes: Option<crate::planner::shared::LateWrites>,
+    pub planner_late_writes: Option<crate::planner::late_writes::LateWrites>,
     /// Planner mode with the loop closed: what the planner learned from BPF's per-slot
     /// observations (docs/planner.md, "Observations: the closed loop"). Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -566,7 +566,7 @@ impl Summary {
 
     pub fn with_planner_late_writes(
         mut self,
-        late: Option<crate::planner::shared::LateWrites>,
+        late: Option<crate::planner::late_writes::LateWrites>,
     ) -> Self {
         self.planner_late_writes = late;
         self
@@ -751,7 +751,8 @@ mod tests {
     const SLOT: u64 = 10_000_000; // 10 ms
 
     fn xeon() -> PowerModel {
-        model::from_str(include_str!("../../models/xeon-gold-5218.json")).expect("bundled model")
+        model::from_str(include_str!("../../../../models/xeon-gold-5218.json"))
+            .expect("bundled model")
     }
 
     fn acc() -> Accounting {
@@ -846,12 +847,7 @@ mod tests {
             text.contains("freq residency cpu 1: 2300MHz 100.0%\n"),
             "{text}"
         );
-        let line = crate::metrics::Metrics::from_summary(&s, &Default::default()).line();
-        assert!(line.contains("freq=[2300MHz 100.0%]"), "{line}");
-        assert!(
-            line.ends_with("| energy 1.500 J (estimated: model xeon-gold-5218)"),
-            "{line}"
-        );
+        // the stats line of the same summary: src/metrics.rs tests (the edge)
     }
 
     #[test]
@@ -875,11 +871,6 @@ mod tests {
             serde_json::Value::Null
         );
         assert!(render::render_summary(&a, &s).contains("energy unavailable\n"));
-        assert!(
-            crate::metrics::Metrics::from_summary(&s, &Default::default())
-                .line()
-                .ends_with("| energy unavailable")
-        );
     }
 
     #[test]
