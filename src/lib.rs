@@ -27,7 +27,7 @@
 //! daemon), `bench/` the benchmarks, `tests/` (with `tests/common/`, the shared helpers, and
 //! `tests/vm/`, the QEMU harness).
 
-pub use tt_core::{accounting, adaptive, sim, trace};
+pub use tt_core::{accounting, adaptive, drive, sim, trace};
 
 pub mod abi;
 #[cfg(feature = "bpf")]

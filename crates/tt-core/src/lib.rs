@@ -31,6 +31,7 @@ pub mod adaptive;
 pub mod clock;
 pub mod control;
 pub mod demos;
+pub mod drive;
 pub mod energy;
 pub mod plan;
 pub mod planner;

@@ -24,11 +24,12 @@ use scx_tt::demos::seq_driver::SeqDriver;
 use scx_tt::demos::sequencer::Sequencer;
 use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{render_log, Config, CpuSet};
+use scx_tt::drive;
 use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
 use scx_tt::planner::kernel_path::SlotObs;
 use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner};
-use scx_tt::planner::shared::PlannerHandle;
+use scx_tt::planner::shared::{PlannerHandle, Turn};
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
 use scx_tt::sched::config::SchedConfig;
@@ -317,28 +318,62 @@ fn prepare_thread(cpu: Option<u32>) {
     }
 }
 
-fn run(
-    online: &PlannerHandle,
-    writers: &Writers,
+/// The kernel as the run driver's backend (`scx_tt::drive`): the slot clock is CLOCK_MONOTONIC
+/// on the grid BPF arms its timers with, the inputs are the slots BPF observed (the closed
+/// loop's ring), and the effects are the map writes, then DPM, pm_qos and cpufreq.
+struct Kernel<'a> {
+    writers: &'a Writers,
     frame_slots: u64,
     clock: SlotClock,
-    stop: &AtomicBool,
-) -> Result<()> {
-    // the closed loop reads every slot that closes from this thread's start on (after a
-    // restart, the slots of the gap were never published: the planner counts them whole)
-    let mut follower = writers.obs.as_ref().map(|r| {
-        let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
-        (ObsFollower::new(r.managed().len(), first), r)
-    });
-    let mut batch = Vec::new();
-    while !stop.load(Ordering::SeqCst) {
-        let cur = clock.slot_at(monotonic_ns());
-        if let (Some((f, reader)), Some(c)) = (follower.as_mut(), cur) {
+    stop: &'a AtomicBool,
+    /// The closed loop: every slot that closes from this thread's start on (after a restart,
+    /// the slots of the gap were never published: the planner counts them whole).
+    follower: Option<(ObsFollower, &'a ObsReader)>,
+}
+
+impl<'a> Kernel<'a> {
+    fn new(writers: &'a Writers, frame_slots: u64, clock: SlotClock, stop: &'a AtomicBool) -> Self {
+        let follower = writers.obs.as_ref().map(|r| {
+            let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
+            (ObsFollower::new(r.managed().len(), first), r)
+        });
+        Kernel {
+            writers,
+            frame_slots,
+            clock,
+            stop,
+            follower,
+        }
+    }
+
+    fn index(&self, cpu: usize, frame_slot: u64) -> usize {
+        cpu * self.frame_slots as usize + frame_slot as usize
+    }
+
+    /// The slot `slot` has started by now: a write for it is late (BPF keeps what its tick read).
+    fn started(&self, slot: u64) -> bool {
+        self.clock
+            .slot_at(monotonic_ns())
+            .is_some_and(|c| c >= slot)
+    }
+}
+
+impl drive::Backend for Kernel<'_> {
+    type Input = (usize, u64, SlotObs);
+    type Decision = Turn;
+    type Error = anyhow::Error;
+
+    fn begin(&mut self) -> Option<drive::Cur> {
+        (!self.stop.load(Ordering::SeqCst)).then(|| self.clock.slot_at(monotonic_ns()))
+    }
+
+    fn collect(&mut self, cur: drive::Cur, inputs: &mut Vec<Self::Input>) -> Result<()> {
+        if let (Some((f, reader)), Some(c)) = (self.follower.as_mut(), cur) {
             f.poll(
                 c,
                 |m, slot| reader.read_index(m, slot),
                 |m, o| {
-                    batch.push((
+                    inputs.push((
                         m,
                         o.slot,
                         SlotObs::Seen {
@@ -351,72 +386,208 @@ fn run(
                 },
             );
         }
-        // takes the planner lock only when a slot up to cur + lead is undecided: an admission
-        // decides the slots its run covers first (planner::shared); observations are applied
-        // by whoever holds the planner next
-        let adv = online
-            .turn_observing(cur, std::mem::take(&mut batch))
-            .context("stepping the planner")?;
-        let mut late = Vec::new();
-        for w in &adv.writes {
-            let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
-            if let (Some(perf), Some(writer)) = (w.perf, &writers.perf) {
+        Ok(())
+    }
+
+    /// Each slot's cpuperf target first, then its owner.
+    fn apply(&mut self, _cur: drive::Cur, adv: &Turn, late: &mut Vec<(usize, u64)>) -> Result<()> {
+        let w = self.writers;
+        for e in &adv.writes {
+            let index = self.index(e.cpu, e.frame_slot);
+            if let (Some(perf), Some(writer)) = (e.perf, &w.perf) {
                 writer
                     .write(index, perf)
                     .with_context(|| format!("writing perf entry {index}"))?;
             }
-            if let Some(task) = w.task {
-                writers
-                    .table
+            if let Some(task) = e.task {
+                w.table
                     .write(index, task)
                     .with_context(|| format!("writing table entry {index}"))?;
             }
             // decided in time, but written once its slot had started: the slot runs the
             // entry's previous value (BPF keeps its tick's), counted in the summary
-            if (w.task.is_some() || (w.perf.is_some() && writers.perf.is_some()))
-                && clock.slot_at(monotonic_ns()).is_some_and(|c| c >= w.slot)
+            if (e.task.is_some() || (e.perf.is_some() && w.perf.is_some())) && self.started(e.slot)
             {
-                late.push((w.cpu, w.slot));
+                late.push((e.cpu, e.slot));
             }
         }
-        online.note_late_writes(&late);
-        // then the ends of DPM idle periods, after their entries (a lowered one with a kick)
-        if let Some(dpm) = &writers.dpm {
-            for w in &adv.dpm {
-                dpm.publish(w.cpu, w.until, w.kick).with_context(|| {
+        Ok(())
+    }
+
+    /// The ends of DPM idle periods, after their entries (a lowered one with a kick); each
+    /// period's idle-state limit (pm_qos) once BPF knows the period; then the frequencies
+    /// (sysfs writes, slower than map writes): lowers for cur, raises for cur + 1.
+    fn settle(&mut self, cur: drive::Cur, adv: &Turn) -> Result<()> {
+        let w = self.writers;
+        if let Some(dpm) = &w.dpm {
+            for d in &adv.dpm {
+                dpm.publish(d.cpu, d.until, d.kick).with_context(|| {
                     format!(
                         "publishing the DPM idle period end {} of CPU index {}",
-                        w.until, w.cpu
+                        d.until, d.cpu
                     )
                 })?;
             }
         }
-        // and each period's idle-state limit (pm_qos), once BPF knows the period
-        if let (Some(idle), false) = (&writers.idle, adv.dpm.is_empty()) {
+        if let (Some(idle), false) = (&w.idle, adv.dpm.is_empty()) {
             let mut i = idle.lock().unwrap_or_else(|e| e.into_inner());
-            for w in &adv.dpm {
-                i.period(w.cpu, w.from, w.until, cur);
+            for d in &adv.dpm {
+                i.period(d.cpu, d.from, d.until, cur);
             }
         }
-        // then the frequencies (sysfs writes, slower than map writes): lowers for cur, raises
-        // for cur + 1
-        if let Some(freq) = &writers.freq {
-            let mut d = freq.lock().unwrap_or_else(|e| e.into_inner());
-            for w in &adv.writes {
-                if let Some(ppm) = w.ppm {
-                    d.set_entry(w.cpu, w.frame_slot, ppm);
+        if let Some(freq) = &w.freq {
+            let mut f = freq.lock().unwrap_or_else(|e| e.into_inner());
+            for e in &adv.writes {
+                if let Some(ppm) = e.ppm {
+                    f.set_entry(e.cpu, e.frame_slot, ppm);
                 }
             }
-            d.turn(cur, &clock);
+            f.turn(cur, &self.clock);
         }
-        // wake just after the next boundary of the slot clock
-        let next = match cur {
-            Some(c) => clock.start_ns(c + 1),
-            None => clock.t0_ns,
-        };
-        sleep_until_ns(next);
+        Ok(())
     }
-    Ok(())
+
+    /// Just after the next boundary of the slot clock.
+    fn wait(&mut self, cur: drive::Cur) {
+        sleep_until_ns(match cur {
+            Some(c) => self.clock.start_ns(c + 1),
+            None => self.clock.t0_ns,
+        });
+    }
+}
+
+/// The shared planner as the decider: a turn takes the planner lock only when a slot up to
+/// cur + lead is undecided (an admission decides the slots its run covers first,
+/// planner::shared); observations are applied by whoever holds the planner next.
+struct Shared<'a>(&'a PlannerHandle);
+
+impl<'k> drive::Decider<Kernel<'k>> for Shared<'_> {
+    fn decide(&mut self, cur: drive::Cur, obs: &mut Vec<(usize, u64, SlotObs)>) -> Result<Turn> {
+        self.0
+            .turn_observing(cur, std::mem::take(obs))
+            .context("stepping the planner")
+    }
+
+    fn note_late(&mut self, late: &[(usize, u64)]) {
+        self.0.note_late_writes(late);
+    }
+}
+
+fn run(
+    online: &PlannerHandle,
+    writers: &Writers,
+    frame_slots: u64,
+    clock: SlotClock,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let mut kernel = Kernel::new(writers, frame_slots, clock, stop);
+    drive::drive(&mut Shared(online), &mut kernel).map(|_| ())
+}
+
+/// `--demos`: the kernel backend with DEmOS's sequencer deciding. Its inputs are each observed
+/// slot's (slot, owner, done); a turn waits up to half a slot for the tick of the slot before
+/// (below), and a write counts late once per slot.
+struct Sequenced<'a> {
+    kernel: Kernel<'a>,
+    /// The last slot observed per CPU.
+    seen: Vec<Option<u64>>,
+    lead: u64,
+}
+
+impl drive::Backend for Sequenced<'_> {
+    type Input = (u64, Option<u32>, bool);
+    type Decision = Vec<scx_tt::demos::seq_driver::SeqWrite>;
+    type Error = anyhow::Error;
+
+    fn begin(&mut self) -> Option<drive::Cur> {
+        self.kernel.begin()
+    }
+
+    /// The tick that publishes slot c - 1 may come after this turn's wake-up: with lead >= 2,
+    /// wait for it up to half a slot (slot c + lead is due before the tick of c + lead - 1), so
+    /// that a completion in c - 1 is not a slot later.
+    fn collect(&mut self, cur: drive::Cur, inputs: &mut Vec<Self::Input>) -> Result<()> {
+        let Some(c) = cur else { return Ok(()) };
+        let Some((follower, reader)) = self.kernel.follower.as_mut() else {
+            return Ok(());
+        };
+        let until = self.kernel.clock.start_ns(c) + self.kernel.clock.slot_ns / 2;
+        loop {
+            let seen = &mut self.seen;
+            follower.poll(
+                c,
+                |m, slot| reader.read_index(m, slot),
+                |m, o| {
+                    seen[m] = seen[m].max(Some(o.slot));
+                    inputs.push((o.slot, o.owner, o.done));
+                },
+            );
+            let all = c == 0 || self.seen.iter().all(|s| *s >= Some(c - 1));
+            if all
+                || self.lead < 2
+                || monotonic_ns() >= until
+                || self.kernel.stop.load(Ordering::SeqCst)
+            {
+                return Ok(());
+            }
+            sleep_until_ns(monotonic_ns() + OBS_RETRY_NS);
+        }
+    }
+
+    /// Written once its slot had started: the slot runs the entry before (BPF F).
+    fn apply(
+        &mut self,
+        _cur: drive::Cur,
+        writes: &Self::Decision,
+        late: &mut Vec<(usize, u64)>,
+    ) -> Result<()> {
+        let mut last_late = None;
+        for w in writes {
+            let index = self.kernel.index(w.cpu, w.frame_slot);
+            self.kernel
+                .writers
+                .table
+                .write(index, w.entry)
+                .with_context(|| format!("writing table entry {index}"))?;
+            if last_late != Some(w.slot) && self.kernel.started(w.slot) {
+                last_late = Some(w.slot);
+                late.push((w.cpu, w.slot));
+            }
+        }
+        Ok(())
+    }
+
+    fn wait(&mut self, cur: drive::Cur) {
+        self.kernel.wait(cur)
+    }
+}
+
+/// DEmOS's sequencer as the decider: observations in order, then the slots through the lead.
+struct SeqDecider<'a>(&'a DemosSeq);
+
+impl<'k> drive::Decider<Sequenced<'k>> for SeqDecider<'_> {
+    fn decide(
+        &mut self,
+        cur: drive::Cur,
+        obs: &mut Vec<(u64, Option<u32>, bool)>,
+    ) -> Result<Vec<scx_tt::demos::seq_driver::SeqWrite>> {
+        let mut d = self.0.driver.lock().unwrap_or_else(|e| e.into_inner());
+        for (slot, owner, done) in obs.drain(..) {
+            d.observe(slot, owner, done);
+        }
+        Ok(d.advance(cur))
+    }
+
+    /// One per slot written late.
+    fn note_late(&mut self, late: &[(usize, u64)]) {
+        if !late.is_empty() {
+            self.0
+                .driver
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .note_late_writes(late.len() as u64);
+        }
+    }
 }
 
 /// The thread's loop with `--demos`: observations to the sequencer, its entries to the table.
@@ -427,77 +598,20 @@ fn run_demos(
     clock: SlotClock,
     stop: &AtomicBool,
 ) -> Result<()> {
-    let Some(reader) = writers.obs.as_ref() else {
+    if writers.obs.is_none() {
         anyhow::bail!("--demos in planner mode needs the closed loop's observations");
-    };
-    let cpus = reader.managed().len();
-    let first = clock.slot_at(monotonic_ns()).unwrap_or(0);
-    let mut follower = ObsFollower::new(cpus, first);
-    // the last slot observed per CPU
-    let mut seen: Vec<Option<u64>> = vec![None; cpus];
+    }
+    let kernel = Kernel::new(writers, frame_slots, clock, stop);
+    let cpus = writers.obs.as_ref().map_or(0, |r| r.managed().len());
     let lead = demos
         .driver
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .lead();
-    while !stop.load(Ordering::SeqCst) {
-        let cur = clock.slot_at(monotonic_ns());
-        if let Some(c) = cur {
-            // the tick that publishes slot c - 1 may come after this turn's wake-up: with
-            // lead >= 2, wait for it up to half a slot (slot c + lead is due before the tick of
-            // c + lead - 1), so that a completion in c - 1 is not a slot later
-            let until = clock.start_ns(c) + clock.slot_ns / 2;
-            loop {
-                let mut d = demos.driver.lock().unwrap_or_else(|e| e.into_inner());
-                follower.poll(
-                    c,
-                    |m, slot| reader.read_index(m, slot),
-                    |m, o| {
-                        seen[m] = seen[m].max(Some(o.slot));
-                        d.observe(o.slot, o.owner, o.done);
-                    },
-                );
-                drop(d);
-                let all = c == 0 || seen.iter().all(|s| *s >= Some(c - 1));
-                if all || lead < 2 || monotonic_ns() >= until || stop.load(Ordering::SeqCst) {
-                    break;
-                }
-                sleep_until_ns(monotonic_ns() + OBS_RETRY_NS);
-            }
-        }
-        let writes = demos
-            .driver
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .advance(cur);
-        let mut late = 0u64;
-        let mut last_late = None;
-        for w in &writes {
-            let index = w.cpu * frame_slots as usize + w.frame_slot as usize;
-            writers
-                .table
-                .write(index, w.entry)
-                .with_context(|| format!("writing table entry {index}"))?;
-            // written once its slot had started: the slot runs the entry before (BPF F)
-            if last_late != Some(w.slot)
-                && clock.slot_at(monotonic_ns()).is_some_and(|c| c >= w.slot)
-            {
-                last_late = Some(w.slot);
-                late += 1;
-            }
-        }
-        if late > 0 {
-            demos
-                .driver
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .note_late_writes(late);
-        }
-        let next = match cur {
-            Some(c) => clock.start_ns(c + 1),
-            None => clock.t0_ns,
-        };
-        sleep_until_ns(next);
-    }
-    Ok(())
+    let mut backend = Sequenced {
+        kernel,
+        seen: vec![None; cpus],
+        lead,
+    };
+    drive::drive(&mut SeqDecider(demos), &mut backend).map(|_| ())
 }

@@ -18,11 +18,13 @@
 //! 2. (Faithful) Without late slots, each resolved owner is the planner's own final decision
 //!    for that slot (a voided slot that had not started: `NO_TASK`).
 
+use super::kernel_path::EntryWrite;
 use super::kernel_path::{
     entry_task, FirmOutcome, KernelPathConfig, KernelPlanner, LogEvent, LogHeader,
     PlannerModeError, LOG_FORMAT,
 };
 use super::runtime::{CpuInput, StepError};
+use crate::drive::{drive, Backend, Cur, Decider};
 use crate::planner::{Freqs, Policy};
 use std::io::Write;
 
@@ -106,80 +108,184 @@ pub struct Replayed {
 }
 
 /// Replays `events` on `p` (built as the run built it: same plan, policy, lead, frequencies,
-/// initial table; the loop closed if the run's was).
-pub fn replay(mut p: KernelPlanner, events: &[LogEvent]) -> Result<Replayed, StepError> {
+/// initial table; the loop closed if the run's was). Goes through the run driver
+/// ([`crate::drive`]) as the kernel run did: the log is the backend, the planner the decider.
+pub fn replay(p: KernelPlanner, events: &[LogEvent]) -> Result<Replayed, StepError> {
     let n = p.nr_cpus();
     let frame = p.frame() as usize;
-    let mut table = p.table().to_vec();
-    let mut entries: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut late = std::collections::BTreeSet::new();
-    let mut firm = Vec::new();
-    let resolve = |entries: &mut Vec<Vec<u32>>, table: &[u32], upto: Option<u64>| {
+    let mut log = LogBackend {
+        events,
+        next: 0,
+        table: p.table().to_vec(),
+        entries: vec![Vec::new(); n],
+        frame,
+    };
+    let mut planner = Replayer {
+        p,
+        late: std::collections::BTreeSet::new(),
+        firm: Vec::new(),
+    };
+    drive(&mut planner, &mut log)?;
+    Ok(Replayed {
+        entries: log.entries,
+        late_slots: planner.p.late_slots(),
+        late: planner.late,
+        firm: planner.firm,
+    })
+}
+
+/// A planner log as the driver's backend: one turn per logged advance, its inputs the calls
+/// logged since the one before (in lock order), its effect the table every slot starts with.
+struct LogBackend<'a> {
+    events: &'a [LogEvent],
+    next: usize,
+    /// The table as the writes so far left it.
+    table: Vec<u32>,
+    /// Per CPU, the entry each slot started with, resolved so far.
+    entries: Vec<Vec<u32>>,
+    frame: usize,
+}
+
+/// What one logged call did: every slot up to `upto` started before it (module doc), then its
+/// writes.
+struct Effect {
+    upto: Option<u64>,
+    writes: Vec<EntryWrite>,
+}
+
+impl LogBackend<'_> {
+    fn resolve(&mut self, upto: Option<u64>) {
         let Some(c) = upto else { return };
-        for (cpu, e) in entries.iter_mut().enumerate() {
+        for (cpu, e) in self.entries.iter_mut().enumerate() {
             while e.len() as u64 <= c {
                 let t = e.len();
-                e.push(table[cpu * frame + t % frame]);
+                e.push(self.table[cpu * self.frame + t % self.frame]);
             }
         }
-    };
-    let apply = |table: &mut Vec<u32>, writes: &[super::kernel_path::EntryWrite]| {
-        for w in writes {
-            if let Some(task) = w.task {
-                table[w.cpu * frame + w.frame_slot as usize] = task;
+    }
+}
+
+impl<'a> Backend for LogBackend<'a> {
+    type Input = &'a LogEvent;
+    type Decision = Vec<Effect>;
+    type Error = StepError;
+
+    /// The `cur` of the turn's advance (of its last call when the log ends without one).
+    fn begin(&mut self) -> Option<Cur> {
+        let rest = self.events.get(self.next..).filter(|r| !r.is_empty())?;
+        let end = rest
+            .iter()
+            .position(|e| matches!(e, LogEvent::Advance { .. }))
+            .unwrap_or(rest.len() - 1);
+        Some(match &rest[end] {
+            LogEvent::Advance { cur, .. } | LogEvent::Observe { cur, .. } => *cur,
+            LogEvent::AdmitFirm { cur, .. } | LogEvent::AdmitAperiodic { cur, .. } => Some(*cur),
+            _ => None,
+        })
+    }
+
+    fn collect(&mut self, _cur: Cur, inputs: &mut Vec<&'a LogEvent>) -> Result<(), StepError> {
+        let events = self.events;
+        while let Some(e) = events.get(self.next) {
+            self.next += 1;
+            inputs.push(e);
+            if matches!(e, LogEvent::Advance { .. }) {
+                break;
             }
         }
-    };
-    for e in events {
-        match e {
+        Ok(())
+    }
+
+    fn apply(
+        &mut self,
+        _cur: Cur,
+        effects: &Vec<Effect>,
+        _late: &mut Vec<(usize, u64)>,
+    ) -> Result<(), StepError> {
+        for e in effects {
+            self.resolve(e.upto);
+            for w in &e.writes {
+                if let Some(task) = w.task {
+                    self.table[w.cpu * self.frame + w.frame_slot as usize] = task;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The planner as the replay's decider: each logged call made again, in order.
+struct Replayer {
+    p: KernelPlanner,
+    late: std::collections::BTreeSet<u64>,
+    firm: Vec<(u64, FirmOutcome)>,
+}
+
+impl Replayer {
+    fn call(&mut self, e: &LogEvent) -> Result<Effect, StepError> {
+        let none = |upto| Effect {
+            upto,
+            writes: Vec::new(),
+        };
+        Ok(match e {
             LogEvent::Advance { cur, last } => {
-                resolve(&mut entries, &table, *cur);
-                let first = p.now();
-                let adv = p.advance_through(*cur, *last)?;
-                late.extend(first..first + adv.late);
-                apply(&mut table, &adv.writes);
+                let first = self.p.now();
+                let adv = self.p.advance_through(*cur, *last)?;
+                self.late.extend(first..first + adv.late);
+                Effect {
+                    upto: *cur,
+                    writes: adv.writes,
+                }
             }
             LogEvent::Observe {
                 cpu,
                 slot,
                 cur,
                 obs,
-            } => {
-                resolve(&mut entries, &table, *cur);
-                let w = p.observe(*cpu, *slot, *obs, *cur);
-                apply(&mut table, &w);
-            }
+            } => Effect {
+                upto: *cur,
+                writes: self.p.observe(*cpu, *slot, *obs, *cur),
+            },
             LogEvent::AdmitFirm { job, cur } => {
-                resolve(&mut entries, &table, Some(*cur));
-                firm.push((*cur, p.admit_firm(job, *cur)));
+                self.firm.push((*cur, self.p.admit_firm(job, *cur)));
+                none(Some(*cur))
             }
             LogEvent::AdmitPeriodic { task } => {
-                p.admit_periodic(task);
+                self.p.admit_periodic(task);
+                none(None)
             }
             LogEvent::AdmitTask { task, name } => {
-                p.admit_task(task, name);
+                self.p.admit_task(task, name);
+                none(None)
             }
             LogEvent::AdmitAperiodic { job, cur, name } => {
-                resolve(&mut entries, &table, Some(*cur));
-                firm.push((*cur, p.admit_aperiodic(job, *cur, name)));
+                self.firm
+                    .push((*cur, self.p.admit_aperiodic(job, *cur, name)));
+                none(Some(*cur))
             }
             LogEvent::Remove { task } => {
-                p.remove(*task);
+                self.p.remove(*task);
+                none(None)
             }
             LogEvent::SetPolicy { policy } => {
                 // a refused swap was refused in the run too
                 if let Ok(pol) = policy.parse::<Policy>() {
-                    let _ = p.set_policy(pol);
+                    let _ = self.p.set_policy(pol);
                 }
+                none(None)
             }
-        }
+        })
     }
-    Ok(Replayed {
-        entries,
-        late_slots: p.late_slots(),
-        late,
-        firm,
-    })
+}
+
+impl<'a> Decider<LogBackend<'a>> for Replayer {
+    fn decide(
+        &mut self,
+        _cur: Cur,
+        events: &mut Vec<&'a LogEvent>,
+    ) -> Result<Vec<Effect>, StepError> {
+        events.drain(..).map(|e| self.call(e)).collect()
+    }
 }
 
 /// The same calls on a planner that never observes (the worst case): `p` must be built with the

@@ -28,14 +28,12 @@ pub mod experiment;
 pub mod model_power;
 pub mod power;
 pub mod servers;
+mod virtual_clock;
 
 use crate::plan::{strict, Plan};
-use crate::planner::cpu::{JobEvent, JobKind, MAX_JOB_SLOTS, UNIT};
-use crate::planner::policy::{Freqs, Policy, Run};
-use crate::planner::runtime::{
-    Admission, Observation, Placement, Planner, PlannerConfig, Rejection,
-};
-use crate::trace::{SlotKind, SlotRecord};
+use crate::planner::policy::{Freqs, Policy};
+use crate::planner::runtime::{Admission, Placement, Planner, Rejection};
+use crate::trace::SlotRecord;
 use power::SlotPower;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -222,7 +220,10 @@ impl Rng {
     }
 }
 
-/// Runs `plan` plus `arrivals` for `cfg.frames` frames; `sink` sees every slot record.
+/// Runs `plan` plus `arrivals` for `cfg.frames` frames; `sink` sees every slot record. The
+/// slot loop is the run driver's ([`crate::drive`]): the planner with the arrivals is the
+/// decider ([`virtual_clock::Arrivals`]), the virtual clock with the execution model and the
+/// energy charge the backend ([`virtual_clock::VirtualClock`]).
 pub fn simulate(
     plan: &Plan,
     arrivals: &[Arrival],
@@ -230,237 +231,10 @@ pub fn simulate(
     power: &dyn SlotPower,
     sink: &mut dyn FnMut(&SlotRecord),
 ) -> Result<SimOutput, SimError> {
-    let frame = plan.frame_slots;
-    let slot_ns = plan.slot_us * 1000;
-    let slot_s = plan.slot_us as f64 * 1e-6;
-    let inputs = plan.planner_inputs();
-    let mut planner = Planner::new(
-        &inputs,
-        frame,
-        PlannerConfig {
-            policy: cfg.policy,
-            freqs: cfg.freqs.clone(),
-            slot_ns,
-        },
-    );
-    let mut wcet_of: HashMap<usize, u64> = HashMap::new();
-    for c in &plan.cpus {
-        for j in &c.jobs {
-            wcet_of.entry(j.task).or_insert(j.wcet);
-        }
-    }
-    let mut names = Names::of_plan(plan, |t| wcet_of.contains_key(&t));
-    let mut order: Vec<&Arrival> = arrivals.iter().collect();
-    order.sort_by_key(|a| a.at_slot);
-    let mut next_arrival = 0;
-    let mut rng = Rng(match cfg.exec {
-        ExecModel::Range { seed, .. } => seed,
-        ExecModel::Factor(_) => 0,
-    });
-    // A plan task whose jobs never end early (`completion: none`) runs every job at least to
-    // its WCET: a draw below it is raised to it (the kernel path keeps such a job's slots and
-    // cuts it off at its WCET); a draw above it overruns as any other.
-    let whole: Vec<bool> = plan
-        .tasks
-        .iter()
-        .map(|t| t.completion == crate::plan::Completion::None)
-        .collect();
-    let mut draw = |task: usize, wcet: u64| -> u64 {
-        let k = match cfg.exec {
-            ExecModel::Factor(f) => f,
-            ExecModel::Range { lo, hi, .. } => lo + (hi - lo) * rng.next_f64(),
-        };
-        let k = if whole.get(task).copied().unwrap_or(false) {
-            k.max(1.0)
-        } else {
-            k
-        };
-        ((wcet.min(MAX_JOB_SLOTS) * UNIT) as f64 * k)
-            .ceil()
-            .max(1.0) as u64
-    };
-    // Actual work left of the current instance of (cpu, task).
-    let mut actual: HashMap<(usize, usize), u64> = HashMap::new();
-    let n = plan.cpus.len();
-    let mut report = SimReport {
-        policy: cfg.policy.name().into(),
-        slots: cfg.frames * frame,
-        cpus: plan
-            .cpus
-            .iter()
-            .map(|c| CpuStats {
-                cpu: c.cpu,
-                ..Default::default()
-            })
-            .collect(),
-        ..Default::default()
-    };
-    let mut idle_run = vec![IdleRun::default(); n];
-    // per CPU: the idle rest of the last slot (a job finished early), not yet priced
-    let mut rest: Vec<Option<(f64, f64)>> = vec![None; n];
-    // per CPU: the frequency of the last slot (switch energy)
-    let mut prev_f: Vec<Option<f64>> = vec![None; n];
-    let mut records = Vec::new();
-    let mut obs = vec![
-        Observation {
-            ran_ns: 0,
-            done: false
-        };
-        n
-    ];
-    let total = cfg.frames * frame;
-    for slot in 0..total {
-        let decisions = planner
-            .step(slot, if slot == 0 { &[] } else { &obs })?
-            .to_vec();
-        for &(_, ev) in planner.events() {
-            match ev {
-                JobEvent::Completed { .. } => report.completed_jobs += 1,
-                JobEvent::Overrun { .. } => report.overruns += 1,
-                JobEvent::Miss { .. } => report.guaranteed_misses += 1,
-                JobEvent::SoftCompleted { .. } => report.soft_completed += 1,
-                // simulate's observations are whole slots or completions: nothing is lost
-                JobEvent::SoftCutOff { .. } | JobEvent::Lost { .. } => {}
-            }
-        }
-        for &(cpu, ev) in planner.events() {
-            let (JobEvent::Completed { task, .. }
-            | JobEvent::Overrun { task, .. }
-            | JobEvent::Miss { task, .. }
-            | JobEvent::SoftCompleted { task }
-            | JobEvent::SoftCutOff { task }) = ev
-            else {
-                continue; // a job that lost work goes on
-            };
-            actual.remove(&(cpu, task));
-        }
-        for (i, d) in decisions.iter().enumerate() {
-            let f = d.freq_ppm as f64 / UNIT as f64;
-            let st = &mut report.cpus[i];
-            *st.freq_residency.entry(format!("{f:.3}")).or_default() += 1;
-            let (kind, task) = match d.run {
-                Run::Job { task, kind, .. } => (
-                    match kind {
-                        JobKind::Periodic => SlotKind::Tt,
-                        JobKind::Firm => SlotKind::Aperiodic,
-                    },
-                    Some(task),
-                ),
-                Run::Soft { task } => (SlotKind::Be, Some(task)),
-                Run::Be => (SlotKind::Be, None),
-                Run::Idle => (SlotKind::Idle, None),
-            };
-            obs[i] = match (d.run, task) {
-                (Run::Job { .. } | Run::Soft { .. }, Some(t)) => {
-                    let left = actual
-                        .entry((i, t))
-                        .or_insert_with(|| draw(t, wcet_of.get(&t).copied().unwrap_or(1)));
-                    let step = d.freq_ppm as u64;
-                    if *left <= step {
-                        let ran_ns =
-                            (*left as u128 * slot_ns as u128).div_ceil(step as u128) as u64;
-                        *left = 0;
-                        Observation { ran_ns, done: true }
-                    } else {
-                        *left -= step;
-                        Observation {
-                            ran_ns: slot_ns,
-                            done: false,
-                        }
-                    }
-                }
-                _ => Observation {
-                    ran_ns: 0,
-                    done: false,
-                },
-            };
-            match kind {
-                SlotKind::Tt => st.tt_slots += 1,
-                SlotKind::Aperiodic => st.aperiodic_slots += 1,
-                SlotKind::Be => st.be_slots += 1,
-                SlotKind::Idle => st.idle_slots += 1,
-            }
-            // A job or soft job that completes inside its slot leaves the rest of the slot to
-            // best-effort work if the CPU has any (the kernel path runs it there), else idle.
-            let (ran_ns, stolen_ns) = match d.run {
-                Run::Job { .. } | Run::Soft { .. } => {
-                    let ran = obs[i].ran_ns.min(slot_ns);
-                    let rest = if planner.cpus()[i].has_be {
-                        slot_ns - ran
-                    } else {
-                        0
-                    };
-                    (Some(ran), Some(rest))
-                }
-                Run::Be | Run::Idle => (None, None),
-            };
-            // a P-state change between this slot and the one before (docs/energy.md §4)
-            if let Some(p) = prev_f[i].replace(f) {
-                st.energy_j += power.switch_j(p, f);
-            }
-            if kind == SlotKind::Idle {
-                let r = &mut idle_run[i];
-                // the rest of the slot before, after a job finished early, is one idle period
-                // with a DPM period that follows at the same frequency (docs/energy.md §4)
-                match rest[i].take() {
-                    Some((rs, rf)) if r.len == 0 && d.idle_until.is_some() && rf == f => {
-                        r.lead_s = rs;
-                    }
-                    Some((rs, rf)) => st.energy_j += power.idle_j(rf, rs),
-                    None => {}
-                }
-                r.len += 1;
-                r.dpm |= d.idle_until.is_some();
-                // each polled slot at the frequency it is recorded at (dvfs: the minimum)
-                r.polled_j += power.idle_j(f, slot_s);
-                r.freq = f;
-            } else {
-                close_idle_run(&mut idle_run[i], st, power, slot_s);
-                if let Some((rs, rf)) = rest[i].take() {
-                    st.energy_j += power.idle_j(rf, rs);
-                }
-                let busy_s = match (ran_ns, stolen_ns) {
-                    (Some(r), Some(o)) => (r + o).min(slot_ns) as f64 / 1e9,
-                    _ => slot_s,
-                };
-                st.energy_j += power.busy_j(f, busy_s);
-                if slot_s - busy_s > 0.0 {
-                    rest[i] = Some((slot_s - busy_s, f));
-                }
-            }
-            let rec = SlotRecord {
-                slot,
-                cpu: plan.cpus[i].cpu,
-                kind,
-                task: task.and_then(|t| names.of.get(t).cloned()),
-                freq: f,
-                idle_until: d.idle_until,
-                ran_ns,
-                stolen_ns,
-                late_ns: None,
-            };
-            sink(&rec);
-            if cfg.keep_records {
-                records.push(rec);
-            }
-        }
-        while next_arrival < order.len() && order[next_arrival].at_slot <= slot {
-            let a = order[next_arrival];
-            next_arrival += 1;
-            let rec = submit(&mut planner, plan, a, &mut names, &mut wcet_of)?;
-            report.admissions.push(rec);
-        }
-    }
-    for (i, st) in report.cpus.iter_mut().enumerate() {
-        close_idle_run(&mut idle_run[i], st, power, slot_s);
-        if let Some((rs, rf)) = rest[i].take() {
-            st.energy_j += power.idle_j(rf, rs);
-        }
-        let busy = st.tt_slots + st.aperiodic_slots + st.be_slots;
-        st.utilization = busy as f64 / total.max(1) as f64;
-        report.energy_j += st.energy_j;
-    }
-    Ok(SimOutput { report, records })
+    let mut decider = virtual_clock::Arrivals::new(plan, arrivals, cfg);
+    let mut clock = virtual_clock::VirtualClock::new(plan, cfg, power, sink);
+    crate::drive::drive(&mut decider, &mut clock)?;
+    Ok(clock.finish(decider.admissions))
 }
 
 /// Task names. Every plan task and every arrival gets its own task id (the planner's), named in
