@@ -16,6 +16,136 @@ use crate::planner::kernel_path::{
     FirmJob, FirmOutcome, KernelPlanner, PeriodicOutcome, PeriodicTask,
 };
 
+/// One tt `admit` in progress: `n` tasks (one per vCPU thread of a VM, else one) named after
+/// `name`, with `timing`, on the managed CPU indices `cpus`, taking BPF task indices
+/// `first..first + n`.
+struct TtAdmission<'a> {
+    name: &'a str,
+    timing: AdmitTiming,
+    cpus: Vec<usize>,
+    managed: Vec<u32>,
+    first: usize,
+    n: usize,
+}
+
+impl TtAdmission<'_> {
+    /// The name of task `k`: `name`, or `name/vcpuK` for a VM of several vCPUs.
+    fn task_name(&self, k: usize) -> String {
+        match self.n {
+            1 => self.name.to_string(),
+            _ => format!("{}/vcpu{k}", self.name),
+        }
+    }
+
+    /// Managed CPU index `c` as a rejection names it (its CPU id).
+    fn on(&self, c: usize) -> String {
+        self.managed.get(c).map_or(c.to_string(), u32::to_string)
+    }
+
+    /// The planner's admission of all `n` tasks, `cur` the kernel slot in progress; `Err`:
+    /// why not, with nothing left admitted.
+    fn plan(&self, p: &mut KernelPlanner, cur: u64) -> Result<Vec<Placed>, String> {
+        let chosen = self.aperiodic_cpus(p, cur)?;
+        let mut placed = Vec::new();
+        for k in 0..self.n {
+            match self.place_task(p, cur, k, chosen.get(k).copied(), &placed) {
+                Ok(x) => placed.push(x),
+                Err(why) => {
+                    // all or none: the vCPUs admitted so far leave again
+                    for j in 0..placed.len() {
+                        p.rollback_admitted(self.first + j);
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        Ok(placed)
+    }
+
+    /// An aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test alone, so
+    /// that a rejection has changed nothing to undo (empty for a periodic timing).
+    fn aperiodic_cpus(&self, p: &KernelPlanner, cur: u64) -> Result<Vec<usize>, String> {
+        let mut chosen: Vec<usize> = Vec::new();
+        let AdmitTiming::Aperiodic { wcet, deadline } = self.timing else {
+            return Ok(chosen);
+        };
+        let (n, cpus) = (self.n, &self.cpus);
+        if n > cpus.len() {
+            return Err(format!(
+                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
+                 and {} can be used",
+                cpus.len()
+            ));
+        }
+        for _ in 0..n {
+            let mut order: Vec<usize> = cpus
+                .iter()
+                .copied()
+                .filter(|c| !chosen.contains(c))
+                .collect();
+            order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+            let mut last = None;
+            for c in order {
+                match p.aperiodic_fits(c, wcet, deadline, cur) {
+                    Ok(()) => {
+                        chosen.push(c);
+                        last = None;
+                        break;
+                    }
+                    Err(cap) => last = Some((c, capacity_text(cap))),
+                }
+            }
+            if let Some((c, why)) = last {
+                return Err(format!(
+                    "{} on cpu {}: {why}",
+                    timing_text(self.timing),
+                    self.on(c)
+                ));
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Task `k` placed by the planner on `chosen`, else on the first CPU that takes it of
+    /// those not yet taken by a sibling in `placed`, then the least loaded.
+    fn place_task(
+        &self,
+        p: &mut KernelPlanner,
+        cur: u64,
+        k: usize,
+        chosen: Option<usize>,
+        placed: &[Placed],
+    ) -> Result<Placed, String> {
+        let order = match chosen {
+            Some(c) => vec![c],
+            None => {
+                let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
+                let mut order: Vec<usize> = self.cpus.clone();
+                // siblings apart when possible, then the least loaded
+                order.sort_by_key(|&c| {
+                    (
+                        taken.contains(&c),
+                        std::cmp::Reverse(p.free_template_slots(c)),
+                        c,
+                    )
+                });
+                order
+            }
+        };
+        let mut last = None;
+        for c in order {
+            match place(p, cur, self.timing, self.first + k, c, &self.task_name(k)) {
+                Ok(x) => return Ok(x),
+                Err(why) => last = Some((c, why)),
+            }
+        }
+        Err(match last {
+            Some((c, why)) => format!("{} on cpu {}: {why}", timing_text(self.timing), self.on(c)),
+            None => "no managed CPU".into(),
+        })
+    }
+}
+
 impl Control {
     /// `admit` of class tt, after the shared checks; `cpus`: the managed CPU indices it may
     /// use. Resolves the threads (a QEMU process: one task per vCPU thread), places each on a
@@ -48,103 +178,17 @@ impl Control {
                 ),
             ));
         }
-        let n = groups.len();
-        let task_name = |k: usize| match n {
-            1 => name.to_string(),
-            _ => format!("{name}/vcpu{k}"),
+        let a = TtAdmission {
+            name,
+            timing,
+            cpus,
+            managed: self.plan.managed.clone(),
+            first,
+            n: groups.len(),
         };
-        let managed = self.plan.managed.clone();
-        let on = |c: usize| managed.get(c).map_or(c.to_string(), u32::to_string);
         let (outcome, added) = engine
             .with_planner_adding(|p, cur| {
-                let outcome = (|| {
-                    // an aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test
-                    // alone, so that a rejection has changed nothing to undo
-                    let mut chosen: Vec<usize> = Vec::new();
-                    if let AdmitTiming::Aperiodic { wcet, deadline } = timing {
-                        if n > cpus.len() {
-                            return Err(format!(
-                                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
-                             and {} can be used",
-                                cpus.len()
-                            ));
-                        }
-                        for _ in 0..n {
-                            let mut order: Vec<usize> = cpus
-                                .iter()
-                                .copied()
-                                .filter(|c| !chosen.contains(c))
-                                .collect();
-                            order
-                                .sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
-                            let mut last = None;
-                            for c in order {
-                                match p.aperiodic_fits(c, wcet, deadline, cur) {
-                                    Ok(()) => {
-                                        chosen.push(c);
-                                        last = None;
-                                        break;
-                                    }
-                                    Err(cap) => last = Some((c, capacity_text(cap))),
-                                }
-                            }
-                            if let Some((c, why)) = last {
-                                return Err(format!(
-                                    "{} on cpu {}: {why}",
-                                    timing_text(timing),
-                                    on(c)
-                                ));
-                            }
-                        }
-                    }
-                    let mut placed = Vec::new();
-                    for k in 0..n {
-                        let order = match chosen.get(k) {
-                            Some(&c) => vec![c],
-                            None => {
-                                let taken: Vec<usize> =
-                                    placed.iter().map(|x: &Placed| x.cpu).collect();
-                                let mut order: Vec<usize> = cpus.clone();
-                                // siblings apart when possible, then the least loaded
-                                order.sort_by_key(|&c| {
-                                    (
-                                        taken.contains(&c),
-                                        std::cmp::Reverse(p.free_template_slots(c)),
-                                        c,
-                                    )
-                                });
-                                order
-                            }
-                        };
-                        let mut last = None;
-                        let mut ok = None;
-                        for c in order {
-                            match place(p, cur, timing, first + k, c, &task_name(k)) {
-                                Ok(x) => {
-                                    ok = Some(x);
-                                    break;
-                                }
-                                Err(why) => last = Some((c, why)),
-                            }
-                        }
-                        match ok {
-                            Some(x) => placed.push(x),
-                            None => {
-                                // all or none: the vCPUs admitted so far leave again
-                                for j in 0..placed.len() {
-                                    p.rollback_admitted(first + j);
-                                }
-                                return Err(match last {
-                                    Some((c, why)) => {
-                                        format!("{} on cpu {}: {why}", timing_text(timing), on(c))
-                                    }
-                                    None => "no managed CPU".into(),
-                                });
-                            }
-                        }
-                    }
-                    Ok(placed)
-                })();
+                let outcome = a.plan(p, cur);
                 // registered in BPF before the planner is let go: no slot of them is decided
                 // before BPF has their threads
                 let adds = match &outcome {
@@ -153,7 +197,7 @@ impl Control {
                         .zip(placed)
                         .map(|(g, x)| NewTask {
                             class: Class::Tt,
-                            cpu: managed.get(x.cpu).copied(),
+                            cpu: a.managed.get(x.cpu).copied(),
                             tids: g.clone(),
                         })
                         .collect(),
@@ -175,6 +219,29 @@ impl Control {
                 return Ok(answer);
             }
         };
+        self.check_registered(&a, &added, &placed, engine)?;
+        let vcpus = self.record_tt(&a, r, &groups, &placed);
+        let line = Request::Admit(r.clone()).to_line().ok();
+        self.journal.set(journal::Key::Task(name.into()), line);
+        let answer = Answer::TaskAdmitted { tasks: vcpus };
+        engine.note(&format!(
+            "admit {name}: {}",
+            Reply::Ok(answer.clone()).to_line().trim_end()
+        ));
+        Ok(answer)
+    }
+
+    /// BPF took every task of `a` at its index (`added`: its answers, in order); else the
+    /// planner forgets every vCPU of the request, the ones BPF took leave it again, and the
+    /// error says what went wrong.
+    fn check_registered(
+        &self,
+        a: &TtAdmission,
+        added: &[Result<usize, String>],
+        placed: &[Placed],
+        engine: &mut impl Engine,
+    ) -> Result<(), ControlError> {
+        let (first, n) = (a.first, a.n);
         let wrong = added.iter().enumerate().find_map(|(k, a)| match a {
             Ok(i) if *i == first + k => None,
             Ok(i) => Some(format!("BPF gave task index {i}, expected {}", first + k)),
@@ -190,20 +257,32 @@ impl Control {
                     p.rollback_admitted(first + j);
                 }
             });
-            for (a, x) in added.iter().zip(&placed) {
+            for (a, x) in added.iter().zip(placed) {
                 if let Ok(i) = a {
                     let _ = engine.release_task(*i, Some(self.cpu_id(x.cpu)));
                 }
             }
             return Err(ControlError::Kernel(msg));
         }
+        Ok(())
+    }
+
+    /// Records the admitted tasks of `a` (threads `groups`, placed at `placed`): their state,
+    /// an [`AddedTask`] each (with its job if aperiodic); returns them as the reply lists them.
+    fn record_tt(
+        &mut self,
+        a: &TtAdmission,
+        r: &Admit,
+        groups: &[Vec<u32>],
+        placed: &[Placed],
+    ) -> Vec<AdmittedTask> {
         let mut vcpus = Vec::new();
-        for (k, (g, x)) in groups.iter().zip(&placed).enumerate() {
+        for (k, (g, x)) in groups.iter().zip(placed).enumerate() {
             let cpu_id = self.cpu_id(x.cpu);
-            let index = first + k;
-            let task_name = task_name(k);
+            let index = a.first + k;
+            let task_name = a.task_name(k);
             self.record(&task_name, TaskState::Admitted, x.from_slot);
-            let (period, wcet, offset, deadline, job) = match timing {
+            let (period, wcet, offset, deadline, job) = match a.timing {
                 AdmitTiming::Periodic {
                     period,
                     wcet,
@@ -255,14 +334,7 @@ impl Control {
                 job,
             });
         }
-        let line = Request::Admit(r.clone()).to_line().ok();
-        self.journal.set(journal::Key::Task(name.into()), line);
-        let answer = Answer::TaskAdmitted { tasks: vcpus };
-        engine.note(&format!(
-            "admit {name}: {}",
-            Reply::Ok(answer.clone()).to_line().trim_end()
-        ));
-        Ok(answer)
+        vcpus
     }
 }
 
