@@ -456,11 +456,7 @@ pub enum AdmitTiming {
 /// whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q) slots
 /// (the budget at the start of one period, then at the end of the next). `Err`: (field, value,
 /// rule).
-pub fn timing(
-    r: &Admit,
-    frame: u64,
-    slot_us: u64,
-) -> Result<AdmitTiming, (&'static str, String, String)> {
+pub fn timing(r: &Admit, frame: u64, slot_us: u64) -> Result<AdmitTiming, TimingError> {
     if r.after.is_some() && (r.period_slots.is_some() || r.util.is_some()) {
         return Err((
             "after",
@@ -478,110 +474,9 @@ pub fn timing(
         ));
     }
     match (r.period_slots, r.wcet_slots, r.util, r.latency_us) {
-        (Some(p), Some(w), None, None) => {
-            if !frame.is_multiple_of(p) {
-                return Err((
-                    "period_slots",
-                    p.to_string(),
-                    format!("must divide the frame of {frame} slots"),
-                ));
-            }
-            let offset = r.offset_slots.unwrap_or(0);
-            let deadline = r.deadline_slots.unwrap_or(p);
-            if offset.checked_add(deadline).is_none_or(|end| end > p) {
-                let (field, value) = match r.deadline_slots {
-                    Some(d) => ("deadline_slots", d),
-                    None => ("offset_slots", offset),
-                };
-                return Err((
-                    field,
-                    value.to_string(),
-                    format!(
-                        "offset_slots {offset} + deadline_slots {deadline} must be at most \
-                         period_slots = {p} (each job inside its period)"
-                    ),
-                ));
-            }
-            if w > deadline {
-                let rule = match r.deadline_slots {
-                    Some(d) => format!("must be at most deadline_slots = {d}"),
-                    None => format!("must be at most period_slots = {p}"),
-                };
-                return Err(("wcet_slots", w.to_string(), rule));
-            }
-            Ok(AdmitTiming::Periodic {
-                period: p,
-                wcet: w,
-                offset,
-                deadline,
-            })
-        }
-        (None, Some(w), None, None) => {
-            let Some(d) = r.deadline_slots else {
-                return Err((
-                    "deadline_slots",
-                    "None".into(),
-                    "give period_slots and wcet_slots (periodic), wcet_slots and \
-                     deadline_slots (aperiodic), or util and latency_us"
-                        .into(),
-                ));
-            };
-            if w > d {
-                return Err((
-                    "wcet_slots",
-                    w.to_string(),
-                    format!("must be at most deadline_slots = {d}"),
-                ));
-            }
-            Ok(AdmitTiming::Aperiodic {
-                wcet: w,
-                deadline: d,
-            })
-        }
-        (None, None, Some(u), Some(l)) => {
-            if r.deadline_slots.is_some() {
-                return Err((
-                    "deadline_slots",
-                    format!("{:?}", r.deadline_slots),
-                    "util and latency_us give the timing; a deadline goes with period_slots \
-                     or an aperiodic wcet_slots"
-                        .into(),
-                ));
-            }
-            if !(u > 0.0 && u < 1.0) {
-                return Err((
-                    "util",
-                    u.to_string(),
-                    "must be in (0, 1): a share of one CPU per vCPU".into(),
-                ));
-            }
-            let slot = slot_us.max(1);
-            let fits = |p: u64| {
-                let q = (u * p as f64).ceil() as u64;
-                (q <= p).then_some(q).filter(|&q| 2 * (p - q) * slot <= l)
-            };
-            (1..=frame)
-                .rev()
-                .filter(|p| frame.is_multiple_of(*p))
-                .find_map(|p| {
-                    fits(p).map(|q| AdmitTiming::Periodic {
-                        period: p,
-                        wcet: q,
-                        offset: 0,
-                        deadline: p,
-                    })
-                })
-                .ok_or_else(|| {
-                    (
-                        "latency_us",
-                        l.to_string(),
-                        format!(
-                        "no period dividing the frame of {frame} slots of {slot_us} us keeps the \
-                         longest wait 2 x (period - budget) within it at util {u}"
-                    ),
-                    )
-                })
-        }
+        (Some(p), Some(w), None, None) => periodic(r, p, w, frame),
+        (None, Some(w), None, None) => aperiodic(r, w),
+        (None, None, Some(u), Some(l)) => from_util(r, u, l, frame, slot_us),
         _ => Err((
             "period_slots",
             format!("{:?}", r.period_slots),
@@ -590,4 +485,125 @@ pub fn timing(
                 .into(),
         )),
     }
+}
+
+/// A refused timing: (field, value, rule).
+type TimingError = (&'static str, String, String);
+
+/// `period_slots` `p` + `wcet_slots` `w` (+ `offset_slots`, `deadline_slots`): `p` divides the
+/// frame of `frame` slots, `offset + deadline ≤ p`, `w ≤ deadline`.
+fn periodic(r: &Admit, p: u64, w: u64, frame: u64) -> Result<AdmitTiming, TimingError> {
+    if !frame.is_multiple_of(p) {
+        return Err((
+            "period_slots",
+            p.to_string(),
+            format!("must divide the frame of {frame} slots"),
+        ));
+    }
+    let offset = r.offset_slots.unwrap_or(0);
+    let deadline = r.deadline_slots.unwrap_or(p);
+    if offset.checked_add(deadline).is_none_or(|end| end > p) {
+        let (field, value) = match r.deadline_slots {
+            Some(d) => ("deadline_slots", d),
+            None => ("offset_slots", offset),
+        };
+        return Err((
+            field,
+            value.to_string(),
+            format!(
+                "offset_slots {offset} + deadline_slots {deadline} must be at most \
+                 period_slots = {p} (each job inside its period)"
+            ),
+        ));
+    }
+    if w > deadline {
+        let rule = match r.deadline_slots {
+            Some(d) => format!("must be at most deadline_slots = {d}"),
+            None => format!("must be at most period_slots = {p}"),
+        };
+        return Err(("wcet_slots", w.to_string(), rule));
+    }
+    Ok(AdmitTiming::Periodic {
+        period: p,
+        wcet: w,
+        offset,
+        deadline,
+    })
+}
+
+/// `wcet_slots` `w` + `deadline_slots` alone: one job, `w ≤ deadline`.
+fn aperiodic(r: &Admit, w: u64) -> Result<AdmitTiming, TimingError> {
+    let Some(d) = r.deadline_slots else {
+        return Err((
+            "deadline_slots",
+            "None".into(),
+            "give period_slots and wcet_slots (periodic), wcet_slots and \
+             deadline_slots (aperiodic), or util and latency_us"
+                .into(),
+        ));
+    };
+    if w > d {
+        return Err((
+            "wcet_slots",
+            w.to_string(),
+            format!("must be at most deadline_slots = {d}"),
+        ));
+    }
+    Ok(AdmitTiming::Aperiodic {
+        wcet: w,
+        deadline: d,
+    })
+}
+
+/// `util` `u` + `latency_us` `l`: the longest period dividing the frame of `frame` slots of
+/// `slot_us` whose budget ⌈u·P⌉ keeps the longest wait 2·(P − Q) slots within `l`.
+fn from_util(
+    r: &Admit,
+    u: f64,
+    l: u64,
+    frame: u64,
+    slot_us: u64,
+) -> Result<AdmitTiming, TimingError> {
+    if r.deadline_slots.is_some() {
+        return Err((
+            "deadline_slots",
+            format!("{:?}", r.deadline_slots),
+            "util and latency_us give the timing; a deadline goes with period_slots \
+             or an aperiodic wcet_slots"
+                .into(),
+        ));
+    }
+    if !(u > 0.0 && u < 1.0) {
+        return Err((
+            "util",
+            u.to_string(),
+            "must be in (0, 1): a share of one CPU per vCPU".into(),
+        ));
+    }
+    let slot = slot_us.max(1);
+    let fits = |p: u64| {
+        let q = (u * p as f64).ceil() as u64;
+        (q <= p).then_some(q).filter(|&q| 2 * (p - q) * slot <= l)
+    };
+    (1..=frame)
+        .rev()
+        .filter(|p| frame.is_multiple_of(*p))
+        .find_map(|p| {
+            fits(p).map(|q| AdmitTiming::Periodic {
+                period: p,
+                wcet: q,
+                offset: 0,
+                deadline: p,
+            })
+        })
+        .ok_or_else(|| {
+            (
+                "latency_us",
+                l.to_string(),
+                format!(
+                    "no period dividing the frame of {frame} slots of {slot_us} us keeps the \
+                 longest wait 2 x (period - budget) within it at util {u}"
+                ),
+            )
+        })
 }
