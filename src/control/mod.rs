@@ -76,6 +76,7 @@ pub mod journal;
 pub mod reply;
 pub mod request;
 pub mod socket;
+mod switch;
 
 pub use crate::planner::kernel_path::KernelPlanner;
 use admit::base_name;
@@ -87,8 +88,10 @@ pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
 use crate::clock::SlotClock;
 #[cfg(test)]
+use crate::plan::LoadError;
+#[cfg(test)]
 use crate::plan::Selector;
-use crate::plan::{Class, LoadError, Plan, Start, Task};
+use crate::plan::{Class, Plan, Start, Task};
 use crate::planner::kernel_path::{
     FirmJob, FirmOutcome, PeriodicOutcome, PeriodicTask, PlannerModeError,
 };
@@ -565,107 +568,6 @@ impl Control {
             pending_switch_slot: self.pending.as_ref().map(|p| p.at_slot),
             planner: self.planner.clone(),
         })
-    }
-
-    /// The switch slot for a switch written at `now_ns` (property 1).
-    fn switch_slot(&self, now_ns: u64) -> u64 {
-        let frame = self.plan.frame_slots.max(1);
-        // the first e with start(e - 1) = t0 + (e - 1)·slot >= now + MIN_LEAD_NS
-        let before =
-            (now_ns.saturating_sub(self.clock.t0_ns) + MIN_LEAD_NS).div_ceil(self.clock.slot_ns);
-        let earliest = (before + 1).max(self.clock.slot_or_first(now_ns) + MIN_LEAD_SLOTS);
-        earliest.div_ceil(frame) * frame
-    }
-
-    /// A switch to the plan at `path`: refused now, or its loading started (the only state
-    /// change: `loading`; the rest is [`Control::finish_switch`]'s once the plan is loaded).
-    fn start_switch(&mut self, path: &Path, engine: &mut impl Engine) -> Result<(), ControlError> {
-        if let Some(p) = &self.planner {
-            return Err(ControlError::SwitchInPlannerMode {
-                policy: p.policy.clone(),
-            });
-        }
-        if let Some(loading) = &self.loading {
-            return Err(ControlError::SwitchLoading {
-                table: loading.display().to_string(),
-            });
-        }
-        if let Some(p) = &self.pending {
-            return Err(ControlError::SwitchPending {
-                table: p.table.clone(),
-                slot: p.at_slot,
-            });
-        }
-        engine.start_load(path);
-        self.loading = Some(path.to_path_buf());
-        Ok(())
-    }
-
-    /// The switch to the plan loaded from `path`: checked against the running plan, written to
-    /// the kernel, recorded. A refusal changes nothing.
-    fn finish_switch(
-        &mut self,
-        path: &Path,
-        loaded: Result<Plan, LoadError>,
-        engine: &mut impl Engine,
-    ) -> Answered {
-        let plan = loaded.map_err(|e| ControlError::Plan {
-            path: path.to_path_buf(),
-            reason: match e {
-                LoadError::Io { source, .. } => format!("cannot read the plan: {source}"),
-                LoadError::Invalid { errors, .. } => format!("invalid plan: {errors}"),
-            },
-        })?;
-        let found = mismatches(&self.plan, &plan);
-        if !found.is_empty() {
-            return Err(ControlError::Incompatible {
-                path: path.to_path_buf(),
-                mismatches: found,
-            });
-        }
-        let at_slot = self.switch_slot(engine.now_ns());
-        engine
-            .write_table(&plan, at_slot)
-            .map_err(ControlError::Kernel)?;
-        let record = SwitchRecord {
-            at_slot,
-            table: path.display().to_string(),
-        };
-        let at_ns = self.clock.start_ns(at_slot);
-        self.log_switch(&record, at_ns, engine);
-        self.plan = plan;
-        self.pending = Some(record.clone());
-        self.history.push(record);
-        let line = Request::SwitchTable(request::SwitchTable {
-            plan: path.to_path_buf(),
-        })
-        .to_line();
-        self.journal.set(journal::Key::Table, line.ok());
-        Ok(Answer::Switched {
-            switch_slot: at_slot,
-            at_ns,
-        })
-    }
-
-    /// Notes a switch written to the kernel; warns when the write ended after the tick that
-    /// already looked the switch slot up.
-    fn log_switch(&self, switch: &SwitchRecord, at_ns: u64, engine: &mut impl Engine) {
-        let now = engine.now_ns();
-        let decided_ns = at_ns.saturating_sub(self.clock.slot_ns);
-        if now >= decided_ns {
-            engine.warn(&format!(
-                "the table was written {:.1} ms after slot {} started: the slots around the \
-                 switch may be enforced or accounted with the old table",
-                (now - decided_ns) as f64 / 1e6,
-                switch.at_slot - 1
-            ));
-        }
-        engine.note(&format!(
-            "table switch to {} at slot {} (a frame start, in {:.1} ms)",
-            switch.table,
-            switch.at_slot,
-            at_ns.saturating_sub(now) as f64 / 1e6
-        ));
     }
 
     /// A firm job for tt task `r.task` on its CPU (its threads run nowhere else), due
