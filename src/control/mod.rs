@@ -408,7 +408,7 @@ impl Control {
             }
             let _ = engine.with_planner(|p, _| p.remove_admitted(index));
             let a = self.added[i].clone();
-            let Some(job) = a.job else { continue };
+            let Some(job) = a.job.clone() else { continue };
             if let Err(e) = engine.release_task(index, a.cpu) {
                 engine.warn(&format!(
                     "admit {}: releasing its threads after its job: {e}",
@@ -419,65 +419,75 @@ impl Control {
             self.record(&a.name, TaskState::Done, from);
             let to = match job.after {
                 AfterJob::Leave => "on the housekeeping CPUs".to_string(),
-                AfterJob::Be => {
-                    let be = format!("{}/be", a.name);
-                    match engine.add_task(Class::Be, a.cpu, &a.tids) {
-                        Ok(index) => {
-                            self.record(&be, TaskState::Admitted, cur);
-                            self.added.push(AddedTask {
-                                index,
-                                name: be.clone(),
-                                class: Class::Be,
-                                cpu: a.cpu,
-                                tids: a.tids.clone(),
-                                period: 0,
-                                wcet: 0,
-                                from_slot: cur,
-                                gone_from: None,
-                                job: None,
-                            });
-                            format!("as be task {be}")
-                        }
-                        Err(e) => {
-                            engine.warn(&format!(
-                                "admit {}: its threads cannot run as be ({e}): they run on the \
-                                 housekeeping CPUs",
-                                a.name
-                            ));
-                            "on the housekeeping CPUs".to_string()
-                        }
-                    }
-                }
+                AfterJob::Be => self.after_job_as_be(&a, cur, engine),
             };
             engine.note(&format!(
                 "admit {}: its job had its {} slots before slot {from}: its threads run {to} \
                  from slot {cur}",
                 a.name, a.wcet
             ));
-            // the journal: once every job of the request is over, what its threads do now
-            let base = base_name(&a.name).to_string();
-            let same = |t: &AddedTask| base_name(&t.name) == base;
-            if self
+            self.journal_after_jobs(&a.name, &job.select);
+        }
+    }
+
+    /// Task `a`'s threads after its job, as be task `NAME/be` on its managed CPU from slot
+    /// `cur`; says where they run now (the housekeeping CPUs when BPF refuses).
+    fn after_job_as_be(&mut self, a: &AddedTask, cur: u64, engine: &mut impl Engine) -> String {
+        let be = format!("{}/be", a.name);
+        match engine.add_task(Class::Be, a.cpu, &a.tids) {
+            Ok(index) => {
+                self.record(&be, TaskState::Admitted, cur);
+                self.added.push(AddedTask {
+                    index,
+                    name: be.clone(),
+                    class: Class::Be,
+                    cpu: a.cpu,
+                    tids: a.tids.clone(),
+                    period: 0,
+                    wcet: 0,
+                    from_slot: cur,
+                    gone_from: None,
+                    job: None,
+                });
+                format!("as be task {be}")
+            }
+            Err(e) => {
+                engine.warn(&format!(
+                    "admit {}: its threads cannot run as be ({e}): they run on the \
+                     housekeeping CPUs",
+                    a.name
+                ));
+                "on the housekeeping CPUs".to_string()
+            }
+        }
+    }
+
+    /// The journal entry of the `admit` that named task `name`, once every job of it is over:
+    /// a be admission of `select` if its threads run as be, else none.
+    fn journal_after_jobs(&mut self, name: &str, select: &AdmitSelector) {
+        // the journal: once every job of the request is over, what its threads do now
+        let base = base_name(name).to_string();
+        let same = |t: &AddedTask| base_name(&t.name) == base;
+        if self
+            .added
+            .iter()
+            .all(|t| !same(t) || t.job.is_none() || t.gone_from.is_some())
+        {
+            let be = self
                 .added
                 .iter()
-                .all(|t| !same(t) || t.job.is_none() || t.gone_from.is_some())
-            {
-                let be = self
-                    .added
-                    .iter()
-                    .any(|t| same(t) && t.class == Class::Be && t.gone_from.is_none());
-                let line = be
-                    .then(|| {
-                        Request::Admit(Admit {
-                            class: AdmitClass::Be,
-                            ..Admit::new(base.clone(), job.select.clone())
-                        })
-                        .to_line()
-                        .ok()
+                .any(|t| same(t) && t.class == Class::Be && t.gone_from.is_none());
+            let line = be
+                .then(|| {
+                    Request::Admit(Admit {
+                        class: AdmitClass::Be,
+                        ..Admit::new(base.clone(), select.clone())
                     })
-                    .flatten();
-                self.journal.set(journal::Key::Task(base), line);
-            }
+                    .to_line()
+                    .ok()
+                })
+                .flatten();
+            self.journal.set(journal::Key::Task(base), line);
         }
     }
 
