@@ -69,13 +69,17 @@
 //!    has ended; the policy, the firm admission counts and the task states are the planner's
 //!    answers.
 
+mod admit;
 pub mod compat;
 pub mod engine;
 pub mod journal;
 pub mod reply;
 pub mod request;
+mod switch;
 
 pub use crate::planner::kernel_path::KernelPlanner;
+use admit::base_name;
+pub use admit::{timing, AdmitTiming, MAX_NAME};
 pub use compat::{mismatches, Mismatch};
 
 /// What the statistics (the edge's `scx_tt::metrics`) take from the control side that the
@@ -92,14 +96,16 @@ pub use engine::{Engine, NewTask};
 pub use reply::{Answer, PlannerStatus, Reply, Status, TaskChange, TaskState};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
-use crate::abi::MAX_TASKS;
 use crate::clock::SlotClock;
-use crate::plan::{Class, LoadError, Plan, QemuSelector, Selector, Start, Task};
+#[cfg(test)]
+use crate::plan::LoadError;
+#[cfg(test)]
+use crate::plan::Selector;
+use crate::plan::{Class, Plan, Start, Task};
 use crate::planner::kernel_path::{
     FirmJob, FirmOutcome, PeriodicOutcome, PeriodicTask, PlannerModeError,
 };
 use crate::planner::Policy;
-use reply::AdmittedTask;
 use request::{Admit, AdmitClass, AdmitFirm, AdmitSelector, AfterJob};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -264,102 +270,6 @@ pub struct AperiodicJob {
     pub done_from: Option<u64>,
 }
 
-/// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic
-/// one's job is due before `deadline_slot`.
-struct Placed {
-    cpu: usize,
-    from_slot: u64,
-    deadline_slot: Option<u64>,
-}
-
-/// The planner's admission of BPF task `index` with `timing` on managed CPU index `cpu` only,
-/// `cur` the kernel slot in progress; `Err`: why not (nothing changed).
-fn place(
-    p: &mut KernelPlanner,
-    cur: u64,
-    timing: AdmitTiming,
-    index: usize,
-    cpu: usize,
-    name: &str,
-) -> Result<Placed, String> {
-    match timing {
-        AdmitTiming::Periodic {
-            period,
-            wcet,
-            offset,
-            deadline,
-        } => {
-            let t = PeriodicTask {
-                offset,
-                deadline: Some(deadline).filter(|&d| d != period),
-                ..PeriodicTask::implicit(index, cpu, period, wcet)
-            };
-            match p.admit_task(&t, name) {
-                PeriodicOutcome::Accepted { cpu, from_slot } => Ok(Placed {
-                    cpu,
-                    from_slot,
-                    deadline_slot: None,
-                }),
-                PeriodicOutcome::Rejected(why) => Err(why.to_string()),
-            }
-        }
-        AdmitTiming::Aperiodic { wcet, deadline } => {
-            let job = FirmJob {
-                task: index,
-                cpu,
-                wcet,
-                deadline_slots: deadline,
-            };
-            match p.admit_aperiodic(&job, cur, name) {
-                FirmOutcome::Accepted {
-                    cpu,
-                    deadline_slot,
-                    first_slot,
-                } => Ok(Placed {
-                    cpu,
-                    from_slot: first_slot,
-                    deadline_slot: Some(deadline_slot),
-                }),
-                FirmOutcome::Rejected(cap) => Err(capacity_text(cap)),
-            }
-        }
-    }
-}
-
-/// A failed acceptance test as a rejection says it.
-fn capacity_text(cap: crate::planner::cpu::Capacity) -> String {
-    format!(
-        "{} slots free before slot {}, {} needed",
-        cap.available.max(0),
-        cap.deadline,
-        cap.needed
-    )
-}
-
-/// `timing` as a rejection says it.
-fn timing_text(timing: AdmitTiming) -> String {
-    match timing {
-        AdmitTiming::Periodic {
-            period,
-            wcet,
-            offset,
-            deadline,
-        } if offset == 0 && deadline == period => format!("{wcet} slots every {period} slots"),
-        AdmitTiming::Periodic {
-            period,
-            wcet,
-            offset,
-            deadline,
-        } => format!(
-            "{wcet} slots every {period} slots in [{offset}, {}) of each period",
-            offset + deadline
-        ),
-        AdmitTiming::Aperiodic { wcet, deadline } => {
-            format!("one job of {wcet} slots within {deadline} slots")
-        }
-    }
-}
-
 impl Control {
     /// `plan` (named `table`) runs on the slot grid `clock`.
     pub fn new(plan: Plan, table: String, clock: SlotClock) -> Self {
@@ -508,7 +418,7 @@ impl Control {
             }
             let _ = engine.with_planner(|p, _| p.remove_admitted(index));
             let a = self.added[i].clone();
-            let Some(job) = a.job else { continue };
+            let Some(job) = a.job.clone() else { continue };
             if let Err(e) = engine.release_task(index, a.cpu) {
                 engine.warn(&format!(
                     "admit {}: releasing its threads after its job: {e}",
@@ -519,65 +429,75 @@ impl Control {
             self.record(&a.name, TaskState::Done, from);
             let to = match job.after {
                 AfterJob::Leave => "on the housekeeping CPUs".to_string(),
-                AfterJob::Be => {
-                    let be = format!("{}/be", a.name);
-                    match engine.add_task(Class::Be, a.cpu, &a.tids) {
-                        Ok(index) => {
-                            self.record(&be, TaskState::Admitted, cur);
-                            self.added.push(AddedTask {
-                                index,
-                                name: be.clone(),
-                                class: Class::Be,
-                                cpu: a.cpu,
-                                tids: a.tids.clone(),
-                                period: 0,
-                                wcet: 0,
-                                from_slot: cur,
-                                gone_from: None,
-                                job: None,
-                            });
-                            format!("as be task {be}")
-                        }
-                        Err(e) => {
-                            engine.warn(&format!(
-                                "admit {}: its threads cannot run as be ({e}): they run on the \
-                                 housekeeping CPUs",
-                                a.name
-                            ));
-                            "on the housekeeping CPUs".to_string()
-                        }
-                    }
-                }
+                AfterJob::Be => self.after_job_as_be(&a, cur, engine),
             };
             engine.note(&format!(
                 "admit {}: its job had its {} slots before slot {from}: its threads run {to} \
                  from slot {cur}",
                 a.name, a.wcet
             ));
-            // the journal: once every job of the request is over, what its threads do now
-            let base = base_name(&a.name).to_string();
-            let same = |t: &AddedTask| base_name(&t.name) == base;
-            if self
+            self.journal_after_jobs(&a.name, &job.select);
+        }
+    }
+
+    /// Task `a`'s threads after its job, as be task `NAME/be` on its managed CPU from slot
+    /// `cur`; says where they run now (the housekeeping CPUs when BPF refuses).
+    fn after_job_as_be(&mut self, a: &AddedTask, cur: u64, engine: &mut impl Engine) -> String {
+        let be = format!("{}/be", a.name);
+        match engine.add_task(Class::Be, a.cpu, &a.tids) {
+            Ok(index) => {
+                self.record(&be, TaskState::Admitted, cur);
+                self.added.push(AddedTask {
+                    index,
+                    name: be.clone(),
+                    class: Class::Be,
+                    cpu: a.cpu,
+                    tids: a.tids.clone(),
+                    period: 0,
+                    wcet: 0,
+                    from_slot: cur,
+                    gone_from: None,
+                    job: None,
+                });
+                format!("as be task {be}")
+            }
+            Err(e) => {
+                engine.warn(&format!(
+                    "admit {}: its threads cannot run as be ({e}): they run on the \
+                     housekeeping CPUs",
+                    a.name
+                ));
+                "on the housekeeping CPUs".to_string()
+            }
+        }
+    }
+
+    /// The journal entry of the `admit` that named task `name`, once every job of it is over:
+    /// a be admission of `select` if its threads run as be, else none.
+    fn journal_after_jobs(&mut self, name: &str, select: &AdmitSelector) {
+        // the journal: once every job of the request is over, what its threads do now
+        let base = base_name(name).to_string();
+        let same = |t: &AddedTask| base_name(&t.name) == base;
+        if self
+            .added
+            .iter()
+            .all(|t| !same(t) || t.job.is_none() || t.gone_from.is_some())
+        {
+            let be = self
                 .added
                 .iter()
-                .all(|t| !same(t) || t.job.is_none() || t.gone_from.is_some())
-            {
-                let be = self
-                    .added
-                    .iter()
-                    .any(|t| same(t) && t.class == Class::Be && t.gone_from.is_none());
-                let line = be
-                    .then(|| {
-                        Request::Admit(Admit {
-                            class: AdmitClass::Be,
-                            ..Admit::new(base.clone(), job.select.clone())
-                        })
-                        .to_line()
-                        .ok()
+                .any(|t| same(t) && t.class == Class::Be && t.gone_from.is_none());
+            let line = be
+                .then(|| {
+                    Request::Admit(Admit {
+                        class: AdmitClass::Be,
+                        ..Admit::new(base.clone(), select.clone())
                     })
-                    .flatten();
-                self.journal.set(journal::Key::Task(base), line);
-            }
+                    .to_line()
+                    .ok()
+                })
+                .flatten();
+            self.journal.set(journal::Key::Task(base), line);
         }
     }
 
@@ -668,107 +588,6 @@ impl Control {
             pending_switch_slot: self.pending.as_ref().map(|p| p.at_slot),
             planner: self.planner.clone(),
         })
-    }
-
-    /// The switch slot for a switch written at `now_ns` (property 1).
-    fn switch_slot(&self, now_ns: u64) -> u64 {
-        let frame = self.plan.frame_slots.max(1);
-        // the first e with start(e - 1) = t0 + (e - 1)·slot >= now + MIN_LEAD_NS
-        let before =
-            (now_ns.saturating_sub(self.clock.t0_ns) + MIN_LEAD_NS).div_ceil(self.clock.slot_ns);
-        let earliest = (before + 1).max(self.clock.slot_or_first(now_ns) + MIN_LEAD_SLOTS);
-        earliest.div_ceil(frame) * frame
-    }
-
-    /// A switch to the plan at `path`: refused now, or its loading started (the only state
-    /// change: `loading`; the rest is [`Control::finish_switch`]'s once the plan is loaded).
-    fn start_switch(&mut self, path: &Path, engine: &mut impl Engine) -> Result<(), ControlError> {
-        if let Some(p) = &self.planner {
-            return Err(ControlError::SwitchInPlannerMode {
-                policy: p.policy.clone(),
-            });
-        }
-        if let Some(loading) = &self.loading {
-            return Err(ControlError::SwitchLoading {
-                table: loading.display().to_string(),
-            });
-        }
-        if let Some(p) = &self.pending {
-            return Err(ControlError::SwitchPending {
-                table: p.table.clone(),
-                slot: p.at_slot,
-            });
-        }
-        engine.start_load(path);
-        self.loading = Some(path.to_path_buf());
-        Ok(())
-    }
-
-    /// The switch to the plan loaded from `path`: checked against the running plan, written to
-    /// the kernel, recorded. A refusal changes nothing.
-    fn finish_switch(
-        &mut self,
-        path: &Path,
-        loaded: Result<Plan, LoadError>,
-        engine: &mut impl Engine,
-    ) -> Answered {
-        let plan = loaded.map_err(|e| ControlError::Plan {
-            path: path.to_path_buf(),
-            reason: match e {
-                LoadError::Io { source, .. } => format!("cannot read the plan: {source}"),
-                LoadError::Invalid { errors, .. } => format!("invalid plan: {errors}"),
-            },
-        })?;
-        let found = mismatches(&self.plan, &plan);
-        if !found.is_empty() {
-            return Err(ControlError::Incompatible {
-                path: path.to_path_buf(),
-                mismatches: found,
-            });
-        }
-        let at_slot = self.switch_slot(engine.now_ns());
-        engine
-            .write_table(&plan, at_slot)
-            .map_err(ControlError::Kernel)?;
-        let record = SwitchRecord {
-            at_slot,
-            table: path.display().to_string(),
-        };
-        let at_ns = self.clock.start_ns(at_slot);
-        self.log_switch(&record, at_ns, engine);
-        self.plan = plan;
-        self.pending = Some(record.clone());
-        self.history.push(record);
-        let line = Request::SwitchTable(request::SwitchTable {
-            plan: path.to_path_buf(),
-        })
-        .to_line();
-        self.journal.set(journal::Key::Table, line.ok());
-        Ok(Answer::Switched {
-            switch_slot: at_slot,
-            at_ns,
-        })
-    }
-
-    /// Notes a switch written to the kernel; warns when the write ended after the tick that
-    /// already looked the switch slot up.
-    fn log_switch(&self, switch: &SwitchRecord, at_ns: u64, engine: &mut impl Engine) {
-        let now = engine.now_ns();
-        let decided_ns = at_ns.saturating_sub(self.clock.slot_ns);
-        if now >= decided_ns {
-            engine.warn(&format!(
-                "the table was written {:.1} ms after slot {} started: the slots around the \
-                 switch may be enforced or accounted with the old table",
-                (now - decided_ns) as f64 / 1e6,
-                switch.at_slot - 1
-            ));
-        }
-        engine.note(&format!(
-            "table switch to {} at slot {} (a frame start, in {:.1} ms)",
-            switch.table,
-            switch.at_slot,
-            at_ns.saturating_sub(now) as f64 / 1e6
-        ));
     }
 
     /// A firm job for tt task `r.task` on its CPU (its threads run nowhere else), due
@@ -972,410 +791,6 @@ impl Control {
         Ok(Answer::Removed { from_slot })
     }
 
-    /// A task the plan does not name (docs/control.md, `admit`): checks the name and the
-    /// timing, resolves the threads (a QEMU process: one task per vCPU thread), places each
-    /// on a managed CPU (`cpu`, else the least loaded not yet taken by a sibling, else the
-    /// least loaded), admits all or none with the planner's exact test, and registers them in
-    /// BPF before their first slot. A refusal changes nothing.
-    fn admit(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
-        self.planner_mode("admit")?;
-        let bad = |field: &str, value: String, rule: &str| ControlError::Admit {
-            field: field.into(),
-            value,
-            rule: rule.into(),
-        };
-        let name = r.name.as_str();
-        if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
-            return Err(bad(
-                "name",
-                format!("{name:?}"),
-                &format!("1 to {MAX_NAME} bytes, no control characters"),
-            ));
-        }
-        if self.find(name).is_some() || self.added.iter().any(|a| base_name(&a.name) == name) {
-            return Err(bad(
-                "name",
-                format!("{name:?}"),
-                "already names a task of this run",
-            ));
-        }
-        let cpus = match r.cpu {
-            Some(c) => match self.plan.managed.iter().position(|&m| m == c) {
-                Some(i) => vec![i],
-                None => {
-                    return Err(bad(
-                        "cpu",
-                        c.to_string(),
-                        &format!(
-                            "must be a managed CPU of the plan ({:?})",
-                            self.plan.managed
-                        ),
-                    ))
-                }
-            },
-            None => (0..self.plan.managed.len()).collect(),
-        };
-        let timed = [r.period_slots, r.wcet_slots, r.latency_us]
-            .iter()
-            .any(Option::is_some)
-            || r.util.is_some();
-        if r.adaptive.is_some() && r.class != AdmitClass::Adaptive {
-            return Err(bad(
-                "adaptive",
-                serde_json::to_string(&r.adaptive).unwrap_or_default(),
-                "is only for class adaptive",
-            ));
-        }
-        let timing = match r.class {
-            AdmitClass::Tt => Some(
-                timing(r, self.plan.frame_slots, self.plan.slot_us)
-                    .map_err(|(f, v, rule)| bad(f, v, &rule))?,
-            ),
-            AdmitClass::Be if timed || r.deadline_slots.is_some() || r.after.is_some() => {
-                return Err(bad(
-                    "class",
-                    "\"be\"".into(),
-                    "a be task takes no timing (period_slots, wcet_slots, deadline_slots, \
-                     after, util, latency_us): it runs in the slack of the managed CPUs, \
-                     without a guarantee",
-                ))
-            }
-            AdmitClass::Be => None,
-            AdmitClass::Adaptive => {
-                check_adaptive(r, timed, self.plan.slot_us)
-                    .map_err(|(f, v, rule)| bad(&f, v, &rule))?;
-                None
-            }
-        };
-        let sel = match &r.select {
-            AdmitSelector::Pid(p) => Selector::Pid(*p),
-            AdmitSelector::Tids(t) => Selector::Tids(t.clone()),
-            AdmitSelector::Comm(c) => Selector::Comm(c.clone()),
-            AdmitSelector::Cgroup(c) => Selector::Cgroup(c.clone()),
-            AdmitSelector::QemuPid(p) => Selector::Qemu(QemuSelector::Pid(*p)),
-            AdmitSelector::QemuName(n) => Selector::Qemu(QemuSelector::Name(n.clone())),
-        };
-        let tids = engine
-            .resolve(&sel)
-            .map_err(|e| bad("select", selector_text(&r.select), &e))?;
-        if tids.is_empty() {
-            return Err(bad("select", selector_text(&r.select), "selects no thread"));
-        }
-        let Some(timing) = timing else {
-            // (r.cpu was checked to be a managed CPU above)
-            return self.admit_slack(name, r, r.cpu, tids, engine);
-        };
-        // a VM: one task per vCPU thread; anything else: one task of all its threads
-        let groups: Vec<Vec<u32>> = match sel {
-            Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
-            _ => vec![tids],
-        };
-        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
-        if first + groups.len() > MAX_TASKS {
-            return Err(bad(
-                "select",
-                selector_text(&r.select),
-                &format!(
-                    "{} more tasks exceed the BPF task table of {MAX_TASKS}",
-                    groups.len()
-                ),
-            ));
-        }
-        let n = groups.len();
-        let task_name = |k: usize| match n {
-            1 => name.to_string(),
-            _ => format!("{name}/vcpu{k}"),
-        };
-        let managed = self.plan.managed.clone();
-        let on = |c: usize| managed.get(c).map_or(c.to_string(), u32::to_string);
-        let (outcome, added) = engine
-            .with_planner_adding(|p, cur| {
-                let outcome = (|| {
-                    // an aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test
-                    // alone, so that a rejection has changed nothing to undo
-                    let mut chosen: Vec<usize> = Vec::new();
-                    if let AdmitTiming::Aperiodic { wcet, deadline } = timing {
-                        if n > cpus.len() {
-                            return Err(format!(
-                                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
-                             and {} can be used",
-                                cpus.len()
-                            ));
-                        }
-                        for _ in 0..n {
-                            let mut order: Vec<usize> = cpus
-                                .iter()
-                                .copied()
-                                .filter(|c| !chosen.contains(c))
-                                .collect();
-                            order
-                                .sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
-                            let mut last = None;
-                            for c in order {
-                                match p.aperiodic_fits(c, wcet, deadline, cur) {
-                                    Ok(()) => {
-                                        chosen.push(c);
-                                        last = None;
-                                        break;
-                                    }
-                                    Err(cap) => last = Some((c, capacity_text(cap))),
-                                }
-                            }
-                            if let Some((c, why)) = last {
-                                return Err(format!(
-                                    "{} on cpu {}: {why}",
-                                    timing_text(timing),
-                                    on(c)
-                                ));
-                            }
-                        }
-                    }
-                    let mut placed = Vec::new();
-                    for k in 0..n {
-                        let order = match chosen.get(k) {
-                            Some(&c) => vec![c],
-                            None => {
-                                let taken: Vec<usize> =
-                                    placed.iter().map(|x: &Placed| x.cpu).collect();
-                                let mut order: Vec<usize> = cpus.clone();
-                                // siblings apart when possible, then the least loaded
-                                order.sort_by_key(|&c| {
-                                    (
-                                        taken.contains(&c),
-                                        std::cmp::Reverse(p.free_template_slots(c)),
-                                        c,
-                                    )
-                                });
-                                order
-                            }
-                        };
-                        let mut last = None;
-                        let mut ok = None;
-                        for c in order {
-                            match place(p, cur, timing, first + k, c, &task_name(k)) {
-                                Ok(x) => {
-                                    ok = Some(x);
-                                    break;
-                                }
-                                Err(why) => last = Some((c, why)),
-                            }
-                        }
-                        match ok {
-                            Some(x) => placed.push(x),
-                            None => {
-                                // all or none: the vCPUs admitted so far leave again
-                                for j in 0..placed.len() {
-                                    p.rollback_admitted(first + j);
-                                }
-                                return Err(match last {
-                                    Some((c, why)) => {
-                                        format!("{} on cpu {}: {why}", timing_text(timing), on(c))
-                                    }
-                                    None => "no managed CPU".into(),
-                                });
-                            }
-                        }
-                    }
-                    Ok(placed)
-                })();
-                // registered in BPF before the planner is let go: no slot of them is decided
-                // before BPF has their threads
-                let adds = match &outcome {
-                    Ok(placed) => groups
-                        .iter()
-                        .zip(placed)
-                        .map(|(g, x)| NewTask {
-                            class: Class::Tt,
-                            cpu: managed.get(x.cpu).copied(),
-                            tids: g.clone(),
-                        })
-                        .collect(),
-                    Err(_) => Vec::new(),
-                };
-                (outcome, adds)
-            })
-            .map_err(ControlError::PlannerUnavailable)?;
-        let placed = match outcome {
-            Ok(p) => p,
-            Err(why) => {
-                let answer = Answer::PeriodicRejected {
-                    why: format!("{name}: {why}"),
-                };
-                engine.note(&format!(
-                    "admit {name}: {}",
-                    Reply::Ok(answer.clone()).to_line().trim_end()
-                ));
-                return Ok(answer);
-            }
-        };
-        let wrong = added.iter().enumerate().find_map(|(k, a)| match a {
-            Ok(i) if *i == first + k => None,
-            Ok(i) => Some(format!("BPF gave task index {i}, expected {}", first + k)),
-            Err(e) => Some(e.clone()),
-        });
-        if let Some(msg) = wrong.or_else(|| {
-            (added.len() != n).then(|| format!("BPF added {} of {n} tasks", added.len()))
-        }) {
-            // BPF did not take them all: the planner forgets every vCPU of the request, and
-            // the ones BPF took leave it again
-            let _ = engine.with_planner(|p, _| {
-                for j in 0..n {
-                    p.rollback_admitted(first + j);
-                }
-            });
-            for (a, x) in added.iter().zip(&placed) {
-                if let Ok(i) = a {
-                    let _ = engine.release_task(*i, Some(self.cpu_id(x.cpu)));
-                }
-            }
-            return Err(ControlError::Kernel(msg));
-        }
-        let mut vcpus = Vec::new();
-        for (k, (g, x)) in groups.iter().zip(&placed).enumerate() {
-            let cpu_id = self.cpu_id(x.cpu);
-            let index = first + k;
-            let task_name = task_name(k);
-            self.record(&task_name, TaskState::Admitted, x.from_slot);
-            let (period, wcet, offset, deadline, job) = match timing {
-                AdmitTiming::Periodic {
-                    period,
-                    wcet,
-                    offset,
-                    deadline,
-                } => (
-                    period,
-                    wcet,
-                    offset,
-                    Some(deadline).filter(|&d| d != period),
-                    None,
-                ),
-                AdmitTiming::Aperiodic { wcet, .. } => (
-                    0,
-                    wcet,
-                    0,
-                    None,
-                    Some(AperiodicJob {
-                        deadline_slot: x.deadline_slot.unwrap_or(0),
-                        after: r.after.unwrap_or(AfterJob::Be),
-                        select: r.select.clone(),
-                        done_from: None,
-                    }),
-                ),
-            };
-            vcpus.push(AdmittedTask {
-                task: task_name.clone(),
-                class: AdmitClass::Tt,
-                cpu: Some(cpu_id),
-                from_slot: x.from_slot,
-                period_slots: period,
-                wcet_slots: wcet,
-                offset_slots: offset,
-                deadline_slots: deadline,
-                deadline_slot: x.deadline_slot,
-                after: job.as_ref().map(|j| j.after),
-                tids: g.clone(),
-            });
-            self.added.push(AddedTask {
-                index,
-                name: task_name,
-                class: Class::Tt,
-                cpu: Some(cpu_id),
-                tids: g.clone(),
-                period,
-                wcet,
-                from_slot: x.from_slot,
-                gone_from: None,
-                job,
-            });
-        }
-        let line = Request::Admit(r.clone()).to_line().ok();
-        self.journal.set(journal::Key::Task(name.into()), line);
-        let answer = Answer::TaskAdmitted { tasks: vcpus };
-        engine.note(&format!(
-            "admit {name}: {}",
-            Reply::Ok(answer.clone()).to_line().trim_end()
-        ));
-        Ok(answer)
-    }
-
-    /// `admit` of a be or an adaptive task (`r.class`): its threads `tids` join the slack of
-    /// managed CPU `cpu` (any managed CPU when `None`; an adaptive task always has one) at
-    /// once; no planner, no timing, no guarantee (an adaptive task's reservation comes later,
-    /// from the supervisor).
-    fn admit_slack(
-        &mut self,
-        name: &str,
-        r: &Admit,
-        cpu: Option<u32>,
-        tids: Vec<u32>,
-        engine: &mut impl Engine,
-    ) -> Answered {
-        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
-        if first >= MAX_TASKS {
-            return Err(ControlError::Admit {
-                field: "select".into(),
-                value: selector_text(&r.select),
-                rule: format!("one more task exceeds the BPF task table of {MAX_TASKS}"),
-            });
-        }
-        let class = match r.class {
-            AdmitClass::Adaptive => Class::Adaptive,
-            _ => Class::Be,
-        };
-        let index = match engine.add_task(class, cpu, &tids) {
-            Ok(i) if i == first => i,
-            Ok(i) => {
-                return Err(ControlError::Kernel(format!(
-                    "BPF gave task index {i}, expected {first}"
-                )))
-            }
-            Err(e) => return Err(ControlError::Kernel(e)),
-        };
-        let from_slot = self.clock.slot_or_first(engine.now_ns());
-        self.record(name, TaskState::Admitted, from_slot);
-        if class == Class::Adaptive {
-            // checked by check_adaptive before anything changed
-            let bounds = r.adaptive.as_deref().cloned().unwrap_or_default();
-            if let Ok(p) = bounds.params(Some(self.plan.slot_us)) {
-                self.adaptive_params.push((index, p));
-            }
-        }
-        self.added.push(AddedTask {
-            index,
-            name: name.into(),
-            class,
-            cpu,
-            tids: tids.clone(),
-            period: 0,
-            wcet: 0,
-            from_slot,
-            gone_from: None,
-            job: None,
-        });
-        let line = Request::Admit(r.clone()).to_line().ok();
-        self.journal.set(journal::Key::Task(name.into()), line);
-        let answer = Answer::TaskAdmitted {
-            tasks: vec![AdmittedTask {
-                task: name.into(),
-                class: r.class,
-                cpu,
-                from_slot,
-                period_slots: 0,
-                wcet_slots: 0,
-                offset_slots: 0,
-                deadline_slots: None,
-                deadline_slot: None,
-                after: None,
-                tids,
-            }],
-        };
-        engine.note(&format!(
-            "admit {name}: {}",
-            Reply::Ok(answer.clone()).to_line().trim_end()
-        ));
-        Ok(answer)
-    }
-
     /// The planner-mode ops: refused without a planner, and in a sequenced run (the planner's
     /// decisions are not what the table gets).
     fn planner_mode(&self, op: &'static str) -> Result<(), ControlError> {
@@ -1496,204 +911,5 @@ impl Control {
     }
 }
 
-/// The name an `admit` request gave (`NAME` of `NAME/vcpuK`).
-fn base_name(task: &str) -> &str {
-    task.split('/').next().unwrap_or(task)
-}
-
-/// Names of tasks `admit` adds: at most this many bytes.
-pub const MAX_NAME: usize = 64;
-
-fn selector_text(s: &AdmitSelector) -> String {
-    serde_json::to_string(s).unwrap_or_default()
-}
-
-/// The timing of a tt `admit`, in slots.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AdmitTiming {
-    /// `wcet` slots of every `period` (dividing the frame), released `offset` slots after the
-    /// period's start and due `deadline` slots after the release.
-    Periodic {
-        period: u64,
-        wcet: u64,
-        offset: u64,
-        deadline: u64,
-    },
-    /// One job of `wcet` slots due `deadline` slots after the slot the request arrives in.
-    Aperiodic { wcet: u64, deadline: u64 },
-}
-
-/// The timing of a tt `admit`: `period_slots` + `wcet_slots` (+ `offset_slots`,
-/// `deadline_slots`: the plan's rule `1 ≤ wcet ≤ deadline`, `offset + deadline ≤ period`), or
-/// `wcet_slots` + `deadline_slots` alone (an aperiodic task: one job), or `util` +
-/// `latency_us` (seed 000's and Tableau's VM model): the longest period P dividing the frame
-/// whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q) slots
-/// (the budget at the start of one period, then at the end of the next). `Err`: (field, value,
-/// rule).
-pub fn timing(
-    r: &Admit,
-    frame: u64,
-    slot_us: u64,
-) -> Result<AdmitTiming, (&'static str, String, String)> {
-    if r.after.is_some() && (r.period_slots.is_some() || r.util.is_some()) {
-        return Err((
-            "after",
-            format!("{:?}", r.after),
-            "only an aperiodic task (wcet_slots and deadline_slots without period_slots) has \
-             a job after which its threads change"
-                .into(),
-        ));
-    }
-    if r.offset_slots.is_some() && r.period_slots.is_none() {
-        return Err((
-            "offset_slots",
-            format!("{:?}", r.offset_slots),
-            "needs period_slots: the offset is of each period's job".into(),
-        ));
-    }
-    match (r.period_slots, r.wcet_slots, r.util, r.latency_us) {
-        (Some(p), Some(w), None, None) => {
-            if !frame.is_multiple_of(p) {
-                return Err((
-                    "period_slots",
-                    p.to_string(),
-                    format!("must divide the frame of {frame} slots"),
-                ));
-            }
-            let offset = r.offset_slots.unwrap_or(0);
-            let deadline = r.deadline_slots.unwrap_or(p);
-            if offset.checked_add(deadline).is_none_or(|end| end > p) {
-                let (field, value) = match r.deadline_slots {
-                    Some(d) => ("deadline_slots", d),
-                    None => ("offset_slots", offset),
-                };
-                return Err((
-                    field,
-                    value.to_string(),
-                    format!(
-                        "offset_slots {offset} + deadline_slots {deadline} must be at most \
-                         period_slots = {p} (each job inside its period)"
-                    ),
-                ));
-            }
-            if w > deadline {
-                let rule = match r.deadline_slots {
-                    Some(d) => format!("must be at most deadline_slots = {d}"),
-                    None => format!("must be at most period_slots = {p}"),
-                };
-                return Err(("wcet_slots", w.to_string(), rule));
-            }
-            Ok(AdmitTiming::Periodic {
-                period: p,
-                wcet: w,
-                offset,
-                deadline,
-            })
-        }
-        (None, Some(w), None, None) => {
-            let Some(d) = r.deadline_slots else {
-                return Err((
-                    "deadline_slots",
-                    "None".into(),
-                    "give period_slots and wcet_slots (periodic), wcet_slots and \
-                     deadline_slots (aperiodic), or util and latency_us"
-                        .into(),
-                ));
-            };
-            if w > d {
-                return Err((
-                    "wcet_slots",
-                    w.to_string(),
-                    format!("must be at most deadline_slots = {d}"),
-                ));
-            }
-            Ok(AdmitTiming::Aperiodic {
-                wcet: w,
-                deadline: d,
-            })
-        }
-        (None, None, Some(u), Some(l)) => {
-            if r.deadline_slots.is_some() {
-                return Err((
-                    "deadline_slots",
-                    format!("{:?}", r.deadline_slots),
-                    "util and latency_us give the timing; a deadline goes with period_slots \
-                     or an aperiodic wcet_slots"
-                        .into(),
-                ));
-            }
-            if !(u > 0.0 && u < 1.0) {
-                return Err((
-                    "util",
-                    u.to_string(),
-                    "must be in (0, 1): a share of one CPU per vCPU".into(),
-                ));
-            }
-            let slot = slot_us.max(1);
-            let fits = |p: u64| {
-                let q = (u * p as f64).ceil() as u64;
-                (q <= p).then_some(q).filter(|&q| 2 * (p - q) * slot <= l)
-            };
-            (1..=frame)
-                .rev()
-                .filter(|p| frame.is_multiple_of(*p))
-                .find_map(|p| {
-                    fits(p).map(|q| AdmitTiming::Periodic {
-                        period: p,
-                        wcet: q,
-                        offset: 0,
-                        deadline: p,
-                    })
-                })
-                .ok_or_else(|| {
-                    (
-                        "latency_us",
-                        l.to_string(),
-                        format!(
-                        "no period dividing the frame of {frame} slots of {slot_us} us keeps the \
-                         longest wait 2 x (period - budget) within it at util {u}"
-                    ),
-                    )
-                })
-        }
-        _ => Err((
-            "period_slots",
-            format!("{:?}", r.period_slots),
-            "give period_slots and wcet_slots (periodic), wcet_slots and deadline_slots \
-             (aperiodic), or util and latency_us"
-                .into(),
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests;
-
-/// An `admit` of class adaptive: no timing, a managed CPU (`cpu`), and bounds within their
-/// rules (`crate::adaptive::bounds`). The error: field, value, rule.
-fn check_adaptive(r: &Admit, timed: bool, slot_us: u64) -> Result<(), (String, String, String)> {
-    if timed || r.deadline_slots.is_some() || r.after.is_some() || r.offset_slots.is_some() {
-        return Err((
-            "class".into(),
-            "\"adaptive\"".into(),
-            "an adaptive task takes no timing (period_slots, wcet_slots, offset_slots, \
-             deadline_slots, after, util, latency_us): its period and budget are inferred at run \
-             time; bound them with adaptive"
-                .into(),
-        ));
-    }
-    if r.cpu.is_none() {
-        return Err((
-            "cpu".into(),
-            "null".into(),
-            "is required for an adaptive task (the CPU of its reservation)".into(),
-        ));
-    }
-    r.adaptive
-        .as_deref()
-        .cloned()
-        .unwrap_or_default()
-        .params(Some(slot_us))
-        .map(drop)
-        .map_err(|e| (format!("adaptive.{}", e.field), e.value, e.rule))
-}

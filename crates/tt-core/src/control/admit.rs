@@ -1,0 +1,220 @@
+//! `admit` (docs/control.md): a task the plan does not name joins the run. The checks every
+//! class shares (planner mode, the name, the `cpu`, `adaptive` only for class adaptive) run
+//! once here, in [`Control::admit`]; then the request's class picks its admission, one module
+//! per class:
+//! - [`tt`]: a time-triggered task, periodic or aperiodic, or a QEMU VM with one reservation per
+//!   vCPU thread, all or none: its timing, the placement on managed CPUs by the planner's exact
+//!   test, registration in BPF before its first slot, the reply;
+//! - [`be`]: a best-effort task: no timing, it joins the slack of the managed CPUs at once;
+//! - [`adaptive`]: an adaptive task: bounds instead of timing, one managed CPU, it joins the
+//!   slack at once and its reservation comes later, from the supervisor.
+//!
+//! The seam is a `match` over [`AdmitClass`] (an enum, closed: the request parser knows every
+//! class) rather than a trait: each class's admission is a method of [`Control`] that needs the
+//! state machine and the engine, and no class is added from outside the crate. A refusal
+//! changes nothing.
+
+mod adaptive;
+mod be;
+mod tt;
+
+pub use tt::{timing, AdmitTiming};
+
+use super::reply::AdmittedTask;
+use super::request::{Admit, AdmitClass, AdmitSelector};
+use super::{
+    journal, AddedTask, Answer, Answered, Control, ControlError, Engine, Reply, Request, TaskState,
+};
+use crate::abi::MAX_TASKS;
+use crate::plan::{Class, QemuSelector, Selector};
+
+/// A refusal of `admit`: `field` had `value`, against `rule`.
+fn bad(field: &str, value: String, rule: &str) -> ControlError {
+    ControlError::Admit {
+        field: field.into(),
+        value,
+        rule: rule.into(),
+    }
+}
+
+/// Whether `r` gives any of the timing fields a be or an adaptive task refuses (besides
+/// `deadline_slots`, `after` and `offset_slots`, which each class checks itself).
+fn timed(r: &Admit) -> bool {
+    [r.period_slots, r.wcet_slots, r.latency_us]
+        .iter()
+        .any(Option::is_some)
+        || r.util.is_some()
+}
+
+/// The threads `r.select` names, through the engine, and the selector they came from;
+/// refused when it selects none.
+fn resolve(r: &Admit, engine: &mut impl Engine) -> Result<(Selector, Vec<u32>), ControlError> {
+    let sel = match &r.select {
+        AdmitSelector::Pid(p) => Selector::Pid(*p),
+        AdmitSelector::Tids(t) => Selector::Tids(t.clone()),
+        AdmitSelector::Comm(c) => Selector::Comm(c.clone()),
+        AdmitSelector::Cgroup(c) => Selector::Cgroup(c.clone()),
+        AdmitSelector::QemuPid(p) => Selector::Qemu(QemuSelector::Pid(*p)),
+        AdmitSelector::QemuName(n) => Selector::Qemu(QemuSelector::Name(n.clone())),
+    };
+    let tids = engine
+        .resolve(&sel)
+        .map_err(|e| bad("select", selector_text(&r.select), &e))?;
+    if tids.is_empty() {
+        return Err(bad("select", selector_text(&r.select), "selects no thread"));
+    }
+    Ok((sel, tids))
+}
+
+impl Control {
+    /// A task the plan does not name (docs/control.md, `admit`): the checks every class
+    /// shares, then the admission of the request's class (see the module doc). A refusal
+    /// changes nothing.
+    pub(super) fn admit(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
+        self.planner_mode("admit")?;
+        self.check_admit_name(&r.name)?;
+        let cpus = self.admit_cpus(r.cpu)?;
+        if r.adaptive.is_some() && r.class != AdmitClass::Adaptive {
+            return Err(bad(
+                "adaptive",
+                serde_json::to_string(&r.adaptive).unwrap_or_default(),
+                "is only for class adaptive",
+            ));
+        }
+        match r.class {
+            AdmitClass::Tt => self.admit_tt(r, cpus, engine),
+            AdmitClass::Be => self.admit_be(r, engine),
+            AdmitClass::Adaptive => self.admit_adaptive(r, engine),
+        }
+    }
+
+    /// `name` is new to the run and within [`MAX_NAME`] bytes without control characters.
+    fn check_admit_name(&self, name: &str) -> Result<(), ControlError> {
+        if name.is_empty() || name.len() > MAX_NAME || name.chars().any(char::is_control) {
+            return Err(bad(
+                "name",
+                format!("{name:?}"),
+                &format!("1 to {MAX_NAME} bytes, no control characters"),
+            ));
+        }
+        if self.find(name).is_some() || self.added.iter().any(|a| base_name(&a.name) == name) {
+            return Err(bad(
+                "name",
+                format!("{name:?}"),
+                "already names a task of this run",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The managed CPU indices an admission may use: `cpu`'s alone (refused unless it is a
+    /// managed CPU of the plan), else all.
+    fn admit_cpus(&self, cpu: Option<u32>) -> Result<Vec<usize>, ControlError> {
+        Ok(match cpu {
+            Some(c) => match self.plan.managed.iter().position(|&m| m == c) {
+                Some(i) => vec![i],
+                None => {
+                    return Err(bad(
+                        "cpu",
+                        c.to_string(),
+                        &format!(
+                            "must be a managed CPU of the plan ({:?})",
+                            self.plan.managed
+                        ),
+                    ))
+                }
+            },
+            None => (0..self.plan.managed.len()).collect(),
+        })
+    }
+
+    /// `admit` of a be or an adaptive task (`r.class`): its threads `tids` join the slack of
+    /// managed CPU `cpu` (any managed CPU when `None`; an adaptive task always has one) at
+    /// once; no planner, no timing, no guarantee (an adaptive task's reservation comes later,
+    /// from the supervisor).
+    fn admit_slack(
+        &mut self,
+        name: &str,
+        r: &Admit,
+        cpu: Option<u32>,
+        tids: Vec<u32>,
+        engine: &mut impl Engine,
+    ) -> Answered {
+        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
+        if first >= MAX_TASKS {
+            return Err(ControlError::Admit {
+                field: "select".into(),
+                value: selector_text(&r.select),
+                rule: format!("one more task exceeds the BPF task table of {MAX_TASKS}"),
+            });
+        }
+        let class = match r.class {
+            AdmitClass::Adaptive => Class::Adaptive,
+            _ => Class::Be,
+        };
+        let index = match engine.add_task(class, cpu, &tids) {
+            Ok(i) if i == first => i,
+            Ok(i) => {
+                return Err(ControlError::Kernel(format!(
+                    "BPF gave task index {i}, expected {first}"
+                )))
+            }
+            Err(e) => return Err(ControlError::Kernel(e)),
+        };
+        let from_slot = self.clock.slot_or_first(engine.now_ns());
+        self.record(name, TaskState::Admitted, from_slot);
+        if class == Class::Adaptive {
+            // checked by check_adaptive before anything changed
+            let bounds = r.adaptive.as_deref().cloned().unwrap_or_default();
+            if let Ok(p) = bounds.params(Some(self.plan.slot_us)) {
+                self.adaptive_params.push((index, p));
+            }
+        }
+        self.added.push(AddedTask {
+            index,
+            name: name.into(),
+            class,
+            cpu,
+            tids: tids.clone(),
+            period: 0,
+            wcet: 0,
+            from_slot,
+            gone_from: None,
+            job: None,
+        });
+        let line = Request::Admit(r.clone()).to_line().ok();
+        self.journal.set(journal::Key::Task(name.into()), line);
+        let answer = Answer::TaskAdmitted {
+            tasks: vec![AdmittedTask {
+                task: name.into(),
+                class: r.class,
+                cpu,
+                from_slot,
+                period_slots: 0,
+                wcet_slots: 0,
+                offset_slots: 0,
+                deadline_slots: None,
+                deadline_slot: None,
+                after: None,
+                tids,
+            }],
+        };
+        engine.note(&format!(
+            "admit {name}: {}",
+            Reply::Ok(answer.clone()).to_line().trim_end()
+        ));
+        Ok(answer)
+    }
+}
+
+/// The name an `admit` request gave (`NAME` of `NAME/vcpuK`).
+pub(super) fn base_name(task: &str) -> &str {
+    task.split('/').next().unwrap_or(task)
+}
+
+/// Names of tasks `admit` adds: at most this many bytes.
+pub const MAX_NAME: usize = 64;
+
+pub(super) fn selector_text(s: &AdmitSelector) -> String {
+    serde_json::to_string(s).unwrap_or_default()
+}

@@ -1,0 +1,609 @@
+//! `admit` of class tt: a periodic task, an aperiodic one (one job), or a QEMU VM with one
+//! task per vCPU thread. Its timing ([`timing`]) is checked, each task is placed on a managed
+//! CPU by the planner's exact test, all or none ([`place`]), registered in BPF before the
+//! planner is let go, and recorded with its reply.
+
+use super::{bad, resolve, selector_text};
+use crate::abi::MAX_TASKS;
+use crate::control::reply::AdmittedTask;
+use crate::control::request::{Admit, AdmitClass, AfterJob};
+use crate::control::{
+    journal, AddedTask, Answer, Answered, AperiodicJob, Control, ControlError, Engine, NewTask,
+    Reply, Request, TaskState,
+};
+use crate::plan::{Class, Selector};
+use crate::planner::kernel_path::{
+    FirmJob, FirmOutcome, KernelPlanner, PeriodicOutcome, PeriodicTask,
+};
+
+/// One tt `admit` in progress: `n` tasks (one per vCPU thread of a VM, else one) named after
+/// `name`, with `timing`, on the managed CPU indices `cpus`, taking BPF task indices
+/// `first..first + n`.
+struct TtAdmission<'a> {
+    name: &'a str,
+    timing: AdmitTiming,
+    cpus: Vec<usize>,
+    managed: Vec<u32>,
+    first: usize,
+    n: usize,
+}
+
+impl TtAdmission<'_> {
+    /// The name of task `k`: `name`, or `name/vcpuK` for a VM of several vCPUs.
+    fn task_name(&self, k: usize) -> String {
+        match self.n {
+            1 => self.name.to_string(),
+            _ => format!("{}/vcpu{k}", self.name),
+        }
+    }
+
+    /// Managed CPU index `c` as a rejection names it (its CPU id).
+    fn on(&self, c: usize) -> String {
+        self.managed.get(c).map_or(c.to_string(), u32::to_string)
+    }
+
+    /// The planner's admission of all `n` tasks, `cur` the kernel slot in progress; `Err`:
+    /// why not, with nothing left admitted.
+    fn plan(&self, p: &mut KernelPlanner, cur: u64) -> Result<Vec<Placed>, String> {
+        let chosen = self.aperiodic_cpus(p, cur)?;
+        let mut placed = Vec::new();
+        for k in 0..self.n {
+            match self.place_task(p, cur, k, chosen.get(k).copied(), &placed) {
+                Ok(x) => placed.push(x),
+                Err(why) => {
+                    // all or none: the vCPUs admitted so far leave again
+                    for j in 0..placed.len() {
+                        p.rollback_admitted(self.first + j);
+                    }
+                    return Err(why);
+                }
+            }
+        }
+        Ok(placed)
+    }
+
+    /// An aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test alone, so
+    /// that a rejection has changed nothing to undo (empty for a periodic timing).
+    fn aperiodic_cpus(&self, p: &KernelPlanner, cur: u64) -> Result<Vec<usize>, String> {
+        let mut chosen: Vec<usize> = Vec::new();
+        let AdmitTiming::Aperiodic { wcet, deadline } = self.timing else {
+            return Ok(chosen);
+        };
+        let (n, cpus) = (self.n, &self.cpus);
+        if n > cpus.len() {
+            return Err(format!(
+                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
+                 and {} can be used",
+                cpus.len()
+            ));
+        }
+        for _ in 0..n {
+            let mut order: Vec<usize> = cpus
+                .iter()
+                .copied()
+                .filter(|c| !chosen.contains(c))
+                .collect();
+            order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+            let mut last = None;
+            for c in order {
+                match p.aperiodic_fits(c, wcet, deadline, cur) {
+                    Ok(()) => {
+                        chosen.push(c);
+                        last = None;
+                        break;
+                    }
+                    Err(cap) => last = Some((c, capacity_text(cap))),
+                }
+            }
+            if let Some((c, why)) = last {
+                return Err(format!(
+                    "{} on cpu {}: {why}",
+                    timing_text(self.timing),
+                    self.on(c)
+                ));
+            }
+        }
+        Ok(chosen)
+    }
+
+    /// Task `k` placed by the planner on `chosen`, else on the first CPU that takes it of
+    /// those not yet taken by a sibling in `placed`, then the least loaded.
+    fn place_task(
+        &self,
+        p: &mut KernelPlanner,
+        cur: u64,
+        k: usize,
+        chosen: Option<usize>,
+        placed: &[Placed],
+    ) -> Result<Placed, String> {
+        let order = match chosen {
+            Some(c) => vec![c],
+            None => {
+                let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
+                let mut order: Vec<usize> = self.cpus.clone();
+                // siblings apart when possible, then the least loaded
+                order.sort_by_key(|&c| {
+                    (
+                        taken.contains(&c),
+                        std::cmp::Reverse(p.free_template_slots(c)),
+                        c,
+                    )
+                });
+                order
+            }
+        };
+        let mut last = None;
+        for c in order {
+            match place(p, cur, self.timing, self.first + k, c, &self.task_name(k)) {
+                Ok(x) => return Ok(x),
+                Err(why) => last = Some((c, why)),
+            }
+        }
+        Err(match last {
+            Some((c, why)) => format!("{} on cpu {}: {why}", timing_text(self.timing), self.on(c)),
+            None => "no managed CPU".into(),
+        })
+    }
+}
+
+impl Control {
+    /// `admit` of class tt, after the shared checks; `cpus`: the managed CPU indices it may
+    /// use. Resolves the threads (a QEMU process: one task per vCPU thread), places each on a
+    /// managed CPU (`cpu`, else the least loaded not yet taken by a sibling, else the least
+    /// loaded), admits all or none with the planner's exact test, and registers them in BPF
+    /// before their first slot. A refusal changes nothing.
+    pub(super) fn admit_tt(
+        &mut self,
+        r: &Admit,
+        cpus: Vec<usize>,
+        engine: &mut impl Engine,
+    ) -> Answered {
+        let name = r.name.as_str();
+        let timing = timing(r, self.plan.frame_slots, self.plan.slot_us)
+            .map_err(|(f, v, rule)| bad(f, v, &rule))?;
+        let (sel, tids) = resolve(r, engine)?;
+        // a VM: one task per vCPU thread; anything else: one task of all its threads
+        let groups: Vec<Vec<u32>> = match sel {
+            Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
+            _ => vec![tids],
+        };
+        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
+        if first + groups.len() > MAX_TASKS {
+            return Err(bad(
+                "select",
+                selector_text(&r.select),
+                &format!(
+                    "{} more tasks exceed the BPF task table of {MAX_TASKS}",
+                    groups.len()
+                ),
+            ));
+        }
+        let a = TtAdmission {
+            name,
+            timing,
+            cpus,
+            managed: self.plan.managed.clone(),
+            first,
+            n: groups.len(),
+        };
+        let (outcome, added) = engine
+            .with_planner_adding(|p, cur| {
+                let outcome = a.plan(p, cur);
+                // registered in BPF before the planner is let go: no slot of them is decided
+                // before BPF has their threads
+                let adds = match &outcome {
+                    Ok(placed) => groups
+                        .iter()
+                        .zip(placed)
+                        .map(|(g, x)| NewTask {
+                            class: Class::Tt,
+                            cpu: a.managed.get(x.cpu).copied(),
+                            tids: g.clone(),
+                        })
+                        .collect(),
+                    Err(_) => Vec::new(),
+                };
+                (outcome, adds)
+            })
+            .map_err(ControlError::PlannerUnavailable)?;
+        let placed = match outcome {
+            Ok(p) => p,
+            Err(why) => {
+                let answer = Answer::PeriodicRejected {
+                    why: format!("{name}: {why}"),
+                };
+                engine.note(&format!(
+                    "admit {name}: {}",
+                    Reply::Ok(answer.clone()).to_line().trim_end()
+                ));
+                return Ok(answer);
+            }
+        };
+        self.check_registered(&a, &added, &placed, engine)?;
+        let vcpus = self.record_tt(&a, r, &groups, &placed);
+        let line = Request::Admit(r.clone()).to_line().ok();
+        self.journal.set(journal::Key::Task(name.into()), line);
+        let answer = Answer::TaskAdmitted { tasks: vcpus };
+        engine.note(&format!(
+            "admit {name}: {}",
+            Reply::Ok(answer.clone()).to_line().trim_end()
+        ));
+        Ok(answer)
+    }
+
+    /// BPF took every task of `a` at its index (`added`: its answers, in order); else the
+    /// planner forgets every vCPU of the request, the ones BPF took leave it again, and the
+    /// error says what went wrong.
+    fn check_registered(
+        &self,
+        a: &TtAdmission,
+        added: &[Result<usize, String>],
+        placed: &[Placed],
+        engine: &mut impl Engine,
+    ) -> Result<(), ControlError> {
+        let (first, n) = (a.first, a.n);
+        let wrong = added.iter().enumerate().find_map(|(k, a)| match a {
+            Ok(i) if *i == first + k => None,
+            Ok(i) => Some(format!("BPF gave task index {i}, expected {}", first + k)),
+            Err(e) => Some(e.clone()),
+        });
+        if let Some(msg) = wrong.or_else(|| {
+            (added.len() != n).then(|| format!("BPF added {} of {n} tasks", added.len()))
+        }) {
+            // BPF did not take them all: the planner forgets every vCPU of the request, and
+            // the ones BPF took leave it again
+            let _ = engine.with_planner(|p, _| {
+                for j in 0..n {
+                    p.rollback_admitted(first + j);
+                }
+            });
+            for (a, x) in added.iter().zip(placed) {
+                if let Ok(i) = a {
+                    let _ = engine.release_task(*i, Some(self.cpu_id(x.cpu)));
+                }
+            }
+            return Err(ControlError::Kernel(msg));
+        }
+        Ok(())
+    }
+
+    /// Records the admitted tasks of `a` (threads `groups`, placed at `placed`): their state,
+    /// an [`AddedTask`] each (with its job if aperiodic); returns them as the reply lists them.
+    fn record_tt(
+        &mut self,
+        a: &TtAdmission,
+        r: &Admit,
+        groups: &[Vec<u32>],
+        placed: &[Placed],
+    ) -> Vec<AdmittedTask> {
+        let mut vcpus = Vec::new();
+        for (k, (g, x)) in groups.iter().zip(placed).enumerate() {
+            let cpu_id = self.cpu_id(x.cpu);
+            let index = a.first + k;
+            let task_name = a.task_name(k);
+            self.record(&task_name, TaskState::Admitted, x.from_slot);
+            let (period, wcet, offset, deadline, job) = match a.timing {
+                AdmitTiming::Periodic {
+                    period,
+                    wcet,
+                    offset,
+                    deadline,
+                } => (
+                    period,
+                    wcet,
+                    offset,
+                    Some(deadline).filter(|&d| d != period),
+                    None,
+                ),
+                AdmitTiming::Aperiodic { wcet, .. } => (
+                    0,
+                    wcet,
+                    0,
+                    None,
+                    Some(AperiodicJob {
+                        deadline_slot: x.deadline_slot.unwrap_or(0),
+                        after: r.after.unwrap_or(AfterJob::Be),
+                        select: r.select.clone(),
+                        done_from: None,
+                    }),
+                ),
+            };
+            vcpus.push(AdmittedTask {
+                task: task_name.clone(),
+                class: AdmitClass::Tt,
+                cpu: Some(cpu_id),
+                from_slot: x.from_slot,
+                period_slots: period,
+                wcet_slots: wcet,
+                offset_slots: offset,
+                deadline_slots: deadline,
+                deadline_slot: x.deadline_slot,
+                after: job.as_ref().map(|j| j.after),
+                tids: g.clone(),
+            });
+            self.added.push(AddedTask {
+                index,
+                name: task_name,
+                class: Class::Tt,
+                cpu: Some(cpu_id),
+                tids: g.clone(),
+                period,
+                wcet,
+                from_slot: x.from_slot,
+                gone_from: None,
+                job,
+            });
+        }
+        vcpus
+    }
+}
+
+/// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic
+/// one's job is due before `deadline_slot`.
+struct Placed {
+    cpu: usize,
+    from_slot: u64,
+    deadline_slot: Option<u64>,
+}
+
+/// The planner's admission of BPF task `index` with `timing` on managed CPU index `cpu` only,
+/// `cur` the kernel slot in progress; `Err`: why not (nothing changed).
+fn place(
+    p: &mut KernelPlanner,
+    cur: u64,
+    timing: AdmitTiming,
+    index: usize,
+    cpu: usize,
+    name: &str,
+) -> Result<Placed, String> {
+    match timing {
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } => {
+            let t = PeriodicTask {
+                offset,
+                deadline: Some(deadline).filter(|&d| d != period),
+                ..PeriodicTask::implicit(index, cpu, period, wcet)
+            };
+            match p.admit_task(&t, name) {
+                PeriodicOutcome::Accepted { cpu, from_slot } => Ok(Placed {
+                    cpu,
+                    from_slot,
+                    deadline_slot: None,
+                }),
+                PeriodicOutcome::Rejected(why) => Err(why.to_string()),
+            }
+        }
+        AdmitTiming::Aperiodic { wcet, deadline } => {
+            let job = FirmJob {
+                task: index,
+                cpu,
+                wcet,
+                deadline_slots: deadline,
+            };
+            match p.admit_aperiodic(&job, cur, name) {
+                FirmOutcome::Accepted {
+                    cpu,
+                    deadline_slot,
+                    first_slot,
+                } => Ok(Placed {
+                    cpu,
+                    from_slot: first_slot,
+                    deadline_slot: Some(deadline_slot),
+                }),
+                FirmOutcome::Rejected(cap) => Err(capacity_text(cap)),
+            }
+        }
+    }
+}
+
+/// A failed acceptance test as a rejection says it.
+fn capacity_text(cap: crate::planner::cpu::Capacity) -> String {
+    format!(
+        "{} slots free before slot {}, {} needed",
+        cap.available.max(0),
+        cap.deadline,
+        cap.needed
+    )
+}
+
+/// `timing` as a rejection says it.
+fn timing_text(timing: AdmitTiming) -> String {
+    match timing {
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } if offset == 0 && deadline == period => format!("{wcet} slots every {period} slots"),
+        AdmitTiming::Periodic {
+            period,
+            wcet,
+            offset,
+            deadline,
+        } => format!(
+            "{wcet} slots every {period} slots in [{offset}, {}) of each period",
+            offset + deadline
+        ),
+        AdmitTiming::Aperiodic { wcet, deadline } => {
+            format!("one job of {wcet} slots within {deadline} slots")
+        }
+    }
+}
+
+/// The timing of a tt `admit`, in slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AdmitTiming {
+    /// `wcet` slots of every `period` (dividing the frame), released `offset` slots after the
+    /// period's start and due `deadline` slots after the release.
+    Periodic {
+        period: u64,
+        wcet: u64,
+        offset: u64,
+        deadline: u64,
+    },
+    /// One job of `wcet` slots due `deadline` slots after the slot the request arrives in.
+    Aperiodic { wcet: u64, deadline: u64 },
+}
+
+/// The timing of a tt `admit`: `period_slots` + `wcet_slots` (+ `offset_slots`,
+/// `deadline_slots`: the plan's rule `1 ≤ wcet ≤ deadline`, `offset + deadline ≤ period`), or
+/// `wcet_slots` + `deadline_slots` alone (an aperiodic task: one job), or `util` +
+/// `latency_us` (seed 000's and Tableau's VM model): the longest period P dividing the frame
+/// whose budget Q = ⌈U·P⌉ leaves no gap longer than L between two services, 2·(P − Q) slots
+/// (the budget at the start of one period, then at the end of the next). `Err`: (field, value,
+/// rule).
+pub fn timing(r: &Admit, frame: u64, slot_us: u64) -> Result<AdmitTiming, TimingError> {
+    if r.after.is_some() && (r.period_slots.is_some() || r.util.is_some()) {
+        return Err((
+            "after",
+            format!("{:?}", r.after),
+            "only an aperiodic task (wcet_slots and deadline_slots without period_slots) has \
+             a job after which its threads change"
+                .into(),
+        ));
+    }
+    if r.offset_slots.is_some() && r.period_slots.is_none() {
+        return Err((
+            "offset_slots",
+            format!("{:?}", r.offset_slots),
+            "needs period_slots: the offset is of each period's job".into(),
+        ));
+    }
+    match (r.period_slots, r.wcet_slots, r.util, r.latency_us) {
+        (Some(p), Some(w), None, None) => periodic(r, p, w, frame),
+        (None, Some(w), None, None) => aperiodic(r, w),
+        (None, None, Some(u), Some(l)) => from_util(r, u, l, frame, slot_us),
+        _ => Err((
+            "period_slots",
+            format!("{:?}", r.period_slots),
+            "give period_slots and wcet_slots (periodic), wcet_slots and deadline_slots \
+             (aperiodic), or util and latency_us"
+                .into(),
+        )),
+    }
+}
+
+/// A refused timing: (field, value, rule).
+type TimingError = (&'static str, String, String);
+
+/// `period_slots` `p` + `wcet_slots` `w` (+ `offset_slots`, `deadline_slots`): `p` divides the
+/// frame of `frame` slots, `offset + deadline ≤ p`, `w ≤ deadline`.
+fn periodic(r: &Admit, p: u64, w: u64, frame: u64) -> Result<AdmitTiming, TimingError> {
+    if !frame.is_multiple_of(p) {
+        return Err((
+            "period_slots",
+            p.to_string(),
+            format!("must divide the frame of {frame} slots"),
+        ));
+    }
+    let offset = r.offset_slots.unwrap_or(0);
+    let deadline = r.deadline_slots.unwrap_or(p);
+    if offset.checked_add(deadline).is_none_or(|end| end > p) {
+        let (field, value) = match r.deadline_slots {
+            Some(d) => ("deadline_slots", d),
+            None => ("offset_slots", offset),
+        };
+        return Err((
+            field,
+            value.to_string(),
+            format!(
+                "offset_slots {offset} + deadline_slots {deadline} must be at most \
+                 period_slots = {p} (each job inside its period)"
+            ),
+        ));
+    }
+    if w > deadline {
+        let rule = match r.deadline_slots {
+            Some(d) => format!("must be at most deadline_slots = {d}"),
+            None => format!("must be at most period_slots = {p}"),
+        };
+        return Err(("wcet_slots", w.to_string(), rule));
+    }
+    Ok(AdmitTiming::Periodic {
+        period: p,
+        wcet: w,
+        offset,
+        deadline,
+    })
+}
+
+/// `wcet_slots` `w` + `deadline_slots` alone: one job, `w ≤ deadline`.
+fn aperiodic(r: &Admit, w: u64) -> Result<AdmitTiming, TimingError> {
+    let Some(d) = r.deadline_slots else {
+        return Err((
+            "deadline_slots",
+            "None".into(),
+            "give period_slots and wcet_slots (periodic), wcet_slots and \
+             deadline_slots (aperiodic), or util and latency_us"
+                .into(),
+        ));
+    };
+    if w > d {
+        return Err((
+            "wcet_slots",
+            w.to_string(),
+            format!("must be at most deadline_slots = {d}"),
+        ));
+    }
+    Ok(AdmitTiming::Aperiodic {
+        wcet: w,
+        deadline: d,
+    })
+}
+
+/// `util` `u` + `latency_us` `l`: the longest period dividing the frame of `frame` slots of
+/// `slot_us` whose budget ⌈u·P⌉ keeps the longest wait 2·(P − Q) slots within `l`.
+fn from_util(
+    r: &Admit,
+    u: f64,
+    l: u64,
+    frame: u64,
+    slot_us: u64,
+) -> Result<AdmitTiming, TimingError> {
+    if r.deadline_slots.is_some() {
+        return Err((
+            "deadline_slots",
+            format!("{:?}", r.deadline_slots),
+            "util and latency_us give the timing; a deadline goes with period_slots \
+             or an aperiodic wcet_slots"
+                .into(),
+        ));
+    }
+    if !(u > 0.0 && u < 1.0) {
+        return Err((
+            "util",
+            u.to_string(),
+            "must be in (0, 1): a share of one CPU per vCPU".into(),
+        ));
+    }
+    let slot = slot_us.max(1);
+    let fits = |p: u64| {
+        let q = (u * p as f64).ceil() as u64;
+        (q <= p).then_some(q).filter(|&q| 2 * (p - q) * slot <= l)
+    };
+    (1..=frame)
+        .rev()
+        .filter(|p| frame.is_multiple_of(*p))
+        .find_map(|p| {
+            fits(p).map(|q| AdmitTiming::Periodic {
+                period: p,
+                wcet: q,
+                offset: 0,
+                deadline: p,
+            })
+        })
+        .ok_or_else(|| {
+            (
+                "latency_us",
+                l.to_string(),
+                format!(
+                    "no period dividing the frame of {frame} slots of {slot_us} us keeps the \
+                 longest wait 2 x (period - budget) within it at util {u}"
+                ),
+            )
+        })
+}
