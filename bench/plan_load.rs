@@ -162,7 +162,7 @@ fn machine() -> String {
     format!("{model}, {cpus} CPUs available, Linux {}", kernel.trim())
 }
 
-/// The largest plans the caps accept (src/plan/limits.rs, docs/plan-format.md "Input limits"),
+/// The largest plans the caps accept (crates/tt-core/src/plan/limits.rs, docs/plan-format.md "Input limits"),
 /// each at a different cap: what a `switch_table` request may make scx_tt load.
 fn worst_cases() -> Vec<(&'static str, String)> {
     let plan = |cpus: u32, frame: u64, tasks: Vec<String>, table: Option<String>| {
@@ -344,7 +344,7 @@ fn worst_accepted() {
 /// (CPU ids < 256, at most 512 tasks).
 const GOAL: (Duration, f64, usize) = (Duration::from_millis(50), 64.0, 422_400);
 
-/// The largest `plan_text` plan the limits accept (src/plan/limits.rs): 64 CPUs (8 tasks each,
+/// The largest `plan_text` plan the limits accept (crates/tt-core/src/plan/limits.rs): 64 CPUs (8 tasks each,
 /// the 512-task cap) and the longest frame (a multiple of the mix's lcm, 400) whose jobs fit
 /// `MAX_PLAN_JOBS` (165 jobs per 1,000 slots and CPU: 99,200 slots, 1,047,552 jobs). The next
 /// larger plans in both directions are checked to be refused.

@@ -1,4 +1,4 @@
-//! Aggregation of per-slot records into the run summary (src/accounting): hand-worked
+//! Aggregation of per-slot records into the run summary (crates/tt-core/src/accounting): hand-worked
 //! scenarios with the arithmetic in comments.
 
 use scx_tt::accounting::{

@@ -1,4 +1,4 @@
-//! The DEmOS events of a kernel run of an imported plan (`src/demos/follow.rs`): the events
+//! The DEmOS events of a kernel run of an imported plan (`crates/tt-core/src/demos/follow.rs`): the events
 //! derived from the slot grid and the plan's table must be DEmOS's own (the simulator's hook,
 //! `simulate_events`, itself checked against DEmOS's golden schedules) for configurations whose
 //! SC work the plan states exactly, without the BE process events the plan cannot state; the

@@ -5,7 +5,7 @@
 //! the DEmOS test, with its title and `demos-sched -t` in a comment) and `NN-name.log` (the
 //! expected `DEMOS_SCHEDULE_LOG`). All nine cases run, the jitter one ("maximum jitter",
 //! `DEMOS_RAND_SEED=2`) included: scx_tt implements DEmOS's generator (mt19937 + libstdc++'s
-//! uniform_int_distribution, src/demos/rng.rs), so none is skipped.
+//! uniform_int_distribution, crates/tt-core/src/demos/rng.rs), so none is skipped.
 
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use std::path::{Path, PathBuf};

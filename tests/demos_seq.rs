@@ -1,5 +1,5 @@
-//! The slot sequencer (src/demos/sequencer.rs) against the millisecond simulator
-//! (src/demos/sim.rs) as the independent reference: with 1 ms slots and the same process
+//! The slot sequencer (crates/tt-core/src/demos/sequencer.rs) against the millisecond simulator
+//! (crates/tt-core/src/demos/sim.rs) as the independent reference: with 1 ms slots and the same process
 //! behaviour (the test plays the processes: `TT_SIM_WORK_MS=N` does N ms of work per job, then
 //! its completion is reported for the slot it finished in), the same schedule log line for line
 //! on every golden configuration, the worked example and generated configurations; and the lag

@@ -1,5 +1,5 @@
-//! The sequencer's DEmOS events (src/demos/sequencer.rs, "Events": what `-m`/`-M`/`-p` react
-//! to in a sequenced kernel run) against `events_from_sim` (src/demos/power.rs) as the
+//! The sequencer's DEmOS events (crates/tt-core/src/demos/sequencer.rs, "Events": what `-m`/`-M`/`-p` react
+//! to in a sequenced kernel run) against `events_from_sim` (crates/tt-core/src/demos/power.rs) as the
 //! independent reference: the event stream DEmOS's semantics imply for the millisecond
 //! simulator's schedule log. With 1 ms slots and the test playing the processes
 //! (tests/demos/seq_play.rs), every event at every slot before the time limit must be the

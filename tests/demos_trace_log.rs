@@ -1,4 +1,4 @@
-//! DEmOS's schedule log from a slot trace of an imported plan (`src/demos/trace_log.rs`):
+//! DEmOS's schedule log from a slot trace of an imported plan (`crates/tt-core/src/demos/trace_log.rs`):
 //! `plan import --demos` turns a configuration into a plan; the slot trace of that plan's table
 //! (what the kernel path enforces without `--planner`, built here from the plan) must give the
 //! same SC lines as `simulate --demos` (DEmOS's own semantics, checked against DEmOS's golden

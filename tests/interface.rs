@@ -1,4 +1,4 @@
-//! Periodic resource interfaces (src/planner/interface.rs, `scx_tt plan interface`): the
+//! Periodic resource interfaces (crates/tt-core/src/planner/interface.rs, `scx_tt plan interface`): the
 //! paper's algorithm against an independent brute force, hand-worked examples, the properties
 //! the paper states, and the command's exit codes and output.
 //!

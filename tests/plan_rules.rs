@@ -670,7 +670,7 @@ fn errors_are_collected_not_first_only() {
     assert_eq!(errors(&v).len(), 3, "{:#?}", errors(&v));
 }
 
-// ---- the BPF scheduler's limits (src/plan/limits.rs, src/bpf/intf.h) ----
+// ---- the BPF scheduler's limits (crates/tt-core/src/plan/limits.rs, src/bpf/intf.h) ----
 
 /// The base plan with `n` be tasks in all (a plan that loads has at most `abi::MAX_TASKS`).
 fn with_tasks(n: usize) -> Value {

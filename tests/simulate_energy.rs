@@ -1,7 +1,7 @@
 //! `simulate`'s energy equals a recomputation from its own trace, under every policy and both
 //! power models (issue 14 item 7). The recomputation here reads nothing but the slot records
 //! and the per-slot prices of `SlotPower`, and applies the rule `simulate` documents
-//! (src/sim/mod.rs, docs/energy.md §4): a non-idle slot is busy for `min(ran_ns + stolen_ns,
+//! (crates/tt-core/src/sim/mod.rs, docs/energy.md §4): a non-idle slot is busy for `min(ran_ns + stolen_ns,
 //! slot)` when recorded (else whole) at its recorded frequency and idle for the rest at that
 //! frequency; consecutive idle slots form a run, priced as one DPM idle period at its slots'
 //! frequency when any slot of it carries `idle_until`, else slot by slot, each at its own

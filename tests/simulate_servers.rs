@@ -1,4 +1,4 @@
-//! Seed 001's server designs on a slot table (src/sim/servers.rs, docs/servers.md): the
+//! Seed 001's server designs on a slot table (crates/tt-core/src/sim/servers.rs, docs/servers.md): the
 //! simulator against an independent tick-by-tick brute force, a hand-worked example where the
 //! designs differ, the guarantee (Lemma 1 + the EDF table + the simulator: no job of a
 //! component whose interface comes from Algorithm 1 ever misses, under any design and any

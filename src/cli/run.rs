@@ -1,5 +1,5 @@
 //! `scx_tt --table plan.json`: enforce a plan with the BPF scheduler (src/sched), stream its
-//! per-slot records into the accounting (src/accounting), and print the summary at exit.
+//! per-slot records into the accounting (crates/tt-core/src/accounting), and print the summary at exit.
 //! This file is the flags and the plan; the run is a daemon in the shape of scx's Rust
 //! schedulers (feature `bpf`):
 //! - `daemon.rs`: the run: `Daemon` (steps 1–2: system checks, configuration, tasks; what a

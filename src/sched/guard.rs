@@ -6,7 +6,7 @@
 //! The default choice: `guard = clamp(p99 + 10 %, 5 % of the slot, 10 % of the slot)`.
 //! - p99: an owner runs into the next slot only when the guard-band event comes later than the
 //!   guard band, so a guard band at the p99 of the timer lateness keeps that to about 1 % of
-//!   the events, the threshold of the summary's `hint:` line (src/accounting/render.rs). The
+//!   the events, the threshold of the summary's `hint:` line (crates/tt-core/src/accounting/render.rs). The
 //!   10 % margin covers the sampling noise of a p99 taken from a few hundred wake-ups.
 //! - The lower bound is the fixed default before calibration (5 % of the slot): on hardware
 //!   whose timers are tens of microseconds late nothing changes.

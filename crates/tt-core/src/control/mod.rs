@@ -361,7 +361,7 @@ impl Control {
         for i in gone {
             let (index, class) = (self.added[i].index, self.added[i].class);
             let from = match class {
-                // an adaptive task may hold a reservation (the run's supervisor, src/adaptive)
+                // an adaptive task may hold a reservation (the run's supervisor, crates/tt-core/src/adaptive)
                 Class::Tt | Class::Adaptive => match engine.with_planner(|p, _| {
                     p.remove_admitted(index);
                     p.now()

@@ -955,7 +955,7 @@ impl KernelPlanner {
             .find(|&id| self.task_of[id] as usize == index && self.admitted.contains(&id))
     }
 
-    /// The admission oracle of the adaptive supervisor (src/adaptive/supervisor.rs) on managed
+    /// The admission oracle of the adaptive supervisor (crates/tt-core/src/adaptive/supervisor.rs) on managed
     /// CPU index `cpu`: a copy of this planner without the reservations admitted for BPF
     /// indexes `without` (the adaptive tasks being supervised), which answers whether a set of
     /// periodic reservations fits by admitting each with [`Self::admit_task`]'s test (the

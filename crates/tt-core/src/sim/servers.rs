@@ -8,7 +8,7 @@
 //! # Problem
 //! A *component* (a VM, a process: a `tt` task of a plan) runs a workload of periodic tasks under
 //! its own RM or EDF scheduler, and owns slots of an offline table: its interface Γ = (Π, Θ)
-//! (src/planner/interface.rs) placed by EDF, Θ slots in every window [kΠ, (k+1)Π). Its jobs
+//! (crates/tt-core/src/planner/interface.rs) placed by EDF, Θ slots in every window [kΠ, (k+1)Π). Its jobs
 //! often need less than that (the interface overhead U_Γ − U_W, and jobs that run below their
 //! WCET). Where does the owner's unused slot time go, and what does that do to the response times
 //! of every component's jobs? The paper answers with three server designs and measures them in

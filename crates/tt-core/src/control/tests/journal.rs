@@ -1,4 +1,4 @@
-//! The control journal (`--resume`, src/control/journal.rs): after any sequence of requests the
+//! The control journal (`--resume`, crates/tt-core/src/control/journal.rs): after any sequence of requests the
 //! journal holds exactly what rebuilds the run's state. Judged by an independent replay: a fresh
 //! control and planner serve the journal's lines, and the tasks that run, the tasks removed and
 //! the policy in force must equal the original's; a refused request never changes the journal.
