@@ -1,6 +1,6 @@
 //! The witness: judges a run by the kernel's own scheduling events, not by scx_tt's records.
 //!
-//! The guest records `sched_switch`, `sched_wakeup(_new)` and `sched_process_fork` on every CPU
+//! The guest records `sched_switch`, `sched_wakeup(_new)`, `sched_process_fork` and `sched_migrate_task` on every CPU
 //! with ftrace (`witness_start` / `witness_stop NAME` in tests/vm/guest/lib.sh), time-stamped
 //! with the `mono` trace clock, which is CLOCK_MONOTONIC: the clock of scx_tt's `t0_ns`
 //! (summary JSON and `--trace` header). Here the events become per-CPU run segments, aligned to
@@ -66,6 +66,15 @@ pub enum Kind {
     },
     Wakeup {
         pid: u32,
+        /// the CPU the task was woken onto (`target_cpu`)
+        target: u32,
+    },
+    /// `sched_migrate_task`: the kernel moved `pid` from `orig` to `dest` (diagnostics only:
+    /// how a foreign task reached a managed CPU)
+    Migrate {
+        pid: u32,
+        orig: u32,
+        dest: u32,
     },
     Fork {
         parent: u32,
@@ -160,6 +169,16 @@ pub fn parse_line(line: &str) -> std::result::Result<Option<Event>, String> {
         },
         "wakeup" | "wakeup_new" => Kind::Wakeup {
             pid: num(args, "pid", Some("prio")).ok_or_else(bad)?,
+            target: field(args, "target_cpu", None)
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .ok_or_else(bad)?,
+        },
+        "migrate_task" => Kind::Migrate {
+            pid: num(args, "pid", Some("prio")).ok_or_else(bad)?,
+            orig: num(args, "orig_cpu", Some("dest_cpu")).ok_or_else(bad)?,
+            dest: field(args, "dest_cpu", None)
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .ok_or_else(bad)?,
         },
         "process_fork" => Kind::Fork {
             parent: num(args, "pid", Some("child_comm")).ok_or_else(bad)?,
@@ -273,6 +292,10 @@ pub struct Report {
     pub foreign_ns: BTreeMap<u32, u64>,
     /// the largest foreign runs: (cpu, comm, pid, ns)
     pub foreign_top: Vec<(u32, String, u32, u64)>,
+    /// per entry of `foreign_top`: its runs, when, and the kernel's last events about that pid
+    /// before its first foreign run (a wakeup's target CPU, a migration, a switch): how it
+    /// reached the managed CPU, printed with a failed foreign check
+    pub foreign_how: Vec<String>,
     pub kthread_ns: BTreeMap<u32, u64>,
     /// kernel threads that are not per-CPU ones of that CPU by name (an unbound worker whose
     /// pool a CPU hotplug narrowed to this CPU): printed, not failed, as scx_tt counts every
@@ -396,6 +419,47 @@ pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
 }
 
 impl Frame {
+    /// One line on a foreign run of `pid` on managed CPU `cpu`: how many runs, the first one's
+    /// time and slot, and the kernel's last events about `pid` up to its first run there.
+    fn foreign_how(
+        &self,
+        events: &[Event],
+        cpu: u32,
+        comm: &str,
+        pid: u32,
+        runs: &[(u64, u64)],
+    ) -> String {
+        let rel = |t: u64| (t as i64 - self.t0_ns as i64) as f64 / 1e6;
+        let first = runs.first().map_or(0, |r| r.0);
+        let about: Vec<String> = events
+            .iter()
+            .filter(|e| e.ts_ns <= first)
+            .filter(|e| match &e.kind {
+                Kind::Switch {
+                    prev_pid, next_pid, ..
+                } => *prev_pid == pid || *next_pid == pid,
+                Kind::Wakeup { pid: p, .. } | Kind::Migrate { pid: p, .. } => *p == pid,
+                Kind::Fork { child, .. } => *child == pid,
+                _ => false,
+            })
+            .map(|e| format!("{:+.3} ms [{}] {:?}", rel(e.ts_ns), e.cpu, e.kind))
+            .collect();
+        let tail = &about[about.len().saturating_sub(6)..];
+        format!(
+            "{comm} {pid} on CPU {cpu}: {} runs, the first from {:+.3} ms (first judged piece {:+.3} ms, slot {}); \
+             before it: {}",
+            runs.len(),
+            rel(first),
+            rel(runs[0].1),
+            self.slot_of(runs[0].1),
+            if tail.is_empty() {
+                "no event about it since the witness started".to_string()
+            } else {
+                tail.join("; ")
+            }
+        )
+    }
+
     fn slot_of(&self, t: u64) -> u64 {
         (t - self.t0_ns) / self.slot_ns
     }
@@ -536,6 +600,8 @@ impl Frame {
             }
         }
         let mut foreign: BTreeMap<(u32, String, u32), u64> = BTreeMap::new();
+        // (cpu, pid) -> (segment start, first judged piece) per foreign run
+        let mut foreign_runs: BTreeMap<(u32, u32), Vec<(u64, u64)>> = BTreeMap::new();
         let mut owner_ns: HashMap<(u32, u64), u64> = HashMap::new();
         for seg in segments(events, self.end_ns) {
             let on_managed = managed.contains(&seg.cpu);
@@ -614,6 +680,10 @@ impl Frame {
                         *foreign
                             .entry((seg.cpu, seg.comm.clone(), seg.pid))
                             .or_default() += ns;
+                        let runs = foreign_runs.entry((seg.cpu, seg.pid)).or_default();
+                        if runs.last().is_none_or(|&(s, _)| s != seg.start) {
+                            runs.push((seg.start, a));
+                        }
                     }
                 }
             }
@@ -627,6 +697,14 @@ impl Frame {
             .into_iter()
             .take(5)
             .map(|((c, comm, pid), ns)| (c, comm, pid, ns))
+            .collect();
+        r.foreign_how = r
+            .foreign_top
+            .iter()
+            .map(|(cpu, comm, pid, _)| {
+                let runs = &foreign_runs[&(*cpu, *pid)];
+                self.foreign_how(events, *cpu, comm, *pid, runs)
+            })
             .collect();
         // record agreement
         let mut switches: HashMap<(u32, u64), u64> = HashMap::new();
@@ -680,13 +758,13 @@ impl Frame {
         let managed: HashSet<u32> = self.managed.iter().copied().collect();
         for e in events {
             match &e.kind {
-                Kind::Wakeup { pid } => {
+                Kind::Wakeup { pid, .. } => {
                     let s = state.entry(*pid).or_insert(State::Blocked);
                     if *s == State::Blocked {
                         *s = State::Waiting(e.ts_ns);
                     }
                 }
-                Kind::Fork { .. } | Kind::Mark(_) | Kind::Timer => {}
+                Kind::Fork { .. } | Kind::Mark(_) | Kind::Timer | Kind::Migrate { .. } => {}
                 Kind::Switch {
                     prev_pid,
                     prev_state,
@@ -1036,7 +1114,7 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
                 r.clock_runs.get(cpu).copied().unwrap_or(0),
                 ms(*ns),
                 if *ns > 0 {
-                    format!(": {:?}", r.foreign_top)
+                    format!(": {:?}; {}", r.foreign_top, r.foreign_how.join(" | "))
                 } else {
                     String::new()
                 }
@@ -1333,7 +1411,7 @@ mod tests {
         let w = "  sh-122     [000] d.s4.     6.320512: sched_wakeup: comm=kworker/0:0 pid=9 prio=120 target_cpu=000";
         assert_eq!(
             parse_line(w).unwrap().unwrap().kind,
-            Kind::Wakeup { pid: 9 }
+            Kind::Wakeup { pid: 9, target: 0 }
         );
         let f = "  sh-122     [000] .....     6.320868: sched_process_fork: comm=sh pid=122 child_comm=sh child_pid=145";
         assert_eq!(
@@ -1343,6 +1421,18 @@ mod tests {
                 child: 145
             }
         );
+        let m = "  migration/0-21 [000] d..5. 7.000100: sched_migrate_task: comm=sh pid=74 prio=120 orig_cpu=0 dest_cpu=1";
+        assert_eq!(
+            parse_line(m).unwrap().unwrap().kind,
+            Kind::Migrate {
+                pid: 74,
+                orig: 0,
+                dest: 1
+            }
+        );
+        // a wakeup without target_cpu, a migration without dest_cpu: refused, not guessed
+        assert!(parse_line("  sh-1 [000] d..2. 1.000001: sched_wakeup: comm=a pid=1 prio=1").is_err());
+        assert!(parse_line("  sh-1 [000] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=1 orig_cpu=0").is_err());
         assert!(parse_line("garbage").is_err());
         assert!(parse_line("  sh-1 [000] d..2. 1.x: sched_wakeup: comm=a pid=1 prio=1").is_err());
         assert_eq!(parse_ts("12.000001"), Some(12_000_001_000));
@@ -1549,6 +1639,7 @@ mod tests {
         // foreign sh runs 1 ms in slot 1; a runs 0.5 ms into slot 1 (outside) and on CPU 0.
         let l = [
             sw(1_000_000, 1, ("swapper/1", 0, "R"), ("a", 10)),
+            "  migration/0-21 [000] d..5. 1.010000: sched_migrate_task: comm=sh pid=99 prio=120 orig_cpu=0 dest_cpu=1".into(),
             sw(1_010_500, 1, ("a", 10, "S"), ("sh", 99)),
             sw(1_011_500, 1, ("sh", 99, "S"), ("b", 20)),
             wake(1_020_000, 10),
@@ -1568,6 +1659,11 @@ mod tests {
         assert_eq!(a.off_managed_ns, 1_000_000, "the forked thread 11 on CPU 0");
         assert_eq!(r.foreign_ns[&1], 1_000_000);
         assert_eq!(r.foreign_top[0], (1, "sh".to_string(), 99, 1_000_000));
+        // how it came: its one run, from 10.5 ms after t0, after the kernel moved it to CPU 1
+        let how = &r.foreign_how[0];
+        assert!(how.starts_with("sh 99 on CPU 1: 1 runs, the first from +10.500 ms"), "{how}");
+        assert!(how.contains("+10.000 ms [0] Migrate { pid: 99, orig: 0, dest: 1 }"), "{how}");
+        assert!(how.ends_with("next_pid: 99, next_comm: \"sh\" }"), "{how}");
         assert_eq!(r.kthread_ns[&1], 1_600_000);
         assert_eq!(r.be_over_owner.len(), 1);
         let b = &r.be_over_owner[0];

@@ -226,7 +226,7 @@ send_out_files() {
 
 # The witness (docs/vm-harness.md, "The witness"): the kernel's own scheduling events on every
 # CPU, recorded by ftrace, not by scx_tt: sched_switch, sched_wakeup, sched_wakeup_new,
-# sched_process_fork and the hrtimer expiries of BPF timers (bpf_timer_cb), time-stamped
+# sched_process_fork, sched_migrate_task (to explain how a foreign task reached a managed CPU) and the hrtimer expiries of BPF timers (bpf_timer_cb), time-stamped
 # with the `mono` trace clock (CLOCK_MONOTONIC, the clock of scx_tt's t0_ns). witness_start clears and starts it; witness_stop NAME stops it, writes the
 # events to /out/NAME.witness and the per-CPU buffer overruns to the results as
 # NAME_witness_lost (must be 0: a full buffer would hide events), and the pids of the kernel
@@ -238,7 +238,7 @@ witness_start() {
   echo mono > $TRACING/trace_clock
   echo "${WITNESS_KB:-32768}" > $TRACING/buffer_size_kb
   echo > $TRACING/trace
-  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
+  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork sched_migrate_task; do
     echo 1 > $TRACING/events/sched/$e/enable
   done
   # When the scheduler's BPF timers really fired (the kernel's hrtimer, not scx_tt's own
@@ -281,7 +281,7 @@ witness_stop() {
   witness_kthreads
   sort -un /tmp/witness.kthreads > "$OUT/$1.kthreads"
   echo "tt-vm: witness $1: $(wc -l < "$OUT/$1.witness") events, $lost lost"
-  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork; do
+  for e in sched_switch sched_wakeup sched_wakeup_new sched_process_fork sched_migrate_task; do
     echo 0 > $TRACING/events/sched/$e/enable
   done
   if [ -d $TRACING/events/timer/hrtimer_expire_entry ]; then
