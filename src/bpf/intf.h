@@ -251,6 +251,8 @@ struct tt_cpu_stats {
 	u64 dpm_defers; /* slot ticks deferred over a DPM idle period (K) */
 	u64 dpm_slots; /* slots whose tick a deferral skipped (their records closed at the wake) */
 	u64 dpm_shortened; /* deferrals cut short from ops.dispatch (a lowered dpm_until) */
+	u64 evictions; /* foreign tasks that started here without being routed here, sent away (D) */
+	u64 evicted_ns; /* their run time here until they left (also in the records' foreign_ns) */
 };
 
 /*
@@ -283,6 +285,6 @@ _Static_assert(sizeof(struct tt_reclass_arg) == 8, "tt_reclass_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
 _Static_assert(sizeof(struct tt_task_stats) == 48, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 120, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 136, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

@@ -158,6 +158,10 @@
  *   - per-CPU kthread (or migration-disabled task, or a task whose affinity has no
  *     housekeeping CPU) -> the local DSQ of its CPU;
  *   - everything else -> TT_DSQ_HOUSEKEEPING, and an idle housekeeping CPU is kicked.
+ *   A foreign task that starts on a managed CPU anyway (not routed there: the kernel kept it
+ *   where it ran, e.g. a task priority-inherited into the RT class on PREEMPT_RT, pulled to
+ *   the CPU by RT balancing and returned to sched_ext in place) is evicted: ops.running ends
+ *   its run at once, so ops.enqueue routes it as above (cpu_stats evictions, evicted_ns).
  *   Threads are recognised by tid through task_ctx (written by userspace before attach, so no
  *   plan thread is ever routed as a foreign task). Threads forked by a plan thread inherit its
  *   task (ops.init_task), and entries are deleted at exit (ops.exit_task).
@@ -575,6 +579,7 @@ struct tt_cpu_acct {
 	u32 cur_task;
 	bool be_started_over_owner; /* the running be task started while the owner waited */
 	bool reclaiming; /* the running tt task was started in another owner's slot (crps, C) */
+	bool evicting; /* the running task is foreign and was sent away as it started (D) */
 	u64 seg_start_ns;
 	u64 owner_ready_ns; /* when the current owner last became runnable */
 	u64 cur_slot; /* the slot whose tick fired last: the slot in force on this CPU */
@@ -853,6 +858,8 @@ static void charge_piece(struct tt_cpu_acct *a, s32 cpu, u64 slot, u64 piece_sta
 			rec->kthread_ns += ns;
 		else if (a->cur_kind == TT_RUN_FOREIGN)
 			rec->foreign_ns += ns;
+		if (a->cur_kind == TT_RUN_FOREIGN && a->evicting && cpu < TT_MAX_CPUS)
+			__sync_fetch_and_add(&cpu_stats[cpu].evicted_ns, ns);
 		return;
 	}
 	if (task >= TT_MAX_TASKS)
@@ -2239,6 +2246,25 @@ void BPF_STRUCT_OPS(tt_running, struct task_struct *p)
 	a->seg_start_ns = now;
 	a->be_started_over_owner = false;
 	a->reclaiming = false;
+	a->evicting = false;
+
+	/*
+	 * A foreign task starting on a managed CPU was not routed here (D): the kernel kept it on
+	 * the CPU it was running on, e.g. a task priority-inherited into the RT class (an RT waiter
+	 * on a PREEMPT_RT sleeping lock it held), pulled to this CPU by RT balancing, and put back
+	 * into sched_ext in place when the lock was released (ENQUEUE_RESTORE of the current task
+	 * goes to the local DSQ without ops.enqueue). It would run on to the slot's end: end its run
+	 * now, so that ops.enqueue routes it to the housekeeping CPUs. Not one that must stay here
+	 * (migration disabled, or no housekeeping CPU in its affinity: D's local-DSQ rule).
+	 */
+	if (a->cur_kind == TT_RUN_FOREIGN && is_managed(cpu) && !is_migration_disabled(p) &&
+	    housekeeping_allowed(p)) {
+		a->evicting = true;
+		__sync_fetch_and_add(&cpu_stats[cpu].evictions, 1);
+		p->scx.slice = 0;
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		return;
+	}
 
 	if (!is_managed(cpu)) {
 		/*

@@ -994,6 +994,8 @@ impl<'a> Scheduler<'a> {
                     dpm_defers,
                     dpm_slots,
                     dpm_shortened,
+                    evictions,
+                    evicted_ns,
                 } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
                     ticks,
@@ -1011,6 +1013,8 @@ impl<'a> Scheduler<'a> {
                     dpm_defers,
                     dpm_slots,
                     dpm_shortened,
+                    evictions,
+                    evicted_ns,
                 };
                 (c, counters)
             })

@@ -170,18 +170,7 @@ pub fn check_summary_foreign(
     foreign_allowed_ns: u64,
 ) -> u64 {
     for cpu in s.managed() {
-        c.check(
-            cpu.foreign_ns <= foreign_allowed_ns,
-            format!(
-                "cpu {}: foreign {} ns (want {})",
-                cpu.cpu,
-                cpu.foreign_ns,
-                match foreign_allowed_ns {
-                    0 => "0".to_string(),
-                    n => format!("<= {n}: threads leaving the plan"),
-                }
-            ),
-        );
+        cpu.check_foreign(c, foreign_allowed_ns, "threads leaving the plan");
     }
     if let Some((min, why)) = min_delivered {
         for t in s

@@ -63,6 +63,9 @@ pub enum Kind {
         prev_state: String,
         next_pid: u32,
         next_comm: String,
+        /// the kernel's prio of the next task: below 100 in the RT or deadline class (a task
+        /// priority-inherited from an RT waiter is there too, out of sched_ext's hands)
+        next_prio: u32,
     },
     Wakeup {
         pid: u32,
@@ -166,6 +169,9 @@ pub fn parse_line(line: &str) -> std::result::Result<Option<Event>, String> {
                 .ok_or_else(bad)?
                 .into(),
             next_pid: num(args, "next_pid", Some("next_prio")).ok_or_else(bad)?,
+            next_prio: field(args, "next_prio", None)
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                .ok_or_else(bad)?,
         },
         "wakeup" | "wakeup_new" => Kind::Wakeup {
             pid: num(args, "pid", Some("prio")).ok_or_else(bad)?,
@@ -229,6 +235,9 @@ pub struct Segment {
     pub comm: String,
     pub start: u64,
     pub end: u64,
+    /// the task's prio when it was switched in (`next_prio`; 120 when unknown: a CPU's first
+    /// segment); below 100 it ran in the RT or deadline class
+    pub prio: u32,
 }
 
 /// The plan's view the witness needs: classes and CPUs of the tasks, the slot grid, and the
@@ -296,6 +305,12 @@ pub struct Report {
     /// before its first foreign run (a wakeup's target CPU, a migration, a switch): how it
     /// reached the managed CPU, printed with a failed foreign check
     pub foreign_how: Vec<String>,
+    /// per managed CPU: ns of tasks outside the plan that ran there in the RT or deadline
+    /// class (switched in with a prio below 100), which sched_ext does not schedule; printed,
+    /// not failed (see `Frame::run`)
+    pub higher_class_ns: BTreeMap<u32, u64>,
+    /// the largest of them: (cpu, comm, pid, ns)
+    pub higher_class_top: Vec<(u32, String, u32, u64)>,
     pub kthread_ns: BTreeMap<u32, u64>,
     /// kernel threads that are not per-CPU ones of that CPU by name (an unbound worker whose
     /// pool a CPU hotplug narrowed to this CPU): printed, not failed, as scx_tt counts every
@@ -380,7 +395,8 @@ enum State {
 /// Per-CPU run segments from the switch events (a CPU's first segment starts at its first
 /// switch; the last one ends at `end`).
 pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
-    let mut cur: BTreeMap<u32, (u32, String, u64)> = BTreeMap::new();
+    // per CPU: the running task's (pid, comm, since, prio)
+    let mut cur: BTreeMap<u32, (u32, String, u64, u32)> = BTreeMap::new();
     let mut out = Vec::new();
     for e in events {
         if let Kind::Switch {
@@ -388,10 +404,11 @@ pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
             prev_comm,
             next_pid,
             next_comm,
+            next_prio,
             ..
         } = &e.kind
         {
-            let start = cur.get(&e.cpu).map_or(e.ts_ns, |c| c.2);
+            let (start, prio) = cur.get(&e.cpu).map_or((e.ts_ns, 120), |c| (c.2, c.3));
             if start < e.ts_ns {
                 out.push(Segment {
                     cpu: e.cpu,
@@ -399,12 +416,13 @@ pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
                     comm: prev_comm.clone(),
                     start,
                     end: e.ts_ns,
+                    prio,
                 });
             }
-            cur.insert(e.cpu, (*next_pid, next_comm.clone(), e.ts_ns));
+            cur.insert(e.cpu, (*next_pid, next_comm.clone(), e.ts_ns, *next_prio));
         }
     }
-    for (cpu, (pid, comm, start)) in cur {
+    for (cpu, (pid, comm, start, prio)) in cur {
         if start < end {
             out.push(Segment {
                 cpu,
@@ -412,6 +430,7 @@ pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
                 comm,
                 start,
                 end,
+                prio,
             });
         }
     }
@@ -600,6 +619,7 @@ impl Frame {
             }
         }
         let mut foreign: BTreeMap<(u32, String, u32), u64> = BTreeMap::new();
+        let mut higher: BTreeMap<(u32, String, u32), u64> = BTreeMap::new();
         // (cpu, pid) -> (segment start, first judged piece) per foreign run
         let mut foreign_runs: BTreeMap<(u32, u32), Vec<(u64, u64)>> = BTreeMap::new();
         let mut owner_ns: HashMap<(u32, u64), u64> = HashMap::new();
@@ -675,6 +695,16 @@ impl Frame {
                         *r.allowed_ns.entry(seg.cpu).or_default() += ns
                     }
                     None if seg.comm == "scx_tt" => *r.loader_ns.entry(seg.cpu).or_default() += ns,
+                    // switched in in the RT or deadline class: out of sched_ext's hands (an
+                    // RT task whose affinity allows the CPU, or a task priority-inherited
+                    // from an RT waiter and pulled here by RT balancing; BPF sends it away
+                    // as soon as it is back in sched_ext: its `evictions`)
+                    None if seg.prio < 100 => {
+                        *r.higher_class_ns.entry(seg.cpu).or_default() += ns;
+                        *higher
+                            .entry((seg.cpu, seg.comm.clone(), seg.pid))
+                            .or_default() += ns;
+                    }
                     None => {
                         *r.foreign_ns.entry(seg.cpu).or_default() += ns;
                         *foreign
@@ -691,6 +721,13 @@ impl Frame {
         for &cpu in &self.managed {
             r.foreign_ns.entry(cpu).or_default();
         }
+        let mut top: Vec<_> = higher.into_iter().collect();
+        top.sort_by_key(|x| std::cmp::Reverse(x.1));
+        r.higher_class_top = top
+            .into_iter()
+            .take(5)
+            .map(|((c, comm, pid), ns)| (c, comm, pid, ns))
+            .collect();
         let mut top: Vec<_> = foreign.into_iter().collect();
         top.sort_by_key(|x| std::cmp::Reverse(x.1));
         r.foreign_top = top
@@ -1105,13 +1142,20 @@ pub fn report(c: &mut Checks, run: &str, f: &Frame, r: &Report, b: &Bounds) {
             format!(
                 "{run}: witness: CPU {cpu}: nothing outside the plan ran but kthreads \
                  ({:.3} ms per-CPU kthreads, {:.3} ms other kthreads, {:.3} ms declared, {:.3} ms \
-                 scx_tt, {:.3} ms in {} runs of its slot clock thread, foreign {:.3} ms{})",
+                 scx_tt, {:.3} ms in {} runs of its slot clock thread, {:.3} ms in a higher class{}, \
+                 foreign {:.3} ms{})",
                 ms(r.kthread_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.other_kthread_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.allowed_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.loader_ns.get(cpu).copied().unwrap_or(0)),
                 ms(r.clock_ns.get(cpu).copied().unwrap_or(0)),
                 r.clock_runs.get(cpu).copied().unwrap_or(0),
+                ms(r.higher_class_ns.get(cpu).copied().unwrap_or(0)),
+                if r.higher_class_ns.get(cpu).is_some_and(|&n| n > 0) {
+                    format!(" {:?}", r.higher_class_top)
+                } else {
+                    String::new()
+                },
                 ms(*ns),
                 if *ns > 0 {
                     format!(": {:?}; {}", r.foreign_top, r.foreign_how.join(" | "))
@@ -1405,7 +1449,8 @@ mod tests {
                 prev_comm: "swapper/1".into(),
                 prev_state: "R".into(),
                 next_pid: 145,
-                next_comm: "CPU 0/TCG".into()
+                next_comm: "CPU 0/TCG".into(),
+                next_prio: 120
             }
         );
         let w = "  sh-122     [000] d.s4.     6.320512: sched_wakeup: comm=kworker/0:0 pid=9 prio=120 target_cpu=000";
@@ -1633,6 +1678,27 @@ mod tests {
     }
 
     #[test]
+    fn a_foreign_task_in_a_higher_class_is_printed_apart() {
+        // sh (pid 99) switched in on CPU 1 at prio 98: priority-inherited into the RT class
+        // (PREEMPT_RT), out of sched_ext's hands; the same run at prio 120 is foreign
+        let boosted = |prio: u32| {
+            vec![
+                sw(1_000_000, 1, ("swapper/1", 0, "R"), ("a", 10)),
+                format!("  x-1 [001] d..2. 1.010500: sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=sh next_pid=99 next_prio={prio}"),
+                sw(1_011_500, 1, ("sh", 99, "S"), ("a", 10)),
+                sw(1_020_000, 1, ("a", 10, "S"), ("swapper/1", 0)),
+            ]
+        };
+        let f = frame([10_000_000, 9_900_000]);
+        let r = run(&f, &boosted(98));
+        assert_eq!((r.foreign_ns[&1], r.higher_class_ns[&1]), (0, 1_000_000));
+        assert_eq!(r.higher_class_top, vec![(1, "sh".to_string(), 99, 1_000_000)]);
+        let r = run(&f, &boosted(120));
+        assert_eq!(r.foreign_ns[&1], 1_000_000);
+        assert!(r.higher_class_ns.is_empty());
+    }
+
+    #[test]
     fn each_violation_is_seen() {
         // slot 2: b is switched in at 1.0215 s although a was woken at 1.020 s (1.5 ms
         // waiting); a runs only from 1.025 s, while the record claims 9.9 ms; a
@@ -1663,7 +1729,7 @@ mod tests {
         let how = &r.foreign_how[0];
         assert!(how.starts_with("sh 99 on CPU 1: 1 runs, the first from +10.500 ms"), "{how}");
         assert!(how.contains("+10.000 ms [0] Migrate { pid: 99, orig: 0, dest: 1 }"), "{how}");
-        assert!(how.ends_with("next_pid: 99, next_comm: \"sh\" }"), "{how}");
+        assert!(how.ends_with("next_pid: 99, next_comm: \"sh\", next_prio: 120 }"), "{how}");
         assert_eq!(r.kthread_ns[&1], 1_600_000);
         assert_eq!(r.be_over_owner.len(), 1);
         let b = &r.be_over_owner[0];
@@ -1675,7 +1741,7 @@ mod tests {
         assert_eq!(r.diffs[0], (1, 2, 4_900_000, 3, 0));
         // the same be start within the race window is not a violation
         let mut l2 = l.clone();
-        l2[3] = wake(1_021_400, 10);
+        l2[4] = wake(1_021_400, 10);
         let r2 = run(&f, &l2);
         assert!(r2.be_over_owner.is_empty());
         assert_eq!(r2.be_near_race, 1);

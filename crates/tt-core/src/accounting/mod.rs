@@ -178,6 +178,12 @@ pub struct CpuCounters {
     pub dpm_defers: u64,
     pub dpm_slots: u64,
     pub dpm_shortened: u64,
+    /// Foreign tasks that started on this managed CPU without being routed there (the kernel
+    /// kept one where it ran: priority inheritance into the RT class and back, on PREEMPT_RT)
+    /// and were sent to the housekeeping CPUs at once, and their run time here until they left
+    /// (part of the records' `foreign_ns`; src/bpf/tt_sched.bpf.c, D).
+    pub evictions: u64,
+    pub evicted_ns: u64,
 }
 }
 

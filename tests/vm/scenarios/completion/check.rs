@@ -883,6 +883,7 @@ fn job_logs_parse_and_overlaps_add_up() {
         comm: "x".into(),
         start,
         end,
+        prio: 120,
     };
     let (a, b) = (seg(0, 10), seg(20, 30));
     assert_eq!(overlap(&[&a, &b], 5, 25), 10);

@@ -105,13 +105,7 @@ fn run_files(
             // 2, seen here too now and then (19 ms in one of eight runs); printed above, not
             // judged here
             for cpu in s.managed() {
-                c.check(
-                    cpu.foreign_ns == 0,
-                    format!(
-                        "{run}: cpu {} foreign {} ns (want 0)",
-                        cpu.cpu, cpu.foreign_ns
-                    ),
-                );
+                cpu.check_foreign(c, 0, "");
             }
             Some((s, err, t))
         }
