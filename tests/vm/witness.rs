@@ -1476,8 +1476,13 @@ mod tests {
             }
         );
         // a wakeup without target_cpu, a migration without dest_cpu: refused, not guessed
-        assert!(parse_line("  sh-1 [000] d..2. 1.000001: sched_wakeup: comm=a pid=1 prio=1").is_err());
-        assert!(parse_line("  sh-1 [000] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=1 orig_cpu=0").is_err());
+        assert!(
+            parse_line("  sh-1 [000] d..2. 1.000001: sched_wakeup: comm=a pid=1 prio=1").is_err()
+        );
+        assert!(parse_line(
+            "  sh-1 [000] d..2. 1.000001: sched_migrate_task: comm=a pid=1 prio=1 orig_cpu=0"
+        )
+        .is_err());
         assert!(parse_line("garbage").is_err());
         assert!(parse_line("  sh-1 [000] d..2. 1.x: sched_wakeup: comm=a pid=1 prio=1").is_err());
         assert_eq!(parse_ts("12.000001"), Some(12_000_001_000));
@@ -1692,7 +1697,10 @@ mod tests {
         let f = frame([10_000_000, 9_900_000]);
         let r = run(&f, &boosted(98));
         assert_eq!((r.foreign_ns[&1], r.higher_class_ns[&1]), (0, 1_000_000));
-        assert_eq!(r.higher_class_top, vec![(1, "sh".to_string(), 99, 1_000_000)]);
+        assert_eq!(
+            r.higher_class_top,
+            vec![(1, "sh".to_string(), 99, 1_000_000)]
+        );
         let r = run(&f, &boosted(120));
         assert_eq!(r.foreign_ns[&1], 1_000_000);
         assert!(r.higher_class_ns.is_empty());
@@ -1727,9 +1735,18 @@ mod tests {
         assert_eq!(r.foreign_top[0], (1, "sh".to_string(), 99, 1_000_000));
         // how it came: its one run, from 10.5 ms after t0, after the kernel moved it to CPU 1
         let how = &r.foreign_how[0];
-        assert!(how.starts_with("sh 99 on CPU 1: 1 runs, the first from +10.500 ms"), "{how}");
-        assert!(how.contains("+10.000 ms [0] Migrate { pid: 99, orig: 0, dest: 1 }"), "{how}");
-        assert!(how.ends_with("next_pid: 99, next_comm: \"sh\", next_prio: 120 }"), "{how}");
+        assert!(
+            how.starts_with("sh 99 on CPU 1: 1 runs, the first from +10.500 ms"),
+            "{how}"
+        );
+        assert!(
+            how.contains("+10.000 ms [0] Migrate { pid: 99, orig: 0, dest: 1 }"),
+            "{how}"
+        );
+        assert!(
+            how.ends_with("next_pid: 99, next_comm: \"sh\", next_prio: 120 }"),
+            "{how}"
+        );
         assert_eq!(r.kthread_ns[&1], 1_600_000);
         assert_eq!(r.be_over_owner.len(), 1);
         let b = &r.be_over_owner[0];

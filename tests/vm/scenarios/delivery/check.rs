@@ -430,7 +430,10 @@ fn checks_catch_short_delivery_and_foreign_time() {
     // 4.4 s of 5 s planned is 88 % < 90 %; 1 us of foreign time on a managed CPU.
     let f = check_sample(4_400_000_000, 1_000, 180).failures();
     assert_eq!(f.len(), 2, "{f:?}");
-    assert!(f[0].contains("foreign 1000 ns, of which 0 ns of 0 tasks"), "{f:?}");
+    assert!(
+        f[0].contains("foreign 1000 ns, of which 0 ns of 0 tasks"),
+        "{f:?}"
+    );
     assert!(f[1].contains("delivered 88.0 %"), "{f:?}");
 }
 
@@ -476,7 +479,10 @@ fn foreign_time_of_evicted_tasks_is_judged_apart() {
     assert!(f.is_empty(), "{f:?}");
     // 1 ns more than the evicted time: foreign time the scheduler let run (exact)
     let (f, timing) = cpu(300_001, 2, 300_000);
-    assert!(f.len() == 1 && f[0].ends_with(": 1 ns (want 0)") && !timing, "{f:?}");
+    assert!(
+        f.len() == 1 && f[0].ends_with(": 1 ns (want 0)") && !timing,
+        "{f:?}"
+    );
     // one eviction that took longer than EVICT_NS: a timing failure only
     let (f, timing) = cpu(EVICT_NS + 1, 1, EVICT_NS + 1);
     assert!(f.len() == 1 && timing, "{f:?}");
