@@ -252,7 +252,7 @@ struct tt_cpu_stats {
 	u64 dpm_slots; /* slots whose tick a deferral skipped (their records closed at the wake) */
 	u64 dpm_shortened; /* deferrals cut short from ops.dispatch (a lowered dpm_until) */
 	u64 evictions; /* foreign tasks that started here without being routed here, sent away (D) */
-	u64 evicted_ns; /* their run time here until they left (also in the records' foreign_ns) */
+	u64 evicted_ns; /* their run time in recorded slots until they left (part of the records' foreign_ns) */
 };
 
 /*
