@@ -134,7 +134,8 @@ pub struct Daemon<'a> {
 
 impl<'a> Daemon<'a> {
     /// Steps 1 (system checks) and 2 (configuration, tasks, and the start-up: the spawned
-    /// tasks settle while the guard band is calibrated).
+    /// tasks settle while the guard band is calibrated), in this order: nothing on the machine
+    /// changes before the checks passed, nothing is spawned before the configuration passed.
     pub fn init(
         args: &'a RunArgs,
         plan: &'a Plan,
@@ -143,129 +144,20 @@ impl<'a> Daemon<'a> {
     ) -> Result<Self> {
         let sysfs = SysFs::default();
         let procfs = ProcFs::default();
-        // The flags' refusals that read the machine but change nothing: the --control group,
-        // directory and path (a live socket there refuses the start whatever else holds;
-        // ControlSocket::bind checks again).
-        let access = Access {
-            group: args
-                .control_group
-                .as_deref()
-                .map(Group::lookup)
-                .transpose()?,
-        };
-        if let Some(path) = &args.control {
-            check_free(path)?;
-        }
-        // 1. root, sched_ext present and free, the plan's CPUs online: before anything is
-        // changed on the machine (docs/run-output.md, "Start-up")
-        let online = match check_machine(&sysfs, plan) {
-            Ok(online) => online,
-            Err(e) => {
-                // a refused start still puts back what a killed run left changed (as root; a
-                // journal a running scx_tt holds is left to it), then says why it refused
-                if unsafe { libc::geteuid() } == 0 {
-                    let _ = recover_journals(&args.run_dir);
-                }
-                return Err(e);
-            }
-        };
-        // what a killed run left changed on the machine is put back before anything else
-        recover_journals(&args.run_dir)?;
-        // A live socket at the path (another process) refuses the start.
-        let socket = args
-            .control
-            .as_deref()
-            .map(|path| ControlSocket::bind(path, &access))
-            .transpose()?;
-        let resume = match (&socket, args.resume) {
-            (None, _) => None,
-            (Some(_), true) => {
-                let state = control_journal::load(&args.run_dir)
-                    .map_err(anyhow::Error::msg)
-                    .context("--resume")?;
-                if state.is_none() {
-                    eprintln!(
-                        "scx_tt: --resume: no control state under {}: nothing to bring back",
-                        args.run_dir.display()
-                    );
-                }
-                state
-            }
-            (Some(_), false) => {
-                let aside = control_journal::set_aside(&args.run_dir)
-                    .map_err(anyhow::Error::msg)
-                    .context("the control state of an earlier run")?;
-                if let Some(n) = aside {
-                    eprintln!(
-                        "scx_tt: the control state of an earlier run ({n} requests) is set \
-                         aside as {}.old; start with --resume to bring it back",
-                        control_journal::path(&args.run_dir).display()
-                    );
-                }
-                None
-            }
-        };
-        // the configuration is checked before anything is spawned; the calibrated guard band
-        // lies in its bound, below the slot, so it passes the same check
+        // 1. the machine, the journals of a killed run, the control socket
+        let (online, access) = system_checks(args, plan, &sysfs)?;
+        let (socket, resume) = open_control(args, &access)?;
+        // 2. the configuration is checked before anything is spawned; the calibrated guard
+        // band lies in its bound, below the slot, so it passes the same check
         let provisional = args
             .guard_us
             .unwrap_or_else(|| guard::bound(plan.slot_us).min);
         let mut cfg = configure(args, plan, provisional, &online)?;
         let freq = take_frequencies(args, plan, &mut cfg)?;
-        let idle = match args.planner {
-            Some(_) => IdleControl::take(
-                args.idle_control,
-                Root::new(&args.sysfs_root),
-                &args.run_dir,
-                &plan.managed,
-                model,
-                plan.slot_us,
-            )?,
-            None => IdleControl::kernel(),
-        };
-        let idle = Arc::new(Mutex::new(idle));
-        let mut tasks = Tasks::resolve(plan, &procfs)?;
-        // 2b. start-up: the calibration runs on the managed CPUs while the spawned tasks settle
-        let calibration = match args.guard_us {
-            Some(_) => None,
-            None => Some(
-                calibrate::start(&plan.managed, calibrate::POINTS)
-                    .context("calibrating the guard band")?,
-            ),
-        };
-        let init = match &args.demos {
-            Some(path) => scx_tt::demos::import::init_tasks(
-                &scx_tt::demos::Config::from_file(path)
-                    .with_context(|| format!("--demos {}", path.display()))?,
-                plan,
-            ),
-            None => Vec::new(),
-        };
-        let settled = tasks.settle(
-            plan,
-            &procfs,
-            args.settle_ms,
-            &init,
-            args.init_timeout_ms,
-            || shutdown.requested(),
-        )?;
-        if let Some(line) = settled {
-            eprintln!("scx_tt: {line}");
-        }
-        let guard = match calibration {
-            Some(c) => Guard::calibrated(
-                c.finish().context("calibrating the guard band")?,
-                plan.slot_us,
-            ),
-            None => Guard::flag(provisional), // --guard-us, as given
-        };
+        let idle = Arc::new(Mutex::new(take_idle(args, plan, model)?));
+        // 2b. start-up: the tasks settle while the guard band is calibrated
+        let (tasks, guard) = start_up(args, plan, &procfs, provisional, shutdown)?;
         cfg.guard_ns = guard.us * 1000;
-        if guard.source == guard::Source::Calibrated {
-            eprintln!("scx_tt: {}", guard.describe());
-        }
-        if let Some(w) = guard.warning() {
-            eprintln!("scx_tt: {w}");
-        }
         Ok(Daemon {
             args,
             plan,
@@ -595,4 +487,148 @@ fn configure(args: &RunArgs, plan: &Plan, guard_us: u64, online: &[u32]) -> Resu
         cfg.dpm_be = args.dpm_be;
     }
     Ok(cfg)
+}
+
+/// Step 1: the flags' refusals that read the machine but change nothing (the --control group,
+/// directory and path: a live socket there refuses the start whatever else holds;
+/// ControlSocket::bind checks again), then root, sched_ext present and free and the plan's
+/// CPUs online, before anything is changed on the machine (docs/run-output.md, "Start-up");
+/// then what a killed run left changed is put back. Returns the online CPUs.
+fn system_checks(args: &RunArgs, plan: &Plan, sysfs: &SysFs) -> Result<(Vec<u32>, Access)> {
+    let access = Access {
+        group: args
+            .control_group
+            .as_deref()
+            .map(Group::lookup)
+            .transpose()?,
+    };
+    if let Some(path) = &args.control {
+        check_free(path)?;
+    }
+    let online = match check_machine(sysfs, plan) {
+        Ok(online) => online,
+        Err(e) => {
+            // a refused start still puts back what a killed run left changed (as root; a
+            // journal a running scx_tt holds is left to it), then says why it refused
+            if unsafe { libc::geteuid() } == 0 {
+                let _ = recover_journals(&args.run_dir);
+            }
+            return Err(e);
+        }
+    };
+    // what a killed run left changed on the machine is put back before anything else
+    recover_journals(&args.run_dir)?;
+    Ok((online, access))
+}
+
+/// `--control`: the socket (a live socket at the path, another process's, refuses the start)
+/// and, with `--resume`, the control state an earlier run journaled; without it that state is
+/// set aside.
+fn open_control(
+    args: &RunArgs,
+    access: &Access,
+) -> Result<(Option<ControlSocket>, Option<control_journal::State>)> {
+    let socket = args
+        .control
+        .as_deref()
+        .map(|path| ControlSocket::bind(path, access))
+        .transpose()?;
+    let resume = match (&socket, args.resume) {
+        (None, _) => None,
+        (Some(_), true) => {
+            let state = control_journal::load(&args.run_dir)
+                .map_err(anyhow::Error::msg)
+                .context("--resume")?;
+            if state.is_none() {
+                eprintln!(
+                    "scx_tt: --resume: no control state under {}: nothing to bring back",
+                    args.run_dir.display()
+                );
+            }
+            state
+        }
+        (Some(_), false) => {
+            let aside = control_journal::set_aside(&args.run_dir)
+                .map_err(anyhow::Error::msg)
+                .context("the control state of an earlier run")?;
+            if let Some(n) = aside {
+                eprintln!(
+                    "scx_tt: the control state of an earlier run ({n} requests) is set \
+                     aside as {}.old; start with --resume to bring it back",
+                    control_journal::path(&args.run_dir).display()
+                );
+            }
+            None
+        }
+    };
+    Ok((socket, resume))
+}
+
+/// Planner mode's idle control (pm_qos limits, journaled, restored when dropped); the
+/// kernel's own idle governor otherwise.
+fn take_idle(args: &RunArgs, plan: &Plan, model: &PowerModel) -> Result<IdleControl> {
+    Ok(match args.planner {
+        Some(_) => IdleControl::take(
+            args.idle_control,
+            Root::new(&args.sysfs_root),
+            &args.run_dir,
+            &plan.managed,
+            model,
+            plan.slot_us,
+        )?,
+        None => IdleControl::kernel(),
+    })
+}
+
+/// Step 2b: the plan's tasks are found or spawned and settle (DEmOS's init commands run)
+/// while the guard band is calibrated on the managed CPUs (`--guard-us` skips the
+/// calibration: `provisional` is the flag's value then).
+fn start_up(
+    args: &RunArgs,
+    plan: &Plan,
+    procfs: &ProcFs,
+    provisional: u64,
+    shutdown: &Shutdown,
+) -> Result<(Tasks, Guard)> {
+    let mut tasks = Tasks::resolve(plan, procfs)?;
+    let calibration = match args.guard_us {
+        Some(_) => None,
+        None => Some(
+            calibrate::start(&plan.managed, calibrate::POINTS)
+                .context("calibrating the guard band")?,
+        ),
+    };
+    let init = match &args.demos {
+        Some(path) => scx_tt::demos::import::init_tasks(
+            &scx_tt::demos::Config::from_file(path)
+                .with_context(|| format!("--demos {}", path.display()))?,
+            plan,
+        ),
+        None => Vec::new(),
+    };
+    let settled = tasks.settle(
+        plan,
+        procfs,
+        args.settle_ms,
+        &init,
+        args.init_timeout_ms,
+        || shutdown.requested(),
+    )?;
+    if let Some(line) = settled {
+        eprintln!("scx_tt: {line}");
+    }
+    let guard = match calibration {
+        Some(c) => Guard::calibrated(
+            c.finish().context("calibrating the guard band")?,
+            plan.slot_us,
+        ),
+        None => Guard::flag(provisional), // --guard-us, as given
+    };
+    if guard.source == guard::Source::Calibrated {
+        eprintln!("scx_tt: {}", guard.describe());
+    }
+    if let Some(w) = guard.warning() {
+        eprintln!("scx_tt: {w}");
+    }
+    Ok((tasks, guard))
 }
