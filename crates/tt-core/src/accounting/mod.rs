@@ -904,7 +904,7 @@ mod tests {
         assert_eq!(sum.ticks, 101 * a.ticks);
         assert_eq!(
             CpuCounters::default().named().len(),
-            15,
+            17,
             "every field of tt_cpu_stats"
         );
     }
