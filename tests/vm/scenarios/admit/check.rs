@@ -235,6 +235,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         check_left(c, out, &s, "app", pid, w.1);
     }
     let job = check_job(c, out, &s, &log);
+    let joined = |name: &str| index_of(name).and_then(|i| log_window(&log, i, "joined"));
     let trace = pc::trace_of(c, out, RUN);
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
@@ -315,10 +316,14 @@ fn check(out: &VmOutput, c: &mut Checks) {
         RUN,
         &s,
         &[
-            ("app", f),
-            ("vm1", f1),
-            ("vm2", f2),
-            ("job", job.as_ref().map_or(u64::MAX, |j| j.judged_from(&s))),
+            ("app", judged_from(&s, f, joined("app"))),
+            ("vm1", judged_from(&s, f1, joined("vm1"))),
+            ("vm2", judged_from(&s, f2, joined("vm2"))),
+            (
+                "job",
+                job.as_ref()
+                    .map_or(u64::MAX, |j| judged_from(&s, j.from, j.joining)),
+            ),
         ],
         &left
             .map(|w| ("app", w))
@@ -437,19 +442,16 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
     })
 }
 
-impl Job {
-    /// The first slot from which job is judged as a task of the plan: its first slot, or the
-    /// first slot that starts after BPF began registering its thread when that came later
-    /// (on a loaded host the control path can be slower than the planner's lead; until its
-    /// registration the thread is a process outside the plan, which runs on the housekeeping
-    /// CPU, and the registration itself is `Bounds::joining`).
-    fn judged_from(&self, s: &Summary) -> u64 {
-        let slot_ns = (s.slot_us * 1000).max(1);
-        let registering = self
-            .joining
-            .map_or(0, |(t1, _)| t1.saturating_sub(s.t0_ns).div_ceil(slot_ns));
-        self.from.max(registering)
-    }
+/// The first slot from which a task admitted at run time is judged as a task of the plan:
+/// its first slot `from`, or the first slot that starts after BPF began registering its thread
+/// (`joining`, the run's "joined the plan in [T1, T2]") when that came later: on a loaded host
+/// the control path can be slower than the planner's lead, and until its registration the
+/// thread is a process outside the plan, which runs on the housekeeping CPU (the registration
+/// itself is `Bounds::joining`).
+fn judged_from(s: &Summary, from: u64, joining: Option<(u64, u64)>) -> u64 {
+    let slot_ns = (s.slot_us * 1000).max(1);
+    let registering = joining.map_or(0, |(t1, _)| t1.saturating_sub(s.t0_ns).div_ceil(slot_ns));
+    from.max(registering)
 }
 
 /// What scx_tt's own records may count as foreign per task that leaves the plan: a thread
