@@ -284,12 +284,18 @@ fn check_starts(
         ms(max)
     );
     c.check(
-        delays.len() >= 50 && unknown == 0,
+        unknown == 0,
         format!(
             "{run}: every logged SC start from 1 s is one of a task of the plan ({} starts, \
              {unknown} of no task)",
             delays.len()
         ),
+    );
+    // how many starts there are to judge depends on the host: a late tick skips slots, and
+    // the schedule log has no line for a skipped slot's start
+    c.check_timing(
+        delays.len() >= 50,
+        format!("{run}: logged SC starts from 1 s to judge: {} >= 50", delays.len()),
     );
     c.check_timing(
         early as f64 <= EARLY_SHARE * delays.len() as f64,
