@@ -50,14 +50,7 @@
  *         only a guard-band event later than guard_ns does. Its price is up to guard_ns of
  *         the owner's time at the end of each run. A guard-band event that fires after the
  *         boundary is handled as the boundary tick.
- *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching. Once this
- *      scheduler has exited (ops.exit: sched_exited), its slot callback neither ticks nor
- *      re-arms: a kernel-initiated exit (a hotplug) leaves the timers running until
- *      userspace disarms them, and a callback of an exited scheduler whose re-arm failed
- *      (its map being freed) would report the error through scx_bpf_error, which reaches
- *      the root scheduler of the moment: the next one, after a restart (seen once, on a host
- *      at load 8: "slot timer of CPU 1 cannot be re-armed ... returned -22" 130 ms after
- *      the restarted scheduler attached).
+ *   3. Disarming. Userspace test-runs disarm_timer for each CPU before detaching.
  *   5. The helper-thread clock (rodata rt_clock; scx_tt --slot-clock rt, the default where the
  *      kernel is PREEMPT_RT, whose verifier refuses every bpf_timer helper). The events of
  *      steps 2 and 2f are the same, with the same state (struct tt_timer without its
@@ -419,9 +412,6 @@
 char _license[] SEC("license") = "GPL";
 
 UEI_DEFINE(uei);
-
-/* ops.exit ran: this scheduler is gone; its slot callbacks end (B.3) */
-bool sched_exited;
 
 /* Tunables, written by userspace before load. */
 const volatile u64 slot_ns = 10ULL * 1000 * 1000;
@@ -1496,7 +1486,7 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 	struct tt_timer *t;
 
 	t = bpf_map_lookup_elem(&timers, &k);
-	if (!t || sched_exited)
+	if (!t)
 		return 0;
 	if (cpu != k) {
 		/* armed with BPF_F_TIMER_CPU_PIN on CPU k (B.1): the slot clock of k is broken */
@@ -2527,7 +2517,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(tt_init)
 
 void BPF_STRUCT_OPS(tt_exit, struct scx_exit_info *ei)
 {
-	sched_exited = true;
 	UEI_RECORD(uei, ei);
 }
 
