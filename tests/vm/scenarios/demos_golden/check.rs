@@ -295,7 +295,10 @@ fn check_starts(
     // the schedule log has no line for a skipped slot's start
     c.check_timing(
         delays.len() >= 50,
-        format!("{run}: logged SC starts from 1 s to judge: {} >= 50", delays.len()),
+        format!(
+            "{run}: logged SC starts from 1 s to judge: {} >= 50",
+            delays.len()
+        ),
     );
     c.check_timing(
         early as f64 <= EARLY_SHARE * delays.len() as f64,
