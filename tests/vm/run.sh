@@ -7,7 +7,7 @@
 #   --live     also copy the guest console to stdout while it runs
 # Environment: SCX_TT_VM_ACCEL (default tcg,thread=multi), SCX_TT_VM_MEM_MB (1024),
 # SCX_TT_VM_BOOT_TIMEOUT_S (90: a guest not in userspace by then is stopped as hung),
-# SCX_TT_VM_NICE (-20, see prioritized below), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh, the QEMU from qemu.sh).
+# SCX_TT_VM_NICE (-20, see prioritized below), SCX_TT_VM_CPU_PERCENT (a slower host: see slow_host), and the paths of common.sh (the kernel from kernel.sh, the initramfs from mkinitrd.sh, the QEMU from qemu.sh).
 #
 # Writes into DIR (default target/vm/runs/NAME): try-K.console.log for every try, console.log
 # (the last try), files/ (the files the guest sent over its second serial port),
@@ -18,9 +18,10 @@
 # the Rust harness's, with or without the marker of older runs). Any other DIR that exists must
 # be an empty directory; else run.sh refuses with exit code 2 and deletes nothing.
 #
-# A try whose guest crashed (Oops, panic) or hung (no completion marker before the timeout) is
-# retried, up to --tries times (default 4: 3 retries; TCG's multi-threaded mode has a text-patching
-# race, see docs/vm-harness.md), and every retry is reported.
+# A try whose guest crashed (Oops, panic) or hung before reaching userspace (no boot marker) is
+# retried, up to --tries times (default 4: 3 retries; TCG's multi-threaded mode has a
+# text-patching race, see docs/vm-harness.md), and every retry is reported. A guest that hung
+# after it booted (no completion marker before the timeout) is not retried: that is a defect.
 # Exit code: the scenario's own exit code when the guest completed, 3 when every try crashed or
 # hung, 2 when DIR is not run.sh's to replace (see above), 1 for another harness error.
 set -euo pipefail
@@ -91,9 +92,32 @@ VM_NICE=${SCX_TT_VM_NICE:--20}
 
 # Runs a command in a new session (a new autogroup) at nice $VM_NICE.
 prioritized() {
+  slow_host
   if [ "$VM_NICE" = 0 ]; then "$@"; return; fi
   setsid --wait bash -c 'echo "$1" > /proc/$$/autogroup; shift; exec nice -n "$0" "$@"' \
     "$VM_NICE" "$VM_NICE" "$@"
+}
+
+# SCX_TT_VM_CPU_PERCENT=P: a slower host, on purpose. The guest's QEMU runs in a CPU cgroup
+# capped at P % of one host CPU per 10 ms period, so that a
+# timing check's tolerance can be tried against a host slower than this one (a CI machine
+# was, 2026-11-28). Empty: no cap. Needs a cgroup v1 or v2 cpu controller (root).
+slow_host() {
+  local pct=${SCX_TT_VM_CPU_PERCENT:-} quota
+  [ -n "$pct" ] || return 0
+  [[ "$pct" =~ ^[0-9]+$ ]] && [ "$pct" -ge 10 ] \
+    || die "run.sh: SCX_TT_VM_CPU_PERCENT=$pct: want an integer percentage >= 10"
+  quota=$((pct * 100))
+  if [ -d /sys/fs/cgroup/cpu ] && [ -e /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    local cg=/sys/fs/cgroup/cpu/scx_tt_vm_slow
+    mkdir -p "$cg" && echo 10000 > "$cg/cpu.cfs_period_us" && echo "$quota" > "$cg/cpu.cfs_quota_us" \
+      && echo "$BASHPID" > "$cg/cgroup.procs" || die "run.sh: cannot cap the CPU in $cg"
+  else
+    local cg=/sys/fs/cgroup/scx_tt_vm_slow
+    mkdir -p "$cg" && echo "$quota 10000" > "$cg/cpu.max" && echo "$BASHPID" > "$cg/cgroup.procs" \
+      || die "run.sh: cannot cap the CPU in $cg"
+  fi
+  log "$SCENARIO: a slower host on purpose: the guest gets at most $pct % of one CPU (SCX_TT_VM_CPU_PERCENT)"
 }
 
 rm -rf "$OUT" && mkdir -p "$OUT/files"
@@ -104,13 +128,16 @@ echo "run.sh --scenario $SCENARIO, $(date -u '+%F %T') UTC: this directory may b
 # "=== tt-file NAME end" is written with its newline; after "end noeol" the last line is written
 # without it (the guest added that newline so that the end marker starts a line). The guest's
 # tty is raw (no \r added); should it not be (the begin line then ends in \r), every line's
-# trailing \r is dropped.
+# trailing \r is dropped. A file between "begin gz64" and "end gz64" is base64 of its gzip'd
+# bytes: it is decoded into files/NAME; one that does not decode is left as files/NAME.gz64
+# only (so the file counts as missing, and the harness says so).
 extract_files() {
   awk -v dir="$OUT/files" '
-    /^=== tt-file [^ ]+ begin\r?$/ {
-      out = dir "/" $3; printf "" > out; cr = /\r$/; n = 0; next
+    /^=== tt-file [^ ]+ begin( gz64)?\r?$/ {
+      gz = / gz64\r?$/; out = dir "/" $3 (gz ? ".gz64" : ""); printf "" > out
+      cr = /\r$/; n = 0; next
     }
-    out != "" && /^=== tt-file [^ ]+ end( noeol)?\r?$/ {
+    out != "" && /^=== tt-file [^ ]+ end( noeol| gz64)?\r?$/ {
       if (n) printf "%s%s", last, (/ noeol\r?$/ ? "" : "\n") > out
       close(out); out = ""; next
     }
@@ -119,6 +146,16 @@ extract_files() {
       if (n) printf "%s\n", last > out
       last = $0; n = 1
     }' "$1"
+  local z
+  for z in "$OUT"/files/*.gz64; do
+    [ -e "$z" ] || continue
+    if base64 -d < "$z" | gzip -dc > "${z%.gz64}" 2> /dev/null; then
+      rm -f "$z"
+    else
+      rm -f "${z%.gz64}"
+      log "$SCENARIO: files/$(basename "${z%.gz64}") did not decode (base64 of gzip); kept as $(basename "$z")"
+    fi
+  done
 }
 
 # One boot. Returns 0 when the guest printed its completion marker and sent all its files.
@@ -175,6 +212,15 @@ for try in $(seq 1 "$TRIES"); do
   else
     log "$SCENARIO: try $try of $TRIES: no completion marker, or files incomplete, within ${TIMEOUT_S} s (guest hung); last lines:"
     tail -n 5 "$console" | sed 's/^/    /' >&2
+    # A guest that reached userspace and then hung is the scenario's or the scheduler's defect
+    # (an RCU stall, a starved CPU), not MTTCG's boot-time race: retrying it only hid it and
+    # cost up to TRIES x the timeout (a CI run spent 800 s on one such guest, 2026-11-28).
+    if grep -q '^=== tt-vm: boot' "$console"; then
+      grep -m3 -E 'rcu.*stall|hung_task|blocked for more than|soft lockup|watchdog' "$console" \
+        | sed 's/^/    /' >&2 || true
+      log "$SCENARIO: FAILED: the guest hung after it booted (not retried); logs in $OUT"
+      exit 3
+    fi
   fi
   [ "$try" -lt "$TRIES" ] && log "$SCENARIO: retrying"
 done
