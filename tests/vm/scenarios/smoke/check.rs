@@ -158,7 +158,7 @@ fn crashed_guest_is_retried_then_fails_loudly() {
 fn hung_guest_is_stopped_at_the_timeout_and_fails_loudly() {
     // two tries allowed, one used: a guest that hangs after it booted is a defect, not
     // MTTCG's boot-time race, and is not retried
-    failed_boot("hang", 2, 25);
+    failed_boot("hang", 2, 60);
     let log = try_log("hang", 1);
     assert!(
         try_log("hang", 2).is_empty(),
