@@ -126,7 +126,11 @@ impl Vm {
             Ok(status) => {
                 let tries = ledger::tally_run_dir(&dir, started);
                 ledger::note(|l| l.add(tries));
-                (status.code(), collect(&self.scenario, dir))
+                let out = collect(&self.scenario, dir);
+                if let Ok(o) = &out {
+                    note_calibration(&o.console);
+                }
+                (status.code(), out)
             }
         }
     }
@@ -762,6 +766,17 @@ impl Checks {
     }
 
     pub fn finish(self) {
+        if self.only_timing_failed() && host_too_slow() {
+            ledger::note(|l| l.timing_not_judged = true);
+            println!(
+                "--- TIMING NOT JUDGED: only timing bounds were missed, on a host {:.2} times \
+                 slower than the reference by the guest's calibration (>= {SLOW_HOST_FACTOR}: \
+                 the bounds were measured on the reference host). Missed: {}",
+                host_factor().unwrap_or_default(),
+                self.timing_failures.join("; ")
+            );
+            return;
+        }
         let all = self.failures();
         assert!(all.is_empty(), "failed checks:\n  {}", all.join("\n  "));
     }
@@ -783,6 +798,55 @@ pub const TIMING_TRIES: u32 = 3;
 /// exact checks; the figures stay printed (docs/vm-harness.md, "Timing bounds").
 pub const NOISY_TIMER_P50_NS: u64 = 400_000;
 
+/// The guest's calibration (tests/vm/guest/init: the median of three `dd | sha256sum` of
+/// 4 MiB, user-space CPU time under TCG, before the scenario) on the reference host: this
+/// project's 2-core machine (2026-11-29: 390-430 ms with parallel builds beside at load 4-5;
+/// 870-1170 ms with `SCX_TT_VM_CPU_PERCENT=130`).
+pub const CALIBRATION_REFERENCE_MS: f64 = 400.0;
+
+/// A host whose guest calibration took this many times the reference's or more is too slow for
+/// the timing bounds, which were measured on the reference host: a measurement there that
+/// missed only timing bounds is printed as not judged, at once (no second boot), and the test
+/// passes on its exact checks. A CI host missed timing bounds in 10 VM tests three times over
+/// (2026-11-28); `SCX_TT_VM_CPU_PERCENT` reproduces such a host (tests/vm/run.sh).
+pub const SLOW_HOST_FACTOR: f64 = 1.25;
+
+thread_local! {
+    /// The slowest calibration factor of this test's boots (libtest runs each test in a thread
+    /// of its own).
+    static HOST_FACTOR: std::cell::Cell<Option<f64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Reads a boot's calibration line, prints it against the reference and keeps the slowest of
+/// the test's boots.
+fn note_calibration(console: &str) {
+    let ms = console
+        .lines()
+        .filter_map(|l| l.strip_prefix("=== tt-vm: calibration sha256_4mib_ms="))
+        .filter_map(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        .last();
+    let Some(ms) = ms else { return };
+    let factor = (CALIBRATION_REFERENCE_MS > 0.0).then(|| ms / CALIBRATION_REFERENCE_MS);
+    eprintln!(
+        "vm: host calibration: 4 MiB sha256 in the guest took {ms:.0} ms (reference host \
+         {CALIBRATION_REFERENCE_MS:.0} ms: factor {}; timing bounds judged below {SLOW_HOST_FACTOR})",
+        factor.map_or("-".to_string(), |f| format!("{f:.2}"))
+    );
+    if let Some(f) = factor {
+        HOST_FACTOR.with(|h| h.set(Some(h.get().map_or(f, |x: f64| x.max(f)))));
+    }
+}
+
+/// The slowest calibration factor of this test's boots so far.
+pub fn host_factor() -> Option<f64> {
+    HOST_FACTOR.with(|h| h.get())
+}
+
+/// This test's host is too slow for the timing bounds ([`SLOW_HOST_FACTOR`]).
+pub fn host_too_slow() -> bool {
+    host_factor().is_some_and(|f| f >= SLOW_HOST_FACTOR)
+}
+
 /// Measures with `measure` (given a label per try) until a measurement passes, fails an exact
 /// check (never measured again), or TIMING_TRIES measurements failed only timing bounds; the last
 /// measurement decides and every one is printed.
@@ -791,7 +855,7 @@ pub fn measure_until_settled(label: &str, measure: impl Fn(&str) -> Checks) {
     let mut c = measure(label);
     let mut all_slow = c.platform_too_slow();
     for k in 2..=TIMING_TRIES {
-        if !c.only_timing_failed() {
+        if !c.only_timing_failed() || host_too_slow() {
             break;
         }
         println!(

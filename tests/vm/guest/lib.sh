@@ -113,7 +113,7 @@ start_scx_tt() {
 # /out/NAME.json (what the host's Vm::check_control reads), for tt.duration_s seconds
 # (DEFAULT_DURATION_S when not given), with the witness recording (finish_scx_tt NAME stops it:
 # /out/NAME.witness). Returns once sched_ext reads `enabled` (NAME_enable_ms: how long after
-# the start; "timeout" after 30 s).
+# the start; "timeout" after 120 s) and the control socket answers (NAME_control_ms, after that).
 start_control_run() {
   # run_scx_tt and start_scx_tt set the (global) name: keep this one apart.
   control_run=$1 warmup_s=$2; shift 2
@@ -125,8 +125,22 @@ start_control_run() {
     --summary-json "$OUT/$control_run.json"
   # the scenario's sleeps count from the attach, not from the start: the load (the kernel's
   # verifier, seconds under TCG) would otherwise eat into them
-  result "${control_run}_enable_ms" "$(wait_state enabled 30000)"
+  result "${control_run}_enable_ms" "$(wait_state enabled 120000)"
+  result "${control_run}_control_ms" "$(wait_control 60000)"
   run_window_start "$(arg tt.duration_s "$DEFAULT_DURATION_S")"
+}
+
+# wait_control TIMEOUT_MS: waits until the control socket $SOCK answers a `status` (each try
+# waits up to 5 s for its reply); prints the ms it took, or "timeout". Attached is not yet
+# answering: on a slow host the first requests of a scenario timed out (`ctl`'s 10 s) while the
+# daemon was still starting its planner (admit, 2026-11-29).
+wait_control() {
+  t0=$(uptime_ms)
+  until scx_tt ctl --socket "$SOCK" --timeout-s 5 status > /dev/null 2>&1; do
+    [ $(( $(uptime_ms) - t0 )) -ge "$1" ] && { echo "timeout"; return 1; }
+    sleep 0.1
+  done
+  echo $(( $(uptime_ms) - t0 ))
 }
 
 # A run whose scenario acts on it while it runs (control requests, a hotplug) must outlast the

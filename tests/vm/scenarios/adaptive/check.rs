@@ -137,9 +137,40 @@ fn woken_after(jobs: &[JobLine], gap_ns: u64) -> usize {
             .count()
 }
 
-/// A wait this long surely blocks the program (TCG, a loaded host: its log write and the
-/// sleep call after a job's finish take well under a millisecond).
-const SURE_WAIT_NS: u64 = 1_000_000;
+/// The kernel's wakeups of legacy's thread by the witness (`sched_wakeup`): (within the run,
+/// in the whole trace). (0, 0) when the witness or the summary is missing.
+fn legacy_wakeups(out: &VmOutput) -> (usize, usize) {
+    let Ok(summary) = out.summary(&format!("{RUN}.json")) else {
+        return (0, 0);
+    };
+    let Some(tids) = summary
+        .tasks
+        .iter()
+        .find(|t| t.name == "legacy")
+        .map(|t| t.tids.clone())
+    else {
+        return (0, 0);
+    };
+    let Ok(events) = out
+        .file(&format!("{RUN}.witness"))
+        .and_then(|t| witness::parse(&t).map_err(|e| e.to_string()))
+    else {
+        return (0, 0);
+    };
+    let end = summary.t0_ns + summary.duration_ns;
+    let wakeups: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            witness::Kind::Wakeup { pid, .. } if tids.contains(&pid) => Some(e.ts_ns),
+            _ => None,
+        })
+        .collect();
+    let in_run = wakeups
+        .iter()
+        .filter(|&&t| t >= summary.t0_ns && t < end)
+        .count();
+    (in_run, wakeups.len())
+}
 
 fn check(out: &VmOutput, c: &mut Checks) {
     out.check_clean_exit(c, RUN);
@@ -250,19 +281,26 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let lost = number_before(last, "lost");
     let cost = number_before(last, "ns/event");
     let jobs = woken(l40) + woken(l30);
-    let sure = woken_after(l40, SURE_WAIT_NS) + woken_after(l30, SURE_WAIT_NS);
     c.check(
         lost == Some(0.0),
         format!("the tracer lost no wakeup (lost {lost:?})"),
     );
-    // every job that surely began with a wakeup is traced, and no more than began after any
-    // wait (±2 % + 10: the tracer's window starts and ends with the run, not the program)
+    // The kernel's own wakeups of legacy's thread (the witness: sched_wakeup) bound the
+    // tracer's count: at least those within the run, at most those in the whole witness, which
+    // starts before scx_tt and ends after it (±2 % + 10: the tracer's window is the attached
+    // scheduler's, not the run's). The program's log alone cannot say which of its jobs began
+    // with a wakeup: a job preempted right after it finished reaches its sleep after the next
+    // release and does not block (a slower host missed 23 of 554 "sure" ones, 2026-11-29).
+    let (in_run, in_witness) = legacy_wakeups(out);
     let tol = |n: usize| 10.0 + n as f64 * 0.02;
     c.check(
-        traced.is_some_and(|n| n >= sure as f64 - tol(sure) && n <= jobs as f64 + tol(jobs)),
+        traced.is_some_and(|n| {
+            n >= in_run as f64 - tol(in_run) && n <= in_witness as f64 + tol(in_witness)
+        }) && in_run > 0,
         format!(
-            "wakeups traced {traced:?} within the program's jobs that began after a wait of \
-             >= 1 ms ({sure}) and after any wait ({jobs}) (±2 % + 10)"
+            "wakeups traced {traced:?} within the kernel's wakeups of legacy by the witness: \
+             {in_run} within the run, {in_witness} in the whole trace (±2 % + 10; the \
+             program's log: {jobs} jobs after any wait)"
         ),
     );
     c.check(

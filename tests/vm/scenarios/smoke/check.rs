@@ -274,7 +274,12 @@ fn files_arrive_byte_identical_through_run_sh_without_a_vm() {
     assert_eq!(f.run_sh(&out).0, Some(0), "the fake guest completed");
     assert_transferred_exactly(&out.join("files"));
     let got = std::fs::read(out.join("files/xfer_big.bin")).expect("xfer_big.bin arrived");
-    assert!(got == big, "xfer_big.bin changed on its way ({} of {} bytes)", got.len(), big.len());
+    assert!(
+        got == big,
+        "xfer_big.bin changed on its way ({} of {} bytes)",
+        got.len(),
+        big.len()
+    );
     let serial = std::fs::read_to_string(out.join("try-1.serial1.raw")).unwrap_or_default();
     assert!(
         serial.contains("=== tt-file xfer_big.bin begin gz64"),
