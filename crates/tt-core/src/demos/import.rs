@@ -26,14 +26,14 @@
 //!   the process its init phase before slot 0: `init_tasks`); a process whose budget
 //!   never fits its window owns no slot and is left out.
 
-use super::config::{Config, ConfigError};
+use super::config::{Config, ConfigError, Process, Window};
 use super::cpuset::CpuSet;
 use super::sim::check_runnable;
 use crate::plan::limits::MAX_CPU_FRAME_SLOTS;
 use crate::plan::raw::{RawCpuTable, RawCpus, RawJob, RawPlan, RawRange, RawTask};
 use crate::plan::timing::FRAME_CAP_SLOTS;
 use crate::plan::Plan;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 /// The plan's slot range (µs).
@@ -113,33 +113,73 @@ fn quote_sh(s: &str) -> String {
 
 pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigError> {
     check_runnable(config)?;
-    let mut warnings = Vec::new();
     let times = times(config);
-    let slot_us = match opts.slot_us {
-        Some(s) => {
-            if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) {
-                return Err(err(
-                    "--slot-us",
-                    format!(
-                        "{s} must be in {SLOT_US_MIN}..={SLOT_US_MAX} (the plan's slot_us range)"
-                    ),
-                ));
-            }
-            if let Some((t, path)) = times.iter().find(|(t, _)| (t * 1000) % s != 0) {
-                return Err(err(
-                    "--slot-us",
-                    format!(
-                        "{s} us does not divide {path} = {t} ms: DEmOS times must be whole slots"
-                    ),
-                ));
-            }
-            s
-        }
-        None => default_slot_us(&times),
+    let slot_us = choose_slot_us(opts, &times)?;
+    let frame = frame_slots(config, opts, &times, slot_us)?;
+    let mut im = Importer {
+        config,
+        opts,
+        index: config.partition_index(),
+        slot_us,
+        warnings: Vec::new(),
     };
-    let per_ms = |ms: u64| ms * 1000 / slot_us;
+    let place = im.place()?;
+    let (hk, managed_list) = housekeeping(place.managed, frame, slot_us)?;
+    im.warn_sc_and_be(&place);
+    let mut sc = im.sc_schedule(&place);
+    let tasks = im.tasks(&place, &mut sc.jobs)?;
+    let table = im.table(sc.ranges);
+    let raw = RawPlan {
+        version: Some(1),
+        slot_us: Some(slot_us),
+        frame_slots: Some(frame),
+        cpus: Some(RawCpus {
+            managed: Some(managed_list),
+            housekeeping: Some(vec![hk]),
+        }),
+        tasks: Some(tasks),
+        table: Some(table),
+        server: None,
+    };
+    let plan = validated(&raw)?;
+    Ok(Imported {
+        raw,
+        plan,
+        warnings: im.warnings,
+        slot_us,
+        frame_slots: frame,
+    })
+}
+
+/// The slot (µs): `--slot-us`, checked against the plan's range and `times`, or the default.
+fn choose_slot_us(opts: &ImportOptions, times: &[(u64, String)]) -> Result<u64, ConfigError> {
+    let Some(s) = opts.slot_us else {
+        return Ok(default_slot_us(times));
+    };
+    if !(SLOT_US_MIN..=SLOT_US_MAX).contains(&s) {
+        return Err(err(
+            "--slot-us",
+            format!("{s} must be in {SLOT_US_MIN}..={SLOT_US_MAX} (the plan's slot_us range)"),
+        ));
+    }
+    if let Some((t, path)) = times.iter().find(|(t, _)| (t * 1000) % s != 0) {
+        return Err(err(
+            "--slot-us",
+            format!("{s} us does not divide {path} = {t} ms: DEmOS times must be whole slots"),
+        ));
+    }
+    Ok(s)
+}
+
+/// The major frame in slots of `slot_us`, refused above the plan's frame cap.
+fn frame_slots(
+    config: &Config,
+    opts: &ImportOptions,
+    times: &[(u64, String)],
+    slot_us: u64,
+) -> Result<u64, ConfigError> {
     let mf_ms = config.major_frame_ms();
-    let frame = per_ms(mf_ms);
+    let frame = mf_ms * 1000 / slot_us;
     let gcd_ms = times.iter().fold(0, |g, (t, _)| gcd(g, *t));
     if frame > FRAME_CAP_SLOTS {
         return Err(err(
@@ -156,46 +196,12 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
             ),
         ));
     }
-    let index = config.partition_index();
+    Ok(frame)
+}
 
-    // CPUs and each partition's home CPU (lowest CPU of its first slice)
-    let mut managed = CpuSet::EMPTY;
-    let mut home: Vec<Option<u32>> = vec![None; config.partitions.len()];
-    let mut is_sc = vec![false; config.partitions.len()];
-    let mut is_be = vec![false; config.partitions.len()];
-    for w in &config.windows {
-        for s in w.slices() {
-            let cpus = s.cpus(opts.all_cpus);
-            let Some(low) = cpus.lowest() else {
-                return Err(err(
-                    &format!("{}.cpu", s.path),
-                    format!("'{}' selects no CPU (all = '{}')", s.cpu, opts.all_cpus),
-                ));
-            };
-            managed = managed.or(cpus);
-            for (p, sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
-                if let Some(p) = p {
-                    let i = index[p.as_str()];
-                    home[i].get_or_insert(low);
-                    if sc {
-                        is_sc[i] = true;
-                    } else {
-                        is_be[i] = true;
-                    }
-                    if cpus.count() > 1 && home[i] == Some(low) {
-                        let key = format!(
-                            "{}.cpu: slice CPUs '{cpus}': partition '{p}' runs on CPU {low} only \
-                             (a tt task owns one CPU); the others are managed but free",
-                            s.path
-                        );
-                        if !warnings.contains(&key) {
-                            warnings.push(key);
-                        }
-                    }
-                }
-            }
-        }
-    }
+/// The housekeeping CPU (the lowest CPU not managed) and the managed CPUs in order, refused
+/// when no CPU is left or managed CPUs × frame exceed the plan's limit.
+fn housekeeping(managed: CpuSet, frame: u64, slot_us: u64) -> Result<(u32, Vec<u32>), ConfigError> {
     let Some(hk) = (0..256u32).find(|c| !managed.contains(*c)) else {
         return Err(err(
             "windows",
@@ -213,176 +219,12 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
             ),
         ));
     }
-    for (i, p) in config.partitions.iter().enumerate() {
-        if is_sc[i] && is_be[i] {
-            warnings.push(format!(
-                "{}: partition '{}' is both SC and BE: imported as SC only",
-                p.path, p.name
-            ));
-        }
-    }
+    Ok((hk, managed_list))
+}
 
-    // SC jobs and table ranges
-    let mut jobs: Vec<Vec<Vec<RawJob>>> = config
-        .partitions
-        .iter()
-        .map(|p| vec![Vec::new(); p.processes.len()])
-        .collect();
-    let mut ranges: BTreeMap<u32, Vec<(u64, u64, usize, usize)>> = BTreeMap::new();
-    let mut start_ms = 0;
-    for w in &config.windows {
-        let end_ms = start_ms + w.length;
-        for s in w.slices() {
-            let cpus = s.cpus(opts.all_cpus);
-            for (p, sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
-                let Some(p) = p else { continue };
-                let i = index[p.as_str()];
-                let h = home[i].expect("set above");
-                if !cpus.contains(h) {
-                    warnings.push(format!(
-                        "{}: partition '{p}' runs on CPU {h} elsewhere, not in this slice's CPUs \
-                         '{cpus}': this appearance is dropped",
-                        s.path
-                    ));
-                    continue;
-                }
-                if !sc {
-                    continue;
-                }
-                let mut t = start_ms;
-                for (k, q) in config.partitions[i].processes.iter().enumerate() {
-                    let until = (t + q.max_budget()).min(end_ms);
-                    if t + q.max_budget() > end_ms {
-                        warnings.push(format!(
-                            "{}: in {} ({} ms), SC process '{}' gets {} of its {} ms: the \
-                             partition does not fit the window",
-                            q.path,
-                            w.path,
-                            w.length,
-                            q.cmd,
-                            until - t,
-                            q.max_budget()
-                        ));
-                    }
-                    if until > t {
-                        jobs[i][k].push(RawJob {
-                            release: Some(per_ms(start_ms)),
-                            deadline: Some(per_ms(end_ms)),
-                            wcet: Some(per_ms(until - t)),
-                        });
-                        ranges
-                            .entry(h)
-                            .or_default()
-                            .push((per_ms(t), per_ms(until), i, k));
-                    }
-                    t = until;
-                }
-            }
-        }
-        start_ms = end_ms;
-    }
-
-    // tasks
-    let cwd = if config.set_cwd {
-        opts.config_dir.as_ref()
-    } else {
-        None
-    };
-    let cmd = |c: &str| -> Vec<String> {
-        let line = match cwd {
-            Some(d) => format!("cd {} && {c}", quote_sh(&d.display().to_string())),
-            None => c.to_string(),
-        };
-        vec!["/bin/sh".into(), "-c".into(), line]
-    };
-    let name = |i: usize, k: usize| format!("{}.{k}", config.partitions[i].name);
-    let mut tasks = Vec::new();
-    for (i, p) in config.partitions.iter().enumerate() {
-        let Some(h) = home[i] else { continue };
-        for (k, q) in p.processes.iter().enumerate() {
-            if q.init {
-                warnings.push(format!(
-                    "{}.init: the plan has no init phase; a run with --demos gives it one before \
-                     slot 0, until the process stops itself (docs/demos.md, Initialisation)",
-                    q.path
-                ));
-            }
-            if q.jitter > 0 {
-                warnings.push(format!(
-                    "{}.jitter: the plan reserves the largest budget, {} ms",
-                    q.path,
-                    q.max_budget()
-                ));
-            }
-            if is_sc[i] {
-                if jobs[i][k].is_empty() {
-                    warnings.push(format!(
-                        "{}: SC process '{}' never fits its windows: left out of the plan",
-                        q.path, q.cmd
-                    ));
-                    continue;
-                }
-                tasks.push(RawTask {
-                    name: Some(name(i, k)),
-                    cmd: Some(cmd(&q.cmd)),
-                    class: Some("tt".into()),
-                    cpu: Some(h),
-                    jobs: Some(std::mem::take(&mut jobs[i][k])),
-                    ..RawTask::default()
-                });
-            } else {
-                tasks.push(RawTask {
-                    name: Some(name(i, k)),
-                    cmd: Some(cmd(&q.cmd)),
-                    class: Some("be".into()),
-                    cpu: Some(h),
-                    ..RawTask::default()
-                });
-            }
-        }
-        if !is_sc[i] && !p.processes.is_empty() {
-            warnings.push(format!(
-                "{}: BE partition '{}': budgets, sequencing and carry-over are not in the plan \
-                 format; its processes are be tasks on CPU {h} (any free slot; a sequenced run, \
-                 --planner with --demos, gives them their DEmOS turns)",
-                p.path, p.name
-            ));
-        }
-    }
-    if tasks.is_empty() {
-        return Err(err(
-            "windows",
-            "no process is scheduled in any window: nothing to import".into(),
-        ));
-    }
-    let table = ranges
-        .into_iter()
-        .map(|(cpu, rs)| RawCpuTable {
-            cpu: Some(cpu),
-            ranges: Some(
-                rs.into_iter()
-                    .map(|(a, b, i, k)| RawRange {
-                        start: Some(a),
-                        end: Some(b),
-                        task: Some(name(i, k)),
-                    })
-                    .collect(),
-            ),
-        })
-        .collect();
-    let raw = RawPlan {
-        version: Some(1),
-        slot_us: Some(slot_us),
-        frame_slots: Some(frame),
-        cpus: Some(RawCpus {
-            managed: Some(managed_list),
-            housekeeping: Some(vec![hk]),
-        }),
-        tasks: Some(tasks),
-        table: Some(table),
-        server: None,
-    };
-    let plan = Plan::try_from(raw.clone()).map_err(|errs| {
+/// `raw` validated by `Plan::try_from`; an invalid plan is an error naming every problem.
+fn validated(raw: &RawPlan) -> Result<Plan, ConfigError> {
+    Plan::try_from(raw.clone()).map_err(|errs| {
         err(
             "",
             format!(
@@ -393,14 +235,312 @@ pub fn import(config: &Config, opts: &ImportOptions) -> Result<Imported, ConfigE
                     .join("; ")
             ),
         )
-    })?;
-    Ok(Imported {
-        raw,
-        plan,
-        warnings,
-        slot_us,
-        frame_slots: frame,
     })
+}
+
+/// Where the partitions run: the managed CPUs, each partition's home CPU and its roles.
+struct Placement {
+    managed: CpuSet,
+    home: Vec<Option<u32>>,
+    is_sc: Vec<bool>,
+    is_be: Vec<bool>,
+}
+
+/// The SC jobs of each partition's processes and the table ranges of each CPU
+/// (start, end, partition, process).
+struct ScSchedule {
+    jobs: Vec<Vec<Vec<RawJob>>>,
+    ranges: BTreeMap<u32, Vec<(u64, u64, usize, usize)>>,
+}
+
+/// An import under way: the configuration, the options, the slot and the warnings so far.
+struct Importer<'a> {
+    config: &'a Config,
+    opts: &'a ImportOptions,
+    index: HashMap<&'a str, usize>,
+    slot_us: u64,
+    warnings: Vec<String>,
+}
+
+impl Importer<'_> {
+    /// `ms` in slots.
+    fn per_ms(&self, ms: u64) -> u64 {
+        ms * 1000 / self.slot_us
+    }
+
+    /// The task name of process `k` of partition `i`: `PARTITION.k`.
+    fn name(&self, i: usize, k: usize) -> String {
+        format!("{}.{k}", self.config.partitions[i].name)
+    }
+
+    /// A task's command: `/bin/sh -c` the process's command, in the configuration's directory
+    /// with `set_cwd`.
+    fn cmd(&self, c: &str) -> Vec<String> {
+        let cwd = if self.config.set_cwd {
+            self.opts.config_dir.as_ref()
+        } else {
+            None
+        };
+        let line = match cwd {
+            Some(d) => format!("cd {} && {c}", quote_sh(&d.display().to_string())),
+            None => c.to_string(),
+        };
+        vec!["/bin/sh".into(), "-c".into(), line]
+    }
+
+    /// Adds `warning` unless it was given already.
+    fn warn_once(&mut self, warning: String) {
+        if !self.warnings.contains(&warning) {
+            self.warnings.push(warning);
+        }
+    }
+
+    /// CPUs and each partition's home CPU (lowest CPU of its first slice).
+    fn place(&mut self) -> Result<Placement, ConfigError> {
+        let config = self.config;
+        let n = config.partitions.len();
+        let mut place = Placement {
+            managed: CpuSet::EMPTY,
+            home: vec![None; n],
+            is_sc: vec![false; n],
+            is_be: vec![false; n],
+        };
+        for w in &config.windows {
+            for s in w.slices() {
+                let cpus = s.cpus(self.opts.all_cpus);
+                let Some(low) = cpus.lowest() else {
+                    return Err(err(
+                        &format!("{}.cpu", s.path),
+                        format!(
+                            "'{}' selects no CPU (all = '{}')",
+                            s.cpu, self.opts.all_cpus
+                        ),
+                    ));
+                };
+                place.managed = place.managed.or(cpus);
+                for (p, sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
+                    if let Some(p) = p {
+                        let i = self.index[p.as_str()];
+                        place.home[i].get_or_insert(low);
+                        if sc {
+                            place.is_sc[i] = true;
+                        } else {
+                            place.is_be[i] = true;
+                        }
+                        if cpus.count() > 1 && place.home[i] == Some(low) {
+                            self.warn_once(format!(
+                                "{}.cpu: slice CPUs '{cpus}': partition '{p}' runs on CPU {low} \
+                                 only (a tt task owns one CPU); the others are managed but free",
+                                s.path
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(place)
+    }
+
+    /// A warning for each partition that is both SC and BE (imported as SC).
+    fn warn_sc_and_be(&mut self, place: &Placement) {
+        for (i, p) in self.config.partitions.iter().enumerate() {
+            if place.is_sc[i] && place.is_be[i] {
+                self.warnings.push(format!(
+                    "{}: partition '{}' is both SC and BE: imported as SC only",
+                    p.path, p.name
+                ));
+            }
+        }
+    }
+
+    /// SC jobs and table ranges; an appearance of a partition in a slice without its home CPU
+    /// is dropped (a warning).
+    fn sc_schedule(&mut self, place: &Placement) -> ScSchedule {
+        let config = self.config;
+        let mut sc = ScSchedule {
+            jobs: config
+                .partitions
+                .iter()
+                .map(|p| vec![Vec::new(); p.processes.len()])
+                .collect(),
+            ranges: BTreeMap::new(),
+        };
+        let mut start_ms = 0;
+        for w in &config.windows {
+            let end_ms = start_ms + w.length;
+            for s in w.slices() {
+                let cpus = s.cpus(self.opts.all_cpus);
+                for (p, is_sc) in [(&s.sc_partition, true), (&s.be_partition, false)] {
+                    let Some(p) = p else { continue };
+                    let i = self.index[p.as_str()];
+                    let h = place.home[i].expect("set above");
+                    if !cpus.contains(h) {
+                        self.warnings.push(format!(
+                            "{}: partition '{p}' runs on CPU {h} elsewhere, not in this slice's \
+                             CPUs '{cpus}': this appearance is dropped",
+                            s.path
+                        ));
+                        continue;
+                    }
+                    if is_sc {
+                        self.sc_window(&mut sc, w, (start_ms, end_ms), i, h);
+                    }
+                }
+            }
+            start_ms = end_ms;
+        }
+        sc
+    }
+
+    /// SC partition `i` in window `w` (`[start_ms, end_ms)`) on CPU `h`: its processes own
+    /// consecutive slots from the window start, each its largest budget, clipped at the end.
+    fn sc_window(
+        &mut self,
+        sc: &mut ScSchedule,
+        w: &Window,
+        (start_ms, end_ms): (u64, u64),
+        i: usize,
+        h: u32,
+    ) {
+        let config = self.config;
+        let mut t = start_ms;
+        for (k, q) in config.partitions[i].processes.iter().enumerate() {
+            let until = (t + q.max_budget()).min(end_ms);
+            if t + q.max_budget() > end_ms {
+                self.warnings.push(format!(
+                    "{}: in {} ({} ms), SC process '{}' gets {} of its {} ms: the \
+                     partition does not fit the window",
+                    q.path,
+                    w.path,
+                    w.length,
+                    q.cmd,
+                    until - t,
+                    q.max_budget()
+                ));
+            }
+            if until > t {
+                sc.jobs[i][k].push(RawJob {
+                    release: Some(self.per_ms(start_ms)),
+                    deadline: Some(self.per_ms(end_ms)),
+                    wcet: Some(self.per_ms(until - t)),
+                });
+                sc.ranges
+                    .entry(h)
+                    .or_default()
+                    .push((self.per_ms(t), self.per_ms(until), i, k));
+            }
+            t = until;
+        }
+    }
+
+    /// The tasks: each process of a placed partition, SC as `tt`, BE as `be`; an error when
+    /// there is none.
+    fn tasks(
+        &mut self,
+        place: &Placement,
+        jobs: &mut [Vec<Vec<RawJob>>],
+    ) -> Result<Vec<RawTask>, ConfigError> {
+        let config = self.config;
+        let mut tasks = Vec::new();
+        for (i, p) in config.partitions.iter().enumerate() {
+            let Some(h) = place.home[i] else { continue };
+            for (k, q) in p.processes.iter().enumerate() {
+                self.warn_not_in_plan(q);
+                if let Some(task) = self.task(place.is_sc[i], i, k, h, &mut jobs[i][k]) {
+                    tasks.push(task);
+                }
+            }
+            if !place.is_sc[i] && !p.processes.is_empty() {
+                self.warnings.push(format!(
+                    "{}: BE partition '{}': budgets, sequencing and carry-over are not in the plan \
+                     format; its processes are be tasks on CPU {h} (any free slot; a sequenced run, \
+                     --planner with --demos, gives them their DEmOS turns)",
+                    p.path, p.name
+                ));
+            }
+        }
+        if tasks.is_empty() {
+            return Err(err(
+                "windows",
+                "no process is scheduled in any window: nothing to import".into(),
+            ));
+        }
+        Ok(tasks)
+    }
+
+    /// Warnings for a process's `init` and `jitter`, which the plan does not represent.
+    fn warn_not_in_plan(&mut self, q: &Process) {
+        if q.init {
+            self.warnings.push(format!(
+                "{}.init: the plan has no init phase; a run with --demos gives it one before \
+                 slot 0, until the process stops itself (docs/demos.md, Initialisation)",
+                q.path
+            ));
+        }
+        if q.jitter > 0 {
+            self.warnings.push(format!(
+                "{}.jitter: the plan reserves the largest budget, {} ms",
+                q.path,
+                q.max_budget()
+            ));
+        }
+    }
+
+    /// Process `k` of partition `i` as a task on CPU `h`: `tt` with its `jobs` when SC (none,
+    /// with a warning, when it never fits its windows), else `be`.
+    fn task(
+        &mut self,
+        is_sc: bool,
+        i: usize,
+        k: usize,
+        h: u32,
+        jobs: &mut Vec<RawJob>,
+    ) -> Option<RawTask> {
+        let q = &self.config.partitions[i].processes[k];
+        if !is_sc {
+            return Some(RawTask {
+                name: Some(self.name(i, k)),
+                cmd: Some(self.cmd(&q.cmd)),
+                class: Some("be".into()),
+                cpu: Some(h),
+                ..RawTask::default()
+            });
+        }
+        if jobs.is_empty() {
+            self.warnings.push(format!(
+                "{}: SC process '{}' never fits its windows: left out of the plan",
+                q.path, q.cmd
+            ));
+            return None;
+        }
+        Some(RawTask {
+            name: Some(self.name(i, k)),
+            cmd: Some(self.cmd(&q.cmd)),
+            class: Some("tt".into()),
+            cpu: Some(h),
+            jobs: Some(std::mem::take(jobs)),
+            ..RawTask::default()
+        })
+    }
+
+    /// The table: each CPU's SC ranges, owned by their processes' tasks.
+    fn table(&self, ranges: BTreeMap<u32, Vec<(u64, u64, usize, usize)>>) -> Vec<RawCpuTable> {
+        ranges
+            .into_iter()
+            .map(|(cpu, rs)| RawCpuTable {
+                cpu: Some(cpu),
+                ranges: Some(
+                    rs.into_iter()
+                        .map(|(a, b, i, k)| RawRange {
+                            start: Some(a),
+                            end: Some(b),
+                            task: Some(self.name(i, k)),
+                        })
+                        .collect(),
+                ),
+            })
+            .collect()
+    }
 }
 
 /// The plan of a sequenced kernel run (`scx_tt --table plan.json --planner POLICY --demos

@@ -524,104 +524,139 @@ fn run(config: &Config, opts: &SimOptions, record: bool) -> Result<SimResult, St
     if opts.all_cpus.is_empty() {
         return Err("the CPU set of `all` is empty".into());
     }
-    let index = config.partition_index();
-    let models = process_models(config);
-    let parts = config
-        .partitions
-        .iter()
-        .map(|p| PartState {
-            cursor: 0,
-            procs: vec![ProcState::default(); p.processes.len()],
-        })
-        .collect();
-    let alive = config.partitions.iter().map(|p| p.processes.len()).sum();
-    let mut sim = Sim {
-        config,
-        models,
-        parts,
-        slices: Vec::new(),
-        finished_sc: 0,
-        stopping: false,
-        rng: Mt19937::new(opts.seed),
-        out: SimResult::default(),
-        alive,
-        window: 0,
-        record,
-    };
+    let mut sim = Sim::new(config, opts, record);
     sim.emit(0, Event::Init);
-    // each window's slices with their effective CPUs
-    let mut windows = Vec::new();
-    for w in &config.windows {
-        let mut rts = Vec::new();
-        for s in w.slices() {
-            let want = s.cpus(opts.all_cpus);
-            let mut cpus = want.and(opts.all_cpus);
-            if cpus.is_empty() {
-                cpus = CpuSet::from_cpus(opts.all_cpus.lowest());
-                sim.warn(format!(
-                    "{}.cpu: slice CPUs '{want}' are not available (available: '{}'); the slice \
-                     runs on CPU {cpus} instead",
-                    s.path, opts.all_cpus
-                ));
-            } else if cpus != want {
-                sim.warn(format!(
-                    "{}.cpu: slice runs on CPUs '{cpus}' instead of '{want}' (available: '{}')",
-                    s.path, opts.all_cpus
-                ));
-            }
-            rts.push(SliceRt {
-                cpus,
-                sc: s.sc_partition.as_deref().map(|n| index[n]),
-                be: s.be_partition.as_deref().map(|n| index[n]),
-                ..SliceRt::default()
-            });
+    let windows = sim.window_slices(opts);
+    sim.run_windows(&windows, opts.until_ms)
+}
+
+impl<'a> Sim<'a> {
+    /// A simulator at time 0, before the first window: every process alive, no slice yet.
+    fn new(config: &'a Config, opts: &SimOptions, record: bool) -> Sim<'a> {
+        let models = process_models(config);
+        let parts = config
+            .partitions
+            .iter()
+            .map(|p| PartState {
+                cursor: 0,
+                procs: vec![ProcState::default(); p.processes.len()],
+            })
+            .collect();
+        let alive = config.partitions.iter().map(|p| p.processes.len()).sum();
+        Sim {
+            config,
+            models,
+            parts,
+            slices: Vec::new(),
+            finished_sc: 0,
+            stopping: false,
+            rng: Mt19937::new(opts.seed),
+            out: SimResult::default(),
+            alive,
+            window: 0,
+            record,
         }
-        windows.push(rts);
     }
-    let until = opts.until_ms;
-    let mut t = 0;
-    let mut w = 0;
-    sim.slices = windows[0].clone();
-    sim.start_window(0)?;
-    loop {
-        let end = t + config.windows[w].length;
+
+    /// Each window's slices with their effective CPUs (warning for every restricted slice).
+    fn window_slices(&mut self, opts: &SimOptions) -> Vec<Vec<SliceRt>> {
+        let config = self.config;
+        let index = config.partition_index();
+        let mut windows = Vec::new();
+        for w in &config.windows {
+            let mut rts = Vec::new();
+            for s in w.slices() {
+                let want = s.cpus(opts.all_cpus);
+                let mut cpus = want.and(opts.all_cpus);
+                if cpus.is_empty() {
+                    cpus = CpuSet::from_cpus(opts.all_cpus.lowest());
+                    self.warn(format!(
+                        "{}.cpu: slice CPUs '{want}' are not available (available: '{}'); the slice \
+                         runs on CPU {cpus} instead",
+                        s.path, opts.all_cpus
+                    ));
+                } else if cpus != want {
+                    self.warn(format!(
+                        "{}.cpu: slice runs on CPUs '{cpus}' instead of '{want}' (available: '{}')",
+                        s.path, opts.all_cpus
+                    ));
+                }
+                rts.push(SliceRt {
+                    cpus,
+                    sc: s.sc_partition.as_deref().map(|n| index[n]),
+                    be: s.be_partition.as_deref().map(|n| index[n]),
+                    ..SliceRt::default()
+                });
+            }
+            windows.push(rts);
+        }
+        windows
+    }
+
+    /// Runs the major frames window after window until `until`, or until every process exited.
+    fn run_windows(mut self, windows: &[Vec<SliceRt>], until: u64) -> Result<SimResult, String> {
+        let alive = self.alive;
+        let mut t = 0;
+        let mut w = 0;
+        self.slices = windows[0].clone();
+        self.start_window(0)?;
+        loop {
+            let end = t + self.config.windows[w].length;
+            if let Some(et) = self.window_events(end, until, alive)? {
+                return Ok(self.all_exited_at(et));
+            }
+            if end > until {
+                break;
+            }
+            self.end_window(end, w);
+            if alive > 0 && self.alive == 0 {
+                return Ok(self.all_exited_at(end));
+            }
+            t = end;
+            w = (w + 1) % self.config.windows.len();
+            self.window = w;
+            self.slices = windows[w].clone();
+            self.start_window(t)?;
+            if t == until {
+                break;
+            }
+        }
+        self.out.end_ms = until;
+        Ok(self.out)
+    }
+
+    /// Handles the events of the window ending at `end`; `Some(t)`: every process (of the
+    /// `alive` at the start) exited at `t`.
+    fn window_events(&mut self, end: u64, until: u64, alive: usize) -> Result<Option<u64>, String> {
         // events strictly inside the window and before the time limit
-        while let Some((et, s)) = sim.next_event() {
+        while let Some((et, s)) = self.next_event() {
             if et >= end || et >= until {
                 break;
             }
-            sim.event(s, et)?;
-            if alive > 0 && sim.alive == 0 {
-                sim.out.end_ms = et;
-                sim.out.all_exited = true;
-                return Ok(sim.out);
+            self.event(s, et)?;
+            if alive > 0 && self.alive == 0 {
+                return Ok(Some(et));
             }
         }
-        if end > until {
-            break;
-        }
-        sim.stop_window(end);
-        if sim.finished_sc < sim.slices.len() {
-            sim.warn(format!(
+        Ok(None)
+    }
+
+    /// Stops window `w` at `end`, warning when its SC work is not all done.
+    fn end_window(&mut self, end: u64, w: usize) {
+        self.stop_window(end);
+        if self.finished_sc < self.slices.len() {
+            self.warn(format!(
                 "{end} ms: window #{w} ended before all SC partitions finished"
             ));
         }
-        if alive > 0 && sim.alive == 0 {
-            sim.out.end_ms = end;
-            sim.out.all_exited = true;
-            return Ok(sim.out);
-        }
-        t = end;
-        w = (w + 1) % config.windows.len();
-        sim.window = w;
-        sim.slices = windows[w].clone();
-        sim.start_window(t)?;
-        if t == until {
-            break;
-        }
     }
-    sim.out.end_ms = until;
-    Ok(sim.out)
+
+    /// The result of a run whose processes all exited at `end_ms`.
+    fn all_exited_at(mut self, end_ms: u64) -> SimResult {
+        self.out.end_ms = end_ms;
+        self.out.all_exited = true;
+        self.out
+    }
 }
 
 #[cfg(test)]
