@@ -321,6 +321,8 @@ fn close_idle_run(run: &mut IdleRun, st: &mut CpuStats, power: &dyn SlotPower, s
     *run = IdleRun::default();
 }
 
+/// Submits arrival `a` to the planner (an admission, a soft job, or a removal by name) and
+/// records the planner's answer; an error for an arrival that is not well formed.
 fn submit(
     planner: &mut Planner,
     plan: &Plan,
@@ -341,24 +343,9 @@ fn submit(
         ),
         None => None,
     };
-    let mut rec = AdmissionRecord {
-        at_slot: a.at_slot,
-        name: a.name.clone(),
-        kind: "remove",
-        accepted: false,
-        cpu: None,
-        bound_slot: None,
-        reason: String::new(),
-    };
+    let mut rec = blank_record(a);
     if a.kind == ArrivalKind::Remove {
-        // A live periodic task is always in its CPU's template, so the planner finds it.
-        let found = names.live.remove(&a.name);
-        rec.accepted = found.is_some_and(|(t, _)| planner.remove_task(t));
-        rec.reason = if rec.accepted {
-            "removed; its capacity returns".into()
-        } else {
-            format!("name = {:?}: no live periodic task has this name", a.name)
-        };
+        remove_by_name(planner, a, names, &mut rec);
         return Ok(rec);
     }
     if a.wcet == 0 {
@@ -369,28 +356,81 @@ fn submit(
         if a.period.is_none() {
             return Err(bad("periodic without period".into()));
         }
-        if let Some(&(_, since)) = names.live.get(&a.name) {
-            rec.reason = format!(
-                "name = {:?}: a live periodic task already has this name ({}); remove it first",
-                a.name,
-                match since {
-                    Some(at) => format!("admitted at slot {at}"),
-                    None => "a task of the plan".into(),
-                }
-            );
+        if let Some(reason) = name_taken(names, &a.name) {
+            rec.reason = reason;
             return Ok(rec);
         }
     }
     let task = names.add(&a.name);
     wcet_of.insert(task, a.wcet);
-    let reply = match (a.kind, a.deadline, a.period) {
+    if let Some(reply) = admit(planner, plan, a, task, cpu, &mut rec) {
+        record_reply(reply, plan, a, task, names, &mut rec);
+    }
+    Ok(rec)
+}
+
+/// The record of arrival `a` before the planner answers: kind `remove`, not accepted.
+fn blank_record(a: &Arrival) -> AdmissionRecord {
+    AdmissionRecord {
+        at_slot: a.at_slot,
+        name: a.name.clone(),
+        kind: "remove",
+        accepted: false,
+        cpu: None,
+        bound_slot: None,
+        reason: String::new(),
+    }
+}
+
+/// A `remove` arrival: removes the live periodic task of its name, recording whether there was
+/// one.
+fn remove_by_name(
+    planner: &mut Planner,
+    a: &Arrival,
+    names: &mut Names,
+    rec: &mut AdmissionRecord,
+) {
+    // A live periodic task is always in its CPU's template, so the planner finds it.
+    let found = names.live.remove(&a.name);
+    rec.accepted = found.is_some_and(|(t, _)| planner.remove_task(t));
+    rec.reason = if rec.accepted {
+        "removed; its capacity returns".into()
+    } else {
+        format!("name = {:?}: no live periodic task has this name", a.name)
+    };
+}
+
+/// The refusal's reason when a live periodic task already has the name `name`.
+fn name_taken(names: &Names, name: &str) -> Option<String> {
+    let &(_, since) = names.live.get(name)?;
+    Some(format!(
+        "name = {:?}: a live periodic task already has this name ({}); remove it first",
+        name,
+        match since {
+            Some(at) => format!("admitted at slot {at}"),
+            None => "a task of the plan".into(),
+        }
+    ))
+}
+
+/// Hands arrival `a` (planner task `task`) to the planner by its kind: the admission's reply,
+/// or `None` for a soft job, which `rec` then records in full.
+fn admit(
+    planner: &mut Planner,
+    plan: &Plan,
+    a: &Arrival,
+    task: usize,
+    cpu: Option<usize>,
+    rec: &mut AdmissionRecord,
+) -> Option<Admission> {
+    Some(match (a.kind, a.deadline, a.period) {
         (ArrivalKind::Aperiodic, None, _) => {
             rec.kind = "soft";
             let c = planner.submit_soft(task, a.wcet, cpu);
             rec.accepted = c.is_some();
             rec.cpu = c.map(|i| plan.managed[i]);
             rec.reason = "served in slack, no guarantee".into();
-            return Ok(rec);
+            return None;
         }
         (ArrivalKind::Aperiodic, Some(d), _) => {
             rec.kind = "firm";
@@ -409,7 +449,19 @@ fn submit(
         (ArrivalKind::Periodic, _, None) | (ArrivalKind::Remove, ..) => {
             unreachable!("handled above")
         }
-    };
+    })
+}
+
+/// Records the planner's reply to an admission in `rec`; an accepted periodic task becomes the
+/// live task of its name.
+fn record_reply(
+    reply: Admission,
+    plan: &Plan,
+    a: &Arrival,
+    task: usize,
+    names: &mut Names,
+    rec: &mut AdmissionRecord,
+) {
     match reply {
         Admission::Accepted { cpu, bound } => {
             if rec.kind == "periodic" {
@@ -425,5 +477,4 @@ fn submit(
         }
         Admission::Rejected(why) => rec.reason = reject_reason(&why, plan),
     }
-    Ok(rec)
 }
