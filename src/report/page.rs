@@ -548,61 +548,85 @@ zoom; idle slots shaded.</p>\n",
     for &cpu in cpu_list {
         let mut recs = by_cpu.remove(&cpu).unwrap_or_default();
         recs.sort_by_key(|r| r.slot);
-        let _ = write!(
-            s,
-            "<div class=\"gantt-cpu\"><h3>CPU {cpu}</h3><svg class=\"freq zoomable\" data-cpu=\"{cpu}\" data-h=\"100\" \
+        freq_chart(s, cpu, &recs, lo, hi);
+    }
+    idle_residency_table(s, cpu_list, stats);
+    if let Some(sm) = inp.summary {
+        freq_residency_table(s, sm);
+    }
+    s.push_str("</section>\n");
+}
+
+/// The frequency chart of one CPU: its idle runs shaded and its frequency as lines.
+fn freq_chart(s: &mut String, cpu: u32, recs: &[&SlotRecord], lo: u64, hi: u64) {
+    let _ = write!(
+        s,
+        "<div class=\"gantt-cpu\"><h3>CPU {cpu}</h3><svg class=\"freq zoomable\" data-cpu=\"{cpu}\" data-h=\"100\" \
 viewBox=\"{lo} 0 {} 100\" preserveAspectRatio=\"none\" height=\"90\" xmlns=\"http://www.w3.org/2000/svg\">\
 <rect class=\"track\" x=\"{lo}\" y=\"0\" width=\"{}\" height=\"100\"/>",
-            hi - lo,
-            hi - lo
-        );
-        // Idle slots, merged into runs.
-        let mut run: Option<(u64, u64)> = None;
-        let flush = |s: &mut String, run: Option<(u64, u64)>| {
-            if let Some((a, b)) = run {
-                let _ = write!(
-                    s,
-                    "<rect class=\"idle-span\" x=\"{a}\" y=\"0\" width=\"{}\" height=\"100\"/>",
-                    b - a
-                );
-            }
-        };
-        for r in &recs {
-            if r.kind == SlotKind::Idle {
-                run = match run {
-                    Some((a, b)) if b == r.slot => Some((a, b + 1)),
-                    other => {
-                        flush(s, other);
-                        Some((r.slot, r.slot + 1))
-                    }
-                };
-            }
+        hi - lo,
+        hi - lo
+    );
+    idle_spans(s, recs);
+    freq_lines(s, recs);
+    s.push_str("</svg></div>\n");
+}
+
+/// Shades a CPU's idle slots in its frequency chart.
+fn idle_spans(s: &mut String, recs: &[&SlotRecord]) {
+    // Idle slots, merged into runs.
+    let mut run: Option<(u64, u64)> = None;
+    let flush = |s: &mut String, run: Option<(u64, u64)>| {
+        if let Some((a, b)) = run {
+            let _ = write!(
+                s,
+                "<rect class=\"idle-span\" x=\"{a}\" y=\"0\" width=\"{}\" height=\"100\"/>",
+                b - a
+            );
         }
-        flush(s, run);
-        let mut pts = String::new();
-        let mut prev: Option<u64> = None;
-        for r in &recs {
-            let y = 100.0 - 95.0 * r.freq.clamp(0.0, 1.0);
-            if prev.is_some_and(|p| p + 1 != r.slot) && !pts.is_empty() {
-                let _ = write!(
-                    s,
-                    "<polyline class=\"freq-line\" points=\"{}\"/>",
-                    pts.trim_end()
-                );
-                pts.clear();
-            }
-            let _ = write!(pts, "{},{y:.2} {},{y:.2} ", r.slot, r.slot + 1);
-            prev = Some(r.slot);
+    };
+    for r in recs {
+        if r.kind == SlotKind::Idle {
+            run = match run {
+                Some((a, b)) if b == r.slot => Some((a, b + 1)),
+                other => {
+                    flush(s, other);
+                    Some((r.slot, r.slot + 1))
+                }
+            };
         }
-        if !pts.is_empty() {
+    }
+    flush(s, run);
+}
+
+/// The frequency of a CPU's slots as polylines, one per run of consecutive slots.
+fn freq_lines(s: &mut String, recs: &[&SlotRecord]) {
+    let mut pts = String::new();
+    let mut prev: Option<u64> = None;
+    for r in recs {
+        let y = 100.0 - 95.0 * r.freq.clamp(0.0, 1.0);
+        if prev.is_some_and(|p| p + 1 != r.slot) && !pts.is_empty() {
             let _ = write!(
                 s,
                 "<polyline class=\"freq-line\" points=\"{}\"/>",
                 pts.trim_end()
             );
+            pts.clear();
         }
-        s.push_str("</svg></div>\n");
+        let _ = write!(pts, "{},{y:.2} {},{y:.2} ", r.slot, r.slot + 1);
+        prev = Some(r.slot);
     }
+    if !pts.is_empty() {
+        let _ = write!(
+            s,
+            "<polyline class=\"freq-line\" points=\"{}\"/>",
+            pts.trim_end()
+        );
+    }
+}
+
+/// The idle residency table: each CPU's slots by kind, from the trace.
+fn idle_residency_table(s: &mut String, cpu_list: &[u32], stats: &BTreeMap<u32, super::CpuStats>) {
     s.push_str(
         "<h3>Idle residency (from the trace)</h3><table class=\"residency\"><tr><th>CPU</th>\
 <th>slots</th><th>tt</th><th>aperiodic</th><th>be</th><th>idle</th><th>of which DPM idle</th>\
@@ -610,26 +634,7 @@ viewBox=\"{lo} 0 {} 100\" preserveAspectRatio=\"none\" height=\"90\" xmlns=\"htt
     );
     for &cpu in cpu_list {
         let st = stats.get(&cpu).cloned().unwrap_or_default();
-        let n = st.slots.max(1) as f64;
-        let mut bar =
-            String::from("<svg width=\"200\" height=\"14\" xmlns=\"http://www.w3.org/2000/svg\">");
-        let mut x = 0.0;
-        for (count, kind) in [
-            (st.tt, SlotKind::Tt),
-            (st.aperiodic, SlotKind::Aperiodic),
-            (st.be, SlotKind::Be),
-            (st.idle, SlotKind::Idle),
-        ] {
-            let w = 200.0 * count as f64 / n;
-            let _ = write!(
-                bar,
-                "<rect x=\"{x:.1}\" y=\"0\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}: {count}</title></rect>",
-                palette(kind)[0],
-                kind.name()
-            );
-            x += w;
-        }
-        bar.push_str("</svg>");
+        let bar = residency_bar(&st);
         let _ = writeln!(
             s,
             "<tr data-cpu=\"{cpu}\"><td>{cpu}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
@@ -647,36 +652,62 @@ viewBox=\"{lo} 0 {} 100\" preserveAspectRatio=\"none\" height=\"90\" xmlns=\"htt
         );
     }
     s.push_str("</table>\n");
-    if let Some(sm) = inp.summary {
-        let res: Vec<_> = sm
-            .cpus
-            .iter()
-            .filter(|c| c.managed && !c.freq_residency.is_empty())
-            .collect();
-        if !res.is_empty() {
-            s.push_str(
-                "<h3>Frequency residency (summary, per P-state of the power model)</h3>\
+}
+
+/// A CPU's slots by kind as a stacked bar.
+fn residency_bar(st: &super::CpuStats) -> String {
+    let n = st.slots.max(1) as f64;
+    let mut bar =
+        String::from("<svg width=\"200\" height=\"14\" xmlns=\"http://www.w3.org/2000/svg\">");
+    let mut x = 0.0;
+    for (count, kind) in [
+        (st.tt, SlotKind::Tt),
+        (st.aperiodic, SlotKind::Aperiodic),
+        (st.be, SlotKind::Be),
+        (st.idle, SlotKind::Idle),
+    ] {
+        let w = 200.0 * count as f64 / n;
+        let _ = write!(
+            bar,
+            "<rect x=\"{x:.1}\" y=\"0\" width=\"{w:.1}\" height=\"14\" fill=\"{}\"><title>{}: {count}</title></rect>",
+            palette(kind)[0],
+            kind.name()
+        );
+        x += w;
+    }
+    bar.push_str("</svg>");
+    bar
+}
+
+/// The frequency residency table of the summary's managed CPUs, when it has any.
+fn freq_residency_table(s: &mut String, sm: &super::SummaryView) {
+    let res: Vec<_> = sm
+        .cpus
+        .iter()
+        .filter(|c| c.managed && !c.freq_residency.is_empty())
+        .collect();
+    if !res.is_empty() {
+        s.push_str(
+            "<h3>Frequency residency (summary, per P-state of the power model)</h3>\
 <table class=\"residency\"><tr><th>CPU</th><th>MHz</th><th>seconds</th><th>share %</th><th></th></tr>\n",
-            );
-            for c in res {
-                for f in &c.freq_residency {
-                    let _ = writeln!(
-                        s,
-                        "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td><svg width=\"200\" \
+        );
+        for c in res {
+            for f in &c.freq_residency {
+                let _ = writeln!(
+                    s,
+                    "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{:.1}</td><td><svg width=\"200\" \
 height=\"10\" xmlns=\"http://www.w3.org/2000/svg\"><rect class=\"delivered-bar\" x=\"0\" y=\"0\" \
 width=\"{:.1}\" height=\"10\"/></svg></td></tr>",
-                        c.cpu,
-                        f.mhz,
-                        f.seconds,
-                        100.0 * f.fraction,
-                        200.0 * f.fraction.clamp(0.0, 1.0)
-                    );
-                }
+                    c.cpu,
+                    f.mhz,
+                    f.seconds,
+                    100.0 * f.fraction,
+                    200.0 * f.fraction.clamp(0.0, 1.0)
+                );
             }
-            s.push_str("</table>\n");
         }
+        s.push_str("</table>\n");
     }
-    s.push_str("</section>\n");
 }
 
 fn energy(s: &mut String, inp: &Inputs) {

@@ -111,6 +111,35 @@ pub fn guard_hint(c: &CpuSummary) -> Option<String> {
 /// The exit summary printed on stdout, starting with `=== scx_tt summary ===`.
 pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
     let mut out = String::new();
+    render_run_line(&mut out, s);
+    render_task_table(&mut out, s);
+    render_cpu_table(&mut out, s);
+    for c in &s.cpus {
+        if let Some(hint) = guard_hint(c) {
+            let _ = writeln!(out, "{hint}");
+        }
+    }
+    for c in &s.cpus {
+        render_counters(&mut out, c);
+    }
+    for p in &s.bpf_prog_stats {
+        let _ = writeln!(
+            out,
+            "bpf_stats {:<16} {:>10} runs {:>8} ns/run",
+            p.name, p.run_cnt, p.ns_per_run
+        );
+    }
+    render_planner_lines(&mut out, s);
+    render_energy(&mut out, s);
+    render_timeline(&mut out, acc, s);
+    for c in &s.cpus {
+        render_hist(&mut out, c.cpu, &c.late_hist);
+    }
+    out
+}
+
+/// The title and the run line: duration, slot length and how the run ended.
+fn render_run_line(out: &mut String, s: &Summary) {
     let exit = serde_json::to_value(s.exit)
         .ok()
         .and_then(|v| v.as_str().map(String::from));
@@ -122,6 +151,10 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
         s.slot_us,
         exit.unwrap_or_default()
     );
+}
+
+/// The task table: plan, delivery, time outside the slots and jobs done per task.
+fn render_task_table(out: &mut String, s: &Summary) {
     let _ = writeln!(
         out,
         "{:<12} {:<8} {:>4} {:<9} {:>11} {:>13} {:>7} {:>11} {:>8} {:>10} {:>9}",
@@ -161,6 +194,10 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             }
         );
     }
+}
+
+/// The CPU table: tick lateness, stolen time, ticks' cost and guard-band events per CPU.
+fn render_cpu_table(out: &mut String, s: &Summary) {
     let _ = writeln!(
         out,
         "{:>4} {:>6} {:>9} {:>9} {:>9} {:>9} {:>10} {:>10} {:>10} {:>12} {:>8} {:>19}",
@@ -200,21 +237,10 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             format!("{}/{}/{}", c.guard_stops, c.guard_late, c.guard_events)
         );
     }
-    for c in &s.cpus {
-        if let Some(hint) = guard_hint(c) {
-            let _ = writeln!(out, "{hint}");
-        }
-    }
-    for c in &s.cpus {
-        render_counters(&mut out, c);
-    }
-    for p in &s.bpf_prog_stats {
-        let _ = writeln!(
-            out,
-            "bpf_stats {:<16} {:>10} runs {:>8} ns/run",
-            p.name, p.run_cnt, p.ns_per_run
-        );
-    }
+}
+
+/// The planner's lines: late slots and writes, adaptive tasks and its observations.
+fn render_planner_lines(out: &mut String, s: &Summary) {
     if let Some(late) = s.planner_late_slots {
         let _ = writeln!(
             out,
@@ -258,6 +284,10 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             c.rewritten
         );
     }
+}
+
+/// The energy line and each CPU's frequency residency.
+fn render_energy(out: &mut String, s: &Summary) {
     match &s.energy {
         Some(e) => {
             let _ = writeln!(out, "energy {e}");
@@ -274,11 +304,6 @@ pub fn render_summary(acc: &Accounting, s: &Summary) -> String {
             residency_text(&c.freq_residency)
         );
     }
-    render_timeline(&mut out, acc, s);
-    for c in &s.cpus {
-        render_hist(&mut out, c.cpu, &c.late_hist);
-    }
-    out
 }
 
 fn render_timeline(out: &mut String, acc: &Accounting, s: &Summary) {
