@@ -6,8 +6,9 @@
 //! Checked:
 //!   - the messages on stdout: `MF` then `WIN` at each major frame start, `WIN` at each other
 //!     window start, in order, as many window starts as the run observed (scx_tt's count), and
-//!     that count is the number of window starts within the run's duration (at most one fewer:
-//!     the last may fall after the final records);
+//!     that count is the number of window starts within the run's duration (fewer by at most
+//!     the starts within the run's max message latency of its end, and one: the last may fall
+//!     after the final records);
 //!   - the frequency writes (`-v` logs each with its slot time) equal a reference computed here
 //!     from the configuration: set-up both policies at the highest; each window's SC start at
 //!     the highest, its BE start (window start + its SC budgets, if inside the window) at the
@@ -164,12 +165,46 @@ fn check(out: &VmOutput, c: &mut Checks) {
         got.len(),
         got.iter().filter(|l| **l == "MF").count()
     );
+    // the latency, by the trace_marker reader
+    let wins: Vec<u64> = marks(&out.file(&format!("{RUN}.marks")).unwrap_or_default())
+        .into_iter()
+        .filter(|m| m.1 == "WIN")
+        .map(|m| m.0)
+        .collect();
+    let mut lat: Vec<i64> = wins
+        .iter()
+        .zip(&starts)
+        .map(|(&at, &(ms, _))| at as i64 - (summary.t0_ns + ms * 1_000_000) as i64)
+        .collect();
+    lat.sort_unstable();
+    let pct = |p: f64| {
+        lat.get(((lat.len() as f64 * p).ceil() as usize).saturating_sub(1))
+            .copied()
+            .unwrap_or(i64::MAX)
+    };
+    let (min, p50, p99, max) = (
+        lat.first().copied().unwrap_or(i64::MIN),
+        pct(0.5),
+        pct(0.99),
+        lat.last().copied().unwrap_or(i64::MAX),
+    );
+    // scx_tt observes a window start as late as its messages come (the run's max latency):
+    // the starts within that much of the run's end may go unobserved, and one more (a CI run
+    // saw 2 of 83 unobserved with a max latency of 174 ms; 50 ms windows)
+    let max_lag_ns = u64::try_from(max.max(0)).unwrap_or(0).min(1_000_000_000);
+    let run_end_ns = summary.duration_ns;
+    let unobservable = 1 + starts
+        .iter()
+        .filter(|&&(ms, _)| (ms * 1_000_000).saturating_add(max_lag_ns) >= run_end_ns)
+        .count();
     c.check(
-        n + 1 >= starts.len() && n <= starts.len() && n >= 30 && got == want,
+        n + unobservable >= starts.len() && n <= starts.len() && n >= 30 && got == want,
         format!(
             "-M/-m: MF then WIN at each major frame, WIN at each window start, in order, once \
-             each ({n} window starts observed of {})",
-            starts.len()
+             each ({n} window starts observed of {}; up to {unobservable} unobserved: those \
+             within the max latency {:.3} ms of the run's end, and one)",
+            starts.len(),
+            max_lag_ns as f64 / 1e6
         ),
     );
     // the writes
@@ -214,29 +249,6 @@ fn check(out: &VmOutput, c: &mut Checks) {
                 .unwrap_or_default()
                 .contains("frame_slots: the plan has 10, the import has 15"),
         "a plan that is not the import is refused naming frame_slots".into(),
-    );
-    // the latency, by the trace_marker reader
-    let wins: Vec<u64> = marks(&out.file(&format!("{RUN}.marks")).unwrap_or_default())
-        .into_iter()
-        .filter(|m| m.1 == "WIN")
-        .map(|m| m.0)
-        .collect();
-    let mut lat: Vec<i64> = wins
-        .iter()
-        .zip(&starts)
-        .map(|(&at, &(ms, _))| at as i64 - (summary.t0_ns + ms * 1_000_000) as i64)
-        .collect();
-    lat.sort_unstable();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p).ceil() as usize).saturating_sub(1))
-            .copied()
-            .unwrap_or(i64::MAX)
-    };
-    let (min, p50, p99, max) = (
-        lat.first().copied().unwrap_or(i64::MIN),
-        pct(0.5),
-        pct(0.99),
-        lat.last().copied().unwrap_or(i64::MAX),
     );
     let own = err
         .lines()

@@ -66,7 +66,8 @@ scx_tt plan import --demos $CFG --all-cpus 1 --slot-us 10000 --out $OUT/import.j
 result import_rc $?
 sed 's/^{/{"server": "ptps",/' $OUT/import.json > $OUT/$RUN.plan.json
 # the control requests, from another shell while the run goes on
-( sleep 3
+# once the control socket answers (a fixed 3 s sleep came before the socket on a slow host)
+( wait_control 120000 > /dev/null
   ctl admit_firm admit-firm --task SC1.0 --wcet-slots 1 --deadline-slots 50
   ctl status status ) &
 CTL_PID=$!
