@@ -399,6 +399,7 @@ fn every_bpf_cpu_counter_is_in_the_json_and_the_text_summary() {
         dpm_shortened: 115,
         evictions: 116,
         evicted_ns: 117,
+        higher_waits: 118,
     };
     f.cpu_counters.insert(1, c);
     let summary = acc.summary(&f);

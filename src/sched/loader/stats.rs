@@ -78,6 +78,7 @@ impl Scheduler<'_> {
                     dpm_shortened,
                     evictions,
                     evicted_ns,
+                    higher_waits,
                 } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
                     ticks,
@@ -97,6 +98,7 @@ impl Scheduler<'_> {
                     dpm_shortened,
                     evictions,
                     evicted_ns,
+                    higher_waits,
                 };
                 (c, counters)
             })

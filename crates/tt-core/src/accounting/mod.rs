@@ -184,6 +184,10 @@ pub struct CpuCounters {
     /// (part of the records' `foreign_ns`; src/bpf/tt_sched.bpf.c, D).
     pub evictions: u64,
     pub evicted_ns: u64,
+    /// Dispatches on this CPU, while it ran no sched_ext task, that queued nothing because a
+    /// task of a higher class was runnable there and would run first: sched_ext gives no
+    /// cpu_release then to take back what went stale meanwhile (src/bpf/tt_sched.bpf.c, C).
+    pub higher_waits: u64,
 }
 }
 

@@ -15,7 +15,8 @@
 //!   its start and of the shell between the two programs); its cost per event is printed;
 //! - the reservation (the run's log lines, the summary): legacy gets one; the one in force at
 //!   the last 40 ms release is 20 slots (40 ms) with a WCET in `WCET_BOUNDS_40`, the one at the
-//!   end 15 slots (30 ms) with a WCET in `WCET_BOUNDS_30`, first in force at most
+//!   end 15 slots (30 ms) with a WCET in `WCET_BOUNDS_30` (the upper bounds are timing: the
+//!   controller sizes them from measured consumption, see `check_wcet`), first in force at most
 //!   `FOLLOW_RES_NS` after the first 30 ms release; the summary says reserved or compressed
 //!   (heavy's request makes the supervisor compress both, down to legacy's minimum at most),
 //!   30 ms, that reservation; heavy's request does not fit next to tt-a and legacy: the
@@ -375,11 +376,7 @@ fn check_reservations(out: &VmOutput, c: &mut Checks, text: &str, logs: (&[JobLi
     // converged at 40 ms: the reservation in force at the last 40 ms release
     let last40 = l40.last().map_or(0, |j| j.release_ns);
     let r40 = held_before(last40);
-    let (lo40, hi40) = WCET_BOUNDS_40;
-    c.check(
-        r40.is_some_and(|(p, w)| p == 20 && (lo40..=hi40).contains(&w)),
-        format!("at 40 ms: reservation (period, WCET) {r40:?} slots: period 20 (40 ms), WCET in {lo40}..={hi40}"),
-    );
+    check_wcet(c, "at 40 ms", r40, 20, WCET_BOUNDS_40);
     // after the change: the first reservation of period 15 (30 ms), and the one at the end
     let follow = changes
         .iter()
@@ -395,11 +392,7 @@ fn check_reservations(out: &VmOutput, c: &mut Checks, text: &str, logs: (&[JobLi
         ),
     );
     let r30 = held_before(last30.release_ns);
-    let (lo30, hi30) = WCET_BOUNDS_30;
-    c.check(
-        r30.is_some_and(|(p, w)| p == 15 && (lo30..=hi30).contains(&w)),
-        format!("at 30 ms: reservation {r30:?} slots: period 15 (30 ms), WCET in {lo30}..={hi30}"),
-    );
+    check_wcet(c, "at 30 ms", r30, 15, WCET_BOUNDS_30);
     let end = summary_adaptive(&json, "legacy");
     println!("  summary: legacy {end:?}");
     c.check(
@@ -587,6 +580,28 @@ fn slots_of(text: &str) -> Option<(u64, u64)> {
 /// `scx_tt: adaptive NAME: reservation W/P slots (...) from slot S`, `... resized from A to
 /// W/P slots (...) from slot S`, `... resize to ... refused ...: A again from slot S`, `...
 /// removed (...): A from slot S`, in order.
+/// The reservation `held` at one point: its period exactly `period` slots and its WCET at
+/// least legacy's minimum (exact: the analyser's period and the supervisor's floor); at most
+/// `hi` is timing, because the controller sizes it from legacy's measured consumption, which a
+/// slow host inflates (late ticks take its slots, its jobs pile up and then run back to back:
+/// 9 of 20 on a CI host with calibration factor about 1.7, where this host gives 6-7).
+fn check_wcet(
+    c: &mut Checks,
+    when: &str,
+    held: Option<(u64, u64)>,
+    period: u64,
+    (lo, hi): (u64, u64),
+) {
+    c.check(
+        held.is_some_and(|(p, w)| p == period && w >= lo),
+        format!("{when}: reservation (period, WCET) {held:?} slots: period {period}, WCET >= {lo}"),
+    );
+    c.check_timing(
+        held.is_some_and(|(_, w)| w <= hi),
+        format!("{when}: reservation (period, WCET) {held:?} slots: WCET <= {hi}"),
+    );
+}
+
 fn reservation_changes(text: &str, name: &str) -> Vec<ResChange> {
     let prefix = format!("scx_tt: adaptive {name}: ");
     text.lines()

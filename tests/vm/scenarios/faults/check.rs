@@ -97,10 +97,9 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
             out.result("rearm_state")
         ),
     );
-    let ran_ms = out.number("rearm_ms").unwrap_or(i64::MAX);
-    c.check(
-        ran_ms < RUN_MS,
-        format!("rearm: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms} ms"),
+    println!(
+        "--- rearm: scx_tt ran {:?} ms from its start to its exit, load included",
+        out.number("rearm_ms")
     );
     c.check(
         stdout.contains("=== scx_tt summary ===")
@@ -113,6 +112,14 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
             let cpu = &s["cpus"][0];
             let counters = &cpu["bpf_counters"];
             println!("--- rearm: cpu 1 bpf_counters {counters}");
+            let ran_ms = s["duration_ns"].as_u64().map(|ns| ns / 1_000_000);
+            c.check(
+                ran_ms.is_some_and(|ms| ms < RUN_MS as u64),
+                format!(
+                    "rearm: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms:?} ms \
+                     from slot 0 (the summary's duration_ns)"
+                ),
+            );
             c.check(
                 s["exit"] == "scheduler_exited",
                 format!("rearm: summary exit {}", s["exit"]),
@@ -246,13 +253,23 @@ fn a_stalled_clock_thread_ends_the_scheduler_naming_the_cpu_and_the_slot() {
         stdout.contains("=== scx_tt summary ===") && stdout.contains("bpf counters cpu 1: "),
         "stall: the text summary is printed with the counters".to_string(),
     );
-    let ran_ms = out.number("stall_ms").unwrap_or(i64::MAX);
-    c.check(
-        ran_ms < RUN_MS,
-        format!("stall: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms} ms"),
+    // The duration counts from slot 0; the guest's wall time also holds the load (verifier,
+    // guard-band calibration), seconds under TCG and longer on a slow host (13.7 s in all on
+    // one, of a run the watchdog ended on time).
+    println!(
+        "--- stall: scx_tt ran {:?} ms from its start to its exit, load included",
+        out.number("stall_ms")
     );
     match out.json::<serde_json::Value>("stall.json") {
         Ok(s) => {
+            let ran_ms = s["duration_ns"].as_u64().map(|ns| ns / 1_000_000);
+            c.check(
+                ran_ms.is_some_and(|ms| ms < RUN_MS as u64),
+                format!(
+                    "stall: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms:?} ms \
+                     from slot 0 (the summary's duration_ns)"
+                ),
+            );
             let counters = &s["cpus"][0]["bpf_counters"];
             println!("--- stall: cpu 1 bpf_counters {counters}");
             c.check(

