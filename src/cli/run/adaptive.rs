@@ -298,11 +298,18 @@ impl AdaptiveRun {
     /// A restart of the BPF scheduler (hotplug; the planner keeps every reservation): the new
     /// scheduler's wake rings start empty and it loads every adaptive task as be. Each task
     /// keeps its tracker, controller (its next reading of the new, smaller run time sets a new
-    /// origin), reservation and class; one that was tt is reclassed tt again at once (its
-    /// slots, decided by the planner, would otherwise go to be work until its next change).
+    /// origin), reservation and class (with the changes that fell due during the reload: a
+    /// slow host's 15 s reload came right after a resize); one that is tt is reclassed tt
+    /// again at once (its slots, decided by the planner, would otherwise go to be work until
+    /// its next change).
     pub fn reattach(&mut self, sched: &mut Scheduler, now_ns: u64) {
         for t in &mut self.tasks {
             t.taken = 0;
+            // the changes that fell due while no scheduler was attached (a resize the restart
+            // interrupted: be until its new slots, which came during the reload)
+            if let Some(tt) = live::take_due(&mut t.pending, now_ns) {
+                t.class = if tt { Class::Tt } else { Class::Be };
+            }
             if t.class == Class::Tt {
                 println!(
                     "scx_tt: adaptive {}: restart: reservation {} kept, class tt again",
@@ -442,8 +449,7 @@ fn apply(
 /// move what an enqueue racing with a change left in the old queue (F). `false` when BPF
 /// refused (said on stderr).
 fn reclass_due(sched: &mut Scheduler, t: &mut Traced, now_ns: u64) -> bool {
-    let due = t.pending.iter().take_while(|(at, _)| *at <= now_ns).count();
-    if let Some(&(_, tt)) = t.pending[..due].last() {
+    if let Some(tt) = live::take_due(&mut t.pending, now_ns) {
         let class = if tt { Class::Tt } else { Class::Be };
         if class != t.class {
             // the witness of the VM test judges the task's slots by these lines
@@ -455,7 +461,6 @@ fn reclass_due(sched: &mut Scheduler, t: &mut Traced, now_ns: u64) -> bool {
         }
         t.class = class;
     }
-    t.pending.drain(..due);
     match sched.reclass_task(t.task, t.class) {
         Ok(_) => true,
         Err(e) => {

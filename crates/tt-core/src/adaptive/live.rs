@@ -172,6 +172,16 @@ pub fn class_changes(
     }
 }
 
+/// Takes the class changes of `pending` (from [`class_changes`], in time order) due at
+/// `now_ns` and returns the class they leave: the last due one (`Some(true)`: tt), or `None`
+/// when none is due. The later ones stay pending.
+pub fn take_due(pending: &mut Vec<(u64, bool)>, now_ns: u64) -> Option<bool> {
+    let due = pending.iter().take_while(|(at, _)| *at <= now_ns).count();
+    let last = pending[..due].last().map(|&(_, tt)| tt);
+    pending.drain(..due);
+    last
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -349,5 +359,32 @@ mod tests {
         assert_eq!(AdaptiveState::default(), AdaptiveState::Learning);
         assert_eq!(s(20, 4).text(2_000_000), "4/20 slots (8 ms every 40 ms)");
         assert_eq!(s(15, 3).text(500_000), "3/15 slots (1.5 ms every 7.5 ms)");
+    }
+
+    #[test]
+    fn due_changes_leave_the_last_due_class_and_keep_the_later_ones() {
+        // a resize: be from 100, tt from 250; against a brute force over every time
+        for now in 0..400 {
+            let mut p = class_changes(Some(100), Some(400), 0, 150);
+            assert_eq!(p, vec![(100, false), (250, true)]);
+            let want = if now >= 250 {
+                Some(true)
+            } else if now >= 100 {
+                Some(false)
+            } else {
+                None
+            };
+            let left: Vec<_> = class_changes(Some(100), Some(400), 0, 150)
+                .into_iter()
+                .filter(|&(at, _)| at > now)
+                .collect();
+            assert_eq!(take_due(&mut p, now), want, "now {now}");
+            assert_eq!(p, left, "now {now}");
+        }
+        // a scheduler detached past both (a restart during the resize): tt, nothing left
+        let mut p = vec![(100, false), (250, true)];
+        assert_eq!(take_due(&mut p, 10_000), Some(true));
+        assert!(p.is_empty());
+        assert_eq!(take_due(&mut p, 10_001), None);
     }
 }
