@@ -908,7 +908,7 @@ mod tests {
         assert_eq!(sum.ticks, 101 * a.ticks);
         assert_eq!(
             CpuCounters::default().named().len(),
-            17,
+            18,
             "every field of tt_cpu_stats"
         );
     }
