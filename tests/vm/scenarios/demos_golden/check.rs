@@ -43,9 +43,12 @@ const START_MAX_NS: u64 = 30_000_000;
 /// (measured: 01 278-292, 03 164-279, 07 46-135).
 const MIN_JUDGED_FRAMES: u64 = 30;
 /// A tt task's run time outside its slots that the scheduler is charged with, share of its
-/// run time (timing; the witness's default is 5 %: 1 ms slots at `-smp 3` on a loaded host
-/// measured up to 19.7 %, docs/vm-harness.md).
-const OUTSIDE_SHARE: f64 = 0.25;
+/// run time (timing; the witness's default is 5 %). With 1 ms slots at `-smp 3` on 2 host
+/// cores this is the kick latency of TCG against a 1 ms slot, not the scheduler: measured up
+/// to 19.7 % (docs/vm-harness.md), then 25.1, 29.0 and 25.4 % for g07 in three boots of a
+/// fresh-clone CI run here (calibration factor 0.85-0.90, 281-350 late skips of ~3000 ticks
+/// per CPU, `higher_waits` 0: nothing of the scheduler's changed path ran).
+const OUTSIDE_SHARE: f64 = 0.35;
 /// A thread running this long before its logged start is an early start: its last slot's end
 /// was enforced more than a slot late (a host stall; 0-2 of 180-380 starts measured).
 const EARLY_NS: u64 = 100_000;
