@@ -8,7 +8,7 @@
 //! `make test-vm`. On a PREEMPT_RT kernel the first test checks that the timer clock is refused
 //! instead; the second breaks the helper-thread clock (issue 32) on every kernel.
 
-use crate::harness::{Checks, Vm};
+use crate::harness::{Checks, Vm, VmOutput};
 
 const FAULT_SLOT: u64 = 100;
 const RUN_MS: i64 = 10_000;
@@ -21,6 +21,29 @@ fn failed_slot(stderr: &str, prefix: &str) -> Option<u64> {
         .starts_with("bpf_timer_start returned -22")
         .then(|| slot.trim().parse().ok())
         .flatten()
+}
+
+/// Prints the guest's wall time of a case (result NAME_ms): from scx_tt's start to its exit,
+/// the load (verifier, guard-band calibration) included, seconds under TCG.
+fn print_wall_ms(out: &VmOutput, case: &str) {
+    println!(
+        "--- {case}: scx_tt ran {:?} ms from its start to its exit, load included",
+        out.number(&format!("{case}_ms"))
+    );
+}
+
+/// Checks that the run of `case` ended before its duration, from slot 0 by its summary's
+/// `duration_ns` (the wall time also holds the load: 13.7 s on a slow CI host for a run the
+/// watchdog ended on time).
+fn check_ended_early(c: &mut Checks, case: &str, summary: &serde_json::Value) {
+    let ran_ms = summary["duration_ns"].as_u64().map(|ns| ns / 1_000_000);
+    c.check(
+        ran_ms.is_some_and(|ms| ms < RUN_MS as u64),
+        format!(
+            "{case}: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms:?} ms from slot 0 \
+             (the summary's duration_ns)"
+        ),
+    );
 }
 
 /// Prints the first non-blank lines of a case's stderr.
@@ -97,10 +120,7 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
             out.result("rearm_state")
         ),
     );
-    println!(
-        "--- rearm: scx_tt ran {:?} ms from its start to its exit, load included",
-        out.number("rearm_ms")
-    );
+    print_wall_ms(&out, "rearm");
     c.check(
         stdout.contains("=== scx_tt summary ===")
             && stdout.contains("bpf counters cpu 1: ")
@@ -112,14 +132,7 @@ fn a_refused_slot_timer_start_ends_the_scheduler_naming_the_cpu_and_the_slot() {
             let cpu = &s["cpus"][0];
             let counters = &cpu["bpf_counters"];
             println!("--- rearm: cpu 1 bpf_counters {counters}");
-            let ran_ms = s["duration_ns"].as_u64().map(|ns| ns / 1_000_000);
-            c.check(
-                ran_ms.is_some_and(|ms| ms < RUN_MS as u64),
-                format!(
-                    "rearm: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms:?} ms \
-                     from slot 0 (the summary's duration_ns)"
-                ),
-            );
+            check_ended_early(&mut c, "rearm", &s);
             c.check(
                 s["exit"] == "scheduler_exited",
                 format!("rearm: summary exit {}", s["exit"]),
@@ -253,23 +266,10 @@ fn a_stalled_clock_thread_ends_the_scheduler_naming_the_cpu_and_the_slot() {
         stdout.contains("=== scx_tt summary ===") && stdout.contains("bpf counters cpu 1: "),
         "stall: the text summary is printed with the counters".to_string(),
     );
-    // The duration counts from slot 0; the guest's wall time also holds the load (verifier,
-    // guard-band calibration), seconds under TCG and longer on a slow host (13.7 s in all on
-    // one, of a run the watchdog ended on time).
-    println!(
-        "--- stall: scx_tt ran {:?} ms from its start to its exit, load included",
-        out.number("stall_ms")
-    );
+    print_wall_ms(&out, "stall");
     match out.json::<serde_json::Value>("stall.json") {
         Ok(s) => {
-            let ran_ms = s["duration_ns"].as_u64().map(|ns| ns / 1_000_000);
-            c.check(
-                ran_ms.is_some_and(|ms| ms < RUN_MS as u64),
-                format!(
-                    "stall: scx_tt stopped before its {RUN_MS} ms duration: ran {ran_ms:?} ms \
-                     from slot 0 (the summary's duration_ns)"
-                ),
-            );
+            check_ended_early(&mut c, "stall", &s);
             let counters = &s["cpus"][0]["bpf_counters"];
             println!("--- stall: cpu 1 bpf_counters {counters}");
             c.check(
