@@ -58,8 +58,12 @@ pub const MAX_NS_PER_ITEM: u64 = 8 * NS_PER_ITEM;
 /// this long, far less than a slot.
 pub const SMALL_HOLD_NS: u64 = 50_000;
 
-/// How often a turn that needs the planner while an operation holds it looks again, µs.
+/// How often a turn that needs the planner while an operation holds it looks again, µs: first
+/// after this, then twice as long each time, up to [`MAX_POLL_US`].
 pub const POLL_US: u64 = 20;
+/// The longest wait between two looks of such a turn, µs (a fifth of the shortest slot, 1 ms;
+/// the turn decides `lead` slots ahead).
+pub const MAX_POLL_US: u64 = 200;
 
 /// What one [`PlannerHandle::turn`] did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -150,8 +154,9 @@ impl PlannerHandle {
 
     /// The planner thread's turn in slot `cur` (`None` before slot 0): the writes queued by
     /// operations and, only if a slot up to `cur + lead` is undecided, the lock and
-    /// [`KernelPlanner::advance`]. While an operation holds the lock, the turn polls (every
-    /// [`POLL_US`] µs) until either the lock is free or the operation has decided those slots.
+    /// [`KernelPlanner::advance`]. While an operation holds the lock, the turn polls (after
+    /// [`POLL_US`] µs, backing off to [`MAX_POLL_US`]) until either the lock is free or the
+    /// operation has decided those slots.
     pub fn turn(&self, cur: Option<u64>) -> Result<Turn, HandleError> {
         self.turn_observing(cur, Vec::new())
     }
@@ -175,6 +180,7 @@ impl PlannerHandle {
             None => self.lead - 1,
         };
         let t0 = Instant::now();
+        let mut poll_us = POLL_US;
         let mut p = loop {
             if self.ahead && self.decided() > last {
                 let (mut writes, dpm) = self.take_queued();
@@ -194,7 +200,10 @@ impl PlannerHandle {
             match self.planner.try_lock() {
                 Ok(p) => break p,
                 Err(TryLockError::WouldBlock) => {
-                    std::thread::sleep(std::time::Duration::from_micros(POLL_US))
+                    std::thread::sleep(std::time::Duration::from_micros(poll_us));
+                    // a long hold is not polled every 20 us: each poll takes its CPU from the
+                    // holder (under TCG a wake-up costs more than the poll's sleep)
+                    poll_us = (poll_us * 2).min(MAX_POLL_US);
                 }
                 Err(TryLockError::Poisoned(_)) => return Err(HandleError::Poisoned),
             }

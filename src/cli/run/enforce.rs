@@ -403,6 +403,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
             online: &d.online,
             planner: self.live.planner.as_deref(),
             clock: self.live.clock,
+            planner_cpu: d.plan.housekeeping.first().copied(),
         };
         let control = &mut self.live.control;
         // what a request changed is journaled before its reply is sent
@@ -481,6 +482,7 @@ impl<'d, 'a, 'obj> Enforcer<'d, 'a, 'obj> {
                 online: &self.d.online,
                 planner: self.live.planner.as_deref(),
                 clock: self.live.clock,
+                planner_cpu: self.d.plan.housekeeping.first().copied(),
             };
             let control = &mut self.live.control;
             let mut reply = control.serve(line.trim_end(), &mut engine);

@@ -5,6 +5,7 @@
 //! (`Scheduler::switch_to_written`), and prints how long each step took.
 
 use super::plan_loader::{PlanLoader, Stage};
+use super::planner_loop::HoldBoost;
 use scx_tt::clock::{monotonic_ns, SlotClock};
 use scx_tt::control::{Engine, NewTask};
 use scx_tt::plan::{Class, Completion, LoadError, Plan, Selector};
@@ -28,6 +29,9 @@ pub struct RunEngine<'a, 'obj> {
     /// Planner mode: the planner the planner thread steps.
     pub planner: Option<&'a PlannerHandle>,
     pub clock: SlotClock,
+    /// The planner thread's CPU: the run loop holds the planner there, at its priority
+    /// ([`HoldBoost`]).
+    pub planner_cpu: Option<u32>,
 }
 
 impl Engine for RunEngine<'_, '_> {
@@ -152,6 +156,7 @@ impl Engine for RunEngine<'_, '_> {
         let planner = self.planner.ok_or("this run has no planner")?;
         let clock = self.clock;
         let sched = &mut *self.sched;
+        let _boost = HoldBoost::new(self.planner_cpu);
         planner
             .with_planner(
                 || clock.slot_at(monotonic_ns()),
@@ -189,6 +194,7 @@ impl Engine for RunEngine<'_, '_> {
         // decides the slots `f` is expected to take first, so that the planner thread does not
         // wait for it; the slot in progress is read while the planner thread cannot step
         let clock = self.clock;
+        let _boost = HoldBoost::new(self.planner_cpu);
         planner
             .with_planner(|| clock.slot_at(monotonic_ns()), f)
             .map_err(|_| "its lock is poisoned (the planner thread panicked)".to_string())
