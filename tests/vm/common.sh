@@ -19,7 +19,7 @@ case $KERNEL_NAME in
 esac
 VMLINUZ=$KERNEL_DIR/vmlinuz          # symlink to the chosen kernel image
 KCONFIG=$KERNEL_DIR/config           # symlink to its config
-INITRD=$VM_DIR/initrd.gz
+INITRD=$VM_DIR/initrd.cpio
 QEMU_DIR=$CACHE/qemu
 QEMU_BACKPORT=$QEMU_DIR/root/usr/bin/qemu-system-x86_64
 

@@ -120,6 +120,9 @@ for b in "${BINARIES[@]}"; do
   done
 done
 
-(cd "$ROOT" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1) > "$OUT.tmp"
+# Uncompressed: the guest kernel unpacked the 31 MB gzip -1 archive (89 MB) in 5-6 s of every
+# boot under TCG, the plain archive in about 1 s (boot to /init 10.6 s -> 7.0 s, 2026-11-29);
+# QEMU copies the file into guest memory, which the 1 GiB guest has room for.
+(cd "$ROOT" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) > "$OUT.tmp"
 mv "$OUT.tmp" "$OUT"
 echo "initrd: $OUT ($(du -h "$OUT" | cut -f1)); schedules: $(ls "$ROOT/schedules" | tr '\n' ' ')"

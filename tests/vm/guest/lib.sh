@@ -61,19 +61,45 @@ start_busy_loop() {
   echo $!
 }
 
-# start_qemu_spinner NAME: a real QEMU VM outside the plan (TCG, nested in this TCG guest, 1
-# vCPU spinning in its boot sector, -name NAME,debug-threads=on so that its vCPU thread is named
-# `CPU 0/TCG`), its output in /out/NAME.qemu.log; prints its pid.
+# start_qemu_spinner NAME [paused]: a real QEMU VM outside the plan (TCG, nested in this TCG
+# guest, 1 vCPU spinning in its boot sector, -name NAME,debug-threads=on so that its vCPU thread
+# is named `CPU 0/TCG`), its output in /out/NAME.qemu.log; prints its pid. `paused`: QEMU starts
+# with its vCPU stopped (-S; its thread exists) and a monitor on the fifos /tmp/NAME.mon.in and
+# .out, and qemu_cont NAME lets it run: QEMU's start-up (mmaps, page faults, the translation of
+# its firmware, seconds of stalls of the whole TCG guest) then comes before a measured run.
 start_qemu_spinner() {
   # a boot sector that spins: inc ax; jmp $-1 (then the 0x55aa signature); an image per VM:
   # QEMU locks a disk image it writes
   printf '\100\353\375' > "/tmp/$1.img"
   dd if=/dev/zero bs=1 count=507 >> "/tmp/$1.img" 2> /dev/null
   printf '\125\252' >> "/tmp/$1.img"
-  qemu-system-x86_64 -name "$1",debug-threads=on -machine pc -accel tcg -nodefaults \
-    -display none -smp 1 -m 16 -drive file="/tmp/$1.img",format=raw,if=ide \
-    -boot c > "$OUT/$1.qemu.log" 2>&1 &
+  set --  "$1" ${2:+-S -chardev pipe,id=mon,path=/tmp/$1.mon -mon chardev=mon,mode=readline}
+  if [ $# -gt 1 ]; then
+    rm -f "/tmp/$1.mon.in" "/tmp/$1.mon.out"
+    mkfifo "/tmp/$1.mon.in" "/tmp/$1.mon.out"
+  fi
+  name=$1; shift
+  qemu-system-x86_64 -name "$name",debug-threads=on -machine pc -accel tcg -nodefaults \
+    -display none -smp 1 -m 16 -drive file="/tmp/$name.img",format=raw,if=ide \
+    -boot c "$@" > "$OUT/$name.qemu.log" 2>&1 &
   echo $!
+}
+
+# qemu_cont NAME: lets the vCPU of a VM that start_qemu_spinner NAME paused run (`cont` on its
+# monitor; QEMU holds both fifos open, so the write does not wait for a reader).
+qemu_cont() {
+  echo cont > "/tmp/$1.mon.in"
+}
+
+# wait_qemu_vcpu PID TIMEOUT_MS: waits until QEMU process PID has its vCPU thread (`CPU 0/TCG`,
+# start_qemu_spinner's naming); prints the ms it took, or "timeout".
+wait_qemu_vcpu() {
+  t0=$(uptime_ms)
+  until grep -qx 'CPU 0/TCG' /proc/$1/task/*/comm 2> /dev/null; do
+    if [ $(( $(uptime_ms) - t0 )) -ge "$2" ]; then echo timeout; return 1; fi
+    usleep 10000
+  done
+  echo $(( $(uptime_ms) - t0 ))
 }
 
 # Starts a task outside the plan that spins a few ms, then sleeps 8 ms, over and over: about 100

@@ -1,8 +1,9 @@
 # Run-time admission of tasks the plan does not name (issue 15; docs/control.md, `admit`):
 # scx_tt --planner bss enforces admit.json (managed CPU 1, 10 ms slots, frame 10: tt-a 4 of
-# every 10, be in the slack; -smp 3: CPUs 0 and 2 are housekeeping). Outside the plan, before scx_tt: two busy processes and two real
-# QEMU VMs (qemu-system-x86_64, TCG nested in this TCG guest, 1 vCPU spinning in its boot
-# sector, -name NAME,debug-threads=on so that the vCPU thread is named `CPU 0/TCG`). After 1 s:
+# every 10, be in the slack; -smp 2: CPU 0 is housekeeping). Outside the plan: two busy
+# processes and two real QEMU VMs (qemu-system-x86_64, TCG nested in this TCG guest, 1 vCPU
+# spinning in its boot sector, -name NAME,debug-threads=on so that the vCPU thread is named
+# `CPU 0/TCG`), running from the attach on. 1 s after it:
 #   app  `admit --pid` 3 slots every 10                      -> accepted (exit 0)
 #   vm1  `admit --qemu vm1 --util 0.2 --latency-us 100000`  -> 1 slot every 5: accepted
 #   vm2  the same for vm2                                    -> rejected (exit 3: 4+3+2+2 > 10)
@@ -11,20 +12,30 @@
 # then vm1 is killed (its capacity is freed once its vCPU thread is gone) and vm2 is asked again
 # (vm2b: accepted); 2 s later `remove --task app` takes app out of the plan: its thread
 # leaves the managed CPU for the housekeeping one; then `job`, a new busy process, is admitted
-# aperiodic (6 slots within 30, `--after leave`) and leaves the plan after its job. Leaves the trace, the summary, the witness, the planner log, every reply,
-# the vCPU threads' names and the results.
+# aperiodic (6 slots within 30, `--after leave`) and leaves the plan after its job. Leaves the
+# trace, the summary, the witness, the planner log, every reply, the vCPU threads' names and the
+# results.
 . /tt/lib.sh
 DEFAULT_DURATION_S=22
 PLAN=$HERE/admit.json
+# The QEMUs start before scx_tt with their vCPUs paused (their start-up stalls the whole TCG
+# guest for seconds), the busy processes and the VMs' vCPUs once scx_tt is attached: six CPU
+# hogs on the guest's two vCPUs while scx_tt loaded made its load take 18-35 s, once over
+# start_control_run's 120 s on a slow CI host (no socket: every request exit 2). Admitting a
+# process that started after the attach is the same request as one from before.
+VM1=$(start_qemu_spinner vm1 paused)
+VM2=$(start_qemu_spinner vm2 paused)
+result vm1_pid $VM1
+result vm2_pid $VM2
+result vm1_vcpu_ms "$(wait_qemu_vcpu $VM1 60000)"
+result vm2_vcpu_ms "$(wait_qemu_vcpu $VM2 60000)"
+start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
 APP=$(start_busy_loop)
 BIG=$(start_busy_loop)
 result app_pid $APP
 result big_pid $BIG
-VM1=$(start_qemu_spinner vm1)
-VM2=$(start_qemu_spinner vm2)
-result vm1_pid $VM1
-result vm2_pid $VM2
-start_control_run admit 1 --table $PLAN --planner bss --planner-log $OUT/admit.plog
+qemu_cont vm1
+qemu_cont vm2
 sleep 1
 # the QEMU processes' threads as the kernel names them, for the host to compare
 for q in vm1 vm2; do

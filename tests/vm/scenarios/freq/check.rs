@@ -106,10 +106,26 @@ fn check_dpm_dvfs(out: &VmOutput, c: &mut Checks) {
             .map(|r| r.slot)
             .collect();
         slots.sort_unstable();
-        let gaps = slots.windows(2).filter(|w| w[1] != w[0] + 1).count();
+        let gaps = slots.windows(2).filter(|w| w[1] != w[0] + 1).count() as u64;
+        let skips = json["cpus"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|x| x["cpu"] == cpu))
+            .and_then(|x| x["bpf_counters"]["late_skips"].as_u64())
+            .unwrap_or(0);
+        // every slot has its record, the deferred ones too (exact), except where a tick came
+        // more than a slot late and skipped ahead (docs/run-output.md: the skipped slots get no
+        // record; BPF counts each such tick in late_skips): a host stall, judged as timing
         c.check(
-            !slots.is_empty() && gaps == 0,
-            format!("{RUN}: CPU {cpu}: {} records, {gaps} gaps", slots.len()),
+            !slots.is_empty() && gaps <= skips,
+            format!(
+                "{RUN}: CPU {cpu}: {} records, {gaps} gaps, each one a tick more than a slot \
+                 late (late_skips {skips})",
+                slots.len()
+            ),
+        );
+        c.check_timing(
+            skips <= 2,
+            format!("{RUN}: CPU {cpu}: {skips} ticks more than a slot late (<= 2)"),
         );
     }
     let idle = out.file(&format!("{RUN}.idle.jsonl")).unwrap_or_default();

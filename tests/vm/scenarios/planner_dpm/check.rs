@@ -156,12 +156,20 @@ fn check_dpm(c: &mut Checks, out: &VmOutput) {
             gaps.push((w[0].slot, w[1].slot));
         }
     }
+    // a tick more than a slot late skips ahead without records for the slots it skipped
+    // (late_skips): a host stall, each one at most one gap; every other slot has its record
+    let skips = counter(&r, "late_skips");
     c.check(
-        gaps.is_empty(),
+        gaps.len() as u64 <= skips,
         format!(
-            "{RUN}: every slot {first}..={last} of CPU 1 has its record (gaps: {:?})",
+            "{RUN}: every slot {first}..={last} of CPU 1 has its record but where a tick came \
+             more than a slot late (gaps: {:?}, late_skips {skips})",
             &gaps[..gaps.len().min(8)]
         ),
+    );
+    c.check_timing(
+        skips <= 2,
+        format!("{RUN}: CPU 1: {skips} ticks more than a slot late (<= 2)"),
     );
     let defers = counter(&r, "dpm_defers");
     let skipped = counter(&r, "dpm_slots");

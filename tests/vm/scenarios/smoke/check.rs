@@ -205,7 +205,7 @@ impl FakeQemu {
             std::fs::create_dir_all(root.join(dir)).expect("mkdir");
         }
         std::fs::write(root.join("cache/kernel/vmlinuz"), "").expect("write");
-        std::fs::write(root.join("vm/initrd.gz"), "").expect("write");
+        std::fs::write(root.join("vm/initrd.cpio"), "").expect("write");
         let qemu = root.join("bin/qemu-system-x86_64");
         std::fs::write(&qemu, FAKE_QEMU).expect("write");
         std::fs::set_permissions(&qemu, std::fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -400,7 +400,7 @@ fn mkinitrd_refuses_a_wrong_extra_path_naming_it() {
         let out = Command::new("bash")
             .arg(harness::repo().join("tests/vm/mkinitrd.sh"))
             .arg("--out")
-            .arg(vm_dir.join("initrd.gz"))
+            .arg(vm_dir.join("initrd.cpio"))
             .env("SCX_TT_VM_DIR", &vm_dir)
             .env("SCX_TT_INITRD_EXTRA", format!("{file}:/tt/ok.toml {extra}"))
             .output()
@@ -410,7 +410,7 @@ fn mkinitrd_refuses_a_wrong_extra_path_naming_it() {
         assert_eq!(out.status.code(), Some(1), "{extra}: {err}");
         assert!(err.contains(&want), "{extra}: the message names it: {err}");
         assert!(
-            !vm_dir.join("initrd.gz").exists(),
+            !vm_dir.join("initrd.cpio").exists(),
             "nothing is built after a wrong entry"
         );
     }
