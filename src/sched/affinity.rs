@@ -25,15 +25,21 @@ pub fn set(cpus: &[u32]) -> std::io::Result<()> {
 
 /// The CPUs the calling thread may run on (empty if the kernel refuses to say).
 pub fn get() -> Vec<u32> {
+    of(0).unwrap_or_default()
+}
+
+/// The CPUs thread `tid` may run on (its affinity), in increasing order.
+pub fn of(tid: u32) -> std::io::Result<Vec<u32>> {
     // SAFETY: sched_getaffinity fills the set we own.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return Vec::new();
+        if libc::sched_getaffinity(tid as libc::pid_t, size_of::<libc::cpu_set_t>(), &mut set) != 0
+        {
+            return Err(std::io::Error::last_os_error());
         }
-        (0..libc::CPU_SETSIZE as u32)
+        Ok((0..libc::CPU_SETSIZE as u32)
             .filter(|&c| libc::CPU_ISSET(c as usize, &set))
-            .collect()
+            .collect())
     }
 }
 

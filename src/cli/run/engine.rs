@@ -118,6 +118,10 @@ impl Engine for RunEngine<'_, '_> {
         Ok(())
     }
 
+    fn thread_cpus(&mut self, tid: u32) -> Result<Vec<u32>, String> {
+        scx_tt::sched::affinity::of(tid).map_err(|e| e.to_string())
+    }
+
     fn resolve(&mut self, sel: &Selector) -> Result<Vec<u32>, String> {
         let tids = ProcFs::default().resolve(sel).map_err(|e| e.to_string())?;
         // sched_ext schedules SCHED_OTHER/BATCH/IDLE threads only: a real-time thread (KubeVirt

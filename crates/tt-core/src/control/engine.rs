@@ -52,6 +52,10 @@ pub trait Engine {
     /// none can be had (no such process, an ambiguous QEMU name, ...).
     fn resolve(&mut self, sel: &crate::plan::Selector) -> Result<Vec<u32>, String>;
 
+    /// The CPUs thread `tid` may run on (its affinity, in increasing order); `Err`: why they
+    /// cannot be read (the thread is gone).
+    fn thread_cpus(&mut self, tid: u32) -> Result<Vec<u32>, String>;
+
     /// The BPF task index the next [`Engine::add_task`] gets.
     fn next_task_index(&mut self) -> Result<usize, String>;
 

@@ -17,12 +17,13 @@ use crate::planner::kernel_path::{
 };
 
 /// One tt `admit` in progress: `n` tasks (one per vCPU thread of a VM, else one) named after
-/// `name`, with `timing`, on the managed CPU indices `cpus`, taking BPF task indices
-/// `first..first + n`.
+/// `name`, with `timing`, task `k` on one of the managed CPU indices `allowed[k]` (those the
+/// request allows that every thread of the task may run on), the tasks of a VM on distinct
+/// CPUs, taking BPF task indices `first..first + n`.
 struct TtAdmission<'a> {
     name: &'a str,
     timing: AdmitTiming,
-    cpus: Vec<usize>,
+    allowed: Vec<Vec<usize>>,
     managed: Vec<u32>,
     first: usize,
     n: usize,
@@ -35,6 +36,16 @@ impl TtAdmission<'_> {
             1 => self.name.to_string(),
             _ => format!("{}/vcpu{k}", self.name),
         }
+    }
+
+    /// Why task `k` finds no CPU: those its threads may use hold its siblings already.
+    fn no_cpu_left(&self, k: usize) -> String {
+        let ids: Vec<u32> = self.allowed[k].iter().map(|&c| self.managed[c]).collect();
+        format!(
+            "{}: the managed CPUs its threads may run on ({ids:?}) hold another vCPU of the VM \
+             already (one vCPU per CPU)",
+            self.task_name(k)
+        )
     }
 
     /// Managed CPU index `c` as a rejection names it (its CPU id).
@@ -69,20 +80,15 @@ impl TtAdmission<'_> {
         let AdmitTiming::Aperiodic { wcet, deadline } = self.timing else {
             return Ok(chosen);
         };
-        let (n, cpus) = (self.n, &self.cpus);
-        if n > cpus.len() {
-            return Err(format!(
-                "the {n} vCPUs of an aperiodic VM run on distinct managed CPUs, \
-                 and {} can be used",
-                cpus.len()
-            ));
-        }
-        for _ in 0..n {
-            let mut order: Vec<usize> = cpus
+        for k in 0..self.n {
+            let mut order: Vec<usize> = self.allowed[k]
                 .iter()
                 .copied()
                 .filter(|c| !chosen.contains(c))
                 .collect();
+            if order.is_empty() {
+                return Err(self.no_cpu_left(k));
+            }
             order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
             let mut last = None;
             for c in order {
@@ -119,16 +125,17 @@ impl TtAdmission<'_> {
         let order = match chosen {
             Some(c) => vec![c],
             None => {
+                // a VM's vCPUs on distinct CPUs, the least loaded first
                 let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
-                let mut order: Vec<usize> = self.cpus.clone();
-                // siblings apart when possible, then the least loaded
-                order.sort_by_key(|&c| {
-                    (
-                        taken.contains(&c),
-                        std::cmp::Reverse(p.free_template_slots(c)),
-                        c,
-                    )
-                });
+                let mut order: Vec<usize> = self.allowed[k]
+                    .iter()
+                    .copied()
+                    .filter(|c| !taken.contains(c))
+                    .collect();
+                if order.is_empty() {
+                    return Err(self.no_cpu_left(k));
+                }
+                order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
                 order
             }
         };
@@ -167,6 +174,7 @@ impl Control {
             Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
             _ => vec![tids],
         };
+        let allowed = allowed_cpus(r, &sel, &groups, &cpus, &self.plan.managed, engine)?;
         let first = engine.next_task_index().map_err(ControlError::Kernel)?;
         if first + groups.len() > MAX_TASKS {
             return Err(bad(
@@ -181,7 +189,7 @@ impl Control {
         let a = TtAdmission {
             name,
             timing,
-            cpus,
+            allowed,
             managed: self.plan.managed.clone(),
             first,
             n: groups.len(),
@@ -336,6 +344,83 @@ impl Control {
         }
         vcpus
     }
+}
+
+/// The managed CPU indices each task of an admission (`groups`: its threads) may use: those of
+/// `cpus` (what the request allows) on which every one of its threads may run (their
+/// affinity). Refused, naming the field and the rule: a VM of more vCPUs than `cpus` (one vCPU
+/// per managed CPU), and a task with a thread that may run on none of them (pinned to
+/// housekeeping CPUs: its slots would pass unused).
+fn allowed_cpus(
+    r: &Admit,
+    sel: &Selector,
+    groups: &[Vec<u32>],
+    cpus: &[usize],
+    managed: &[u32],
+    engine: &mut impl Engine,
+) -> Result<Vec<Vec<usize>>, ControlError> {
+    let ids = |cs: &[usize]| -> Vec<u32> { cs.iter().map(|&c| managed[c]).collect() };
+    if matches!(sel, Selector::Qemu(_)) && groups.len() > cpus.len() {
+        return Err(bad(
+            "select",
+            selector_text(&r.select),
+            &format!(
+                "a VM runs one vCPU per managed CPU: its {} vCPU threads need {} and this \
+                 admission may use {} ({:?})",
+                groups.len(),
+                groups.len(),
+                cpus.len(),
+                ids(cpus)
+            ),
+        ));
+    }
+    let mut allowed = Vec::with_capacity(groups.len());
+    for g in groups {
+        let mut ok: Vec<usize> = cpus.to_vec();
+        for &tid in g {
+            let on = engine.thread_cpus(tid).map_err(|e| {
+                bad(
+                    "select",
+                    selector_text(&r.select),
+                    &format!("thread {tid}: its CPUs cannot be read: {e}"),
+                )
+            })?;
+            ok.retain(|&c| on.contains(&managed[c]));
+            if ok.is_empty() {
+                return Err(bad(
+                    "select",
+                    selector_text(&r.select),
+                    &format!(
+                        "thread {tid} may run only on CPUs {} (its affinity), none of them a \
+                         managed CPU this admission may use ({:?}): widen its affinity \
+                         (taskset -a -p -c LIST PID)",
+                        cpu_list(&on),
+                        ids(cpus)
+                    ),
+                ));
+            }
+        }
+        allowed.push(ok);
+    }
+    Ok(allowed)
+}
+
+/// CPU ids as the kernel lists them: ranges, `0-3,8`.
+fn cpu_list(cpus: &[u32]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(match j > i {
+            true => format!("{}-{}", cpus[i], cpus[j]),
+            false => cpus[i].to_string(),
+        });
+        i = j + 1;
+    }
+    out.join(",")
 }
 
 /// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic

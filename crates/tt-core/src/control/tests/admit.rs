@@ -86,33 +86,117 @@ fn a_process_is_admitted_by_pid_and_registered_before_its_first_slot() {
     );
 }
 
+/// Two managed CPUs (1 and 2), frame 8: a takes 5 slots of CPU 1, b 6 of CPU 2 (3 and 2 free).
+fn two_cpu_run() -> (Control, FakeEngine, Plan) {
+    let text = r#"{ "version": 1, "slot_us": 10000,
+      "cpus": { "managed": [1, 2], "housekeeping": [0] },
+      "tasks": [
+        { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 8, "wcet": 5 },
+        { "name": "b", "pid": 11, "class": "tt", "cpu": 2, "period": 8, "wcet": 6 }
+      ] }"#;
+    let plan = plan_of(text);
+    let c = Control::new(plan.clone(), RUNNING.into(), SlotClock::new(T0_NS, SLOT_NS))
+        .with_planner("bss", 2);
+    let e = FakeEngine::at(at(3)).with_planner(&plan, 2);
+    (c, e, plan)
+}
+
 #[test]
-fn a_vm_is_one_task_per_vcpu_all_or_none() {
+fn a_vm_is_one_task_per_vcpu_on_distinct_cpus_all_or_none() {
+    // one managed CPU: a VM of 2 vCPUs is refused by the rule, whatever its timing
     let (mut c, e) = planner_run(3, at(3));
     let vm = Selector::Qemu(QemuSelector::Pid(700));
     let mut e = e.with_threads(&vm, &[701, 702]);
-    // the planner stepped to the clock, as any request finds it
     Engine::with_planner(&mut e, |_, _| ()).expect("planner");
     let before = snapshot(&mut c, &mut e);
-    // two vCPUs of 2 slots every 8 do not fit the 3 free slots of the only CPU: none is taken
-    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 2));
+    assert_eq!(
+        error(e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 1))),
+        "select = {\"qemu_pid\":700}: a VM runs one vCPU per managed CPU: its 2 vCPU threads \
+         need 2 and this admission may use 1 ([1])"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "nothing changed");
+    // two managed CPUs with 3 and 2 free slots: two vCPUs of 3 slots every 8 fit on CPU 1, not
+    // on CPU 2: neither is taken
+    let (mut c, e, _) = two_cpu_run();
+    let mut e = e.with_threads(&vm, &[701, 702]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let before = snapshot(&mut c, &mut e);
+    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 3));
     let line = reply.to_line();
     assert!(
         line.starts_with(
-            "{\"ok\":true,\"accepted\":false,\"why\":\"vm: 2 slots every 8 slots on cpu 1: "
+            "{\"ok\":true,\"accepted\":false,\"why\":\"vm: 3 slots every 8 slots on cpu 2: "
         ),
         "{line}"
     );
-    assert_eq!(snapshot(&mut c, &mut e), before, "nothing changed");
+    assert_eq!(snapshot(&mut c, &mut e), before, "all or none");
     assert!(e.added.is_empty());
-    // one slot each fits: both, named per vCPU
-    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 1));
+    // 2 slots each fit: both, named per vCPU, one per CPU (the least loaded first)
+    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 2));
     let line = reply.to_line();
     assert!(
         line.contains("\"task\":\"vm/vcpu0\"") && line.contains("\"task\":\"vm/vcpu1\""),
         "{line}"
     );
-    assert_eq!(e.added, vec![(1, vec![701]), (1, vec![702])]);
+    assert_eq!(e.added, vec![(1, vec![701]), (2, vec![702])]);
+}
+
+#[test]
+fn a_thread_pinned_away_from_the_managed_cpus_is_refused_and_a_pin_is_followed() {
+    let (mut c, e, _) = two_cpu_run();
+    let vm = Selector::Qemu(QemuSelector::Pid(700));
+    let mut e = e
+        .with_threads(&vm, &[701, 702])
+        .with_threads(&Selector::Pid(500), &[500, 501]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let before = snapshot(&mut c, &mut e);
+    // a process with one thread pinned to the housekeeping CPU: refused, naming the thread
+    e.pins.insert(501, vec![0]);
+    assert_eq!(
+        error(e.send(&mut c, &admit("app", AdmitSelector::Pid(500), 8, 1))),
+        "select = {\"pid\":500}: thread 501 may run only on CPUs 0 (its affinity), none of them \
+         a managed CPU this admission may use ([1, 2]): widen its affinity (taskset -a -p -c \
+         LIST PID)"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "nothing changed");
+    // with `cpu` 1 and the thread pinned to 0 and 2: refused as well
+    e.pins.insert(501, vec![0, 2, 3, 4, 5]);
+    let mut r = admit_of("app", AdmitSelector::Pid(500), Some((8, 1)), None);
+    r.cpu = Some(1);
+    assert_eq!(
+        error(e.send(&mut c, &Request::Admit(r))),
+        "select = {\"pid\":500}: thread 501 may run only on CPUs 0,2-5 (its affinity), none of \
+         them a managed CPU this admission may use ([1]): widen its affinity (taskset -a -p -c \
+         LIST PID)"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "nothing changed");
+    // a VM whose vCPU 0 is pinned to CPU 2 (libvirt's <vcpupin>): vcpu0 goes there although
+    // CPU 1 has more free slots, vcpu1 to the other
+    e.pins.insert(701, vec![2]);
+    let reply = e.send(&mut c, &admit("vm", AdmitSelector::QemuPid(700), 8, 1));
+    assert!(
+        reply.to_line().contains("\"accepted\":true"),
+        "{}",
+        reply.to_line()
+    );
+    assert_eq!(e.added, vec![(2, vec![701]), (1, vec![702])]);
+    // both vCPUs pinned to CPU 2: one vCPU per CPU, so the second finds none: all or none
+    let vm2 = Selector::Qemu(QemuSelector::Pid(800));
+    e = e.with_threads(&vm2, &[801, 802]);
+    e.pins.insert(801, vec![2]);
+    e.pins.insert(802, vec![2]);
+    let before = snapshot(&mut c, &mut e);
+    let reply = e.send(&mut c, &admit("vm2", AdmitSelector::QemuPid(800), 8, 1));
+    let line = reply.to_line();
+    assert!(
+        line.contains("\"accepted\":false")
+            && line.contains(
+                "vm2/vcpu1: the managed CPUs its threads may run on ([2]) hold another vCPU of \
+                 the VM already (one vCPU per CPU)"
+            ),
+        "{line}"
+    );
+    assert_eq!(snapshot(&mut c, &mut e), before, "all or none");
 }
 
 #[test]

@@ -350,13 +350,10 @@ fn an_aperiodic_job_that_does_not_fit_is_rejected_with_numbers_and_changes_nothi
     if let Request::Admit(a) = &mut two {
         a.select = AdmitSelector::QemuName("vm".into());
     }
-    let why = match answer(e.send(&mut c, &two)) {
-        Answer::PeriodicRejected { why } => why,
-        other => panic!("{other:?}"),
-    };
     assert_eq!(
-        why,
-        "vm: the 2 vCPUs of an aperiodic VM run on distinct managed CPUs, and 1 can be used"
+        error(e.send(&mut c, &two)),
+        "select = {\"qemu_name\":\"vm\"}: a VM runs one vCPU per managed CPU: its 2 vCPU threads \
+         need 2 and this admission may use 1 ([1])"
     );
     assert_eq!(snapshot(&mut c, &mut e), before);
     // two managed CPUs, 3 and 1 slots free per frame: 3 slots within 10 fit on CPU 1, not on

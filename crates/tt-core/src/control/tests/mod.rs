@@ -105,6 +105,8 @@ pub struct FakeEngine {
     pub classes: Vec<crate::plan::Class>,
     /// Adding a task fails with this reason.
     pub fail_add: Option<String>,
+    /// Threads pinned to these CPUs (any other may run on every CPU).
+    pub pins: HashMap<u32, Vec<u32>>,
     clock: SlotClock,
 }
 
@@ -129,6 +131,7 @@ impl FakeEngine {
             released: Vec::new(),
             classes: Vec::new(),
             fail_add: None,
+            pins: HashMap::new(),
             clock: SlotClock::new(T0_NS, SLOT_NS),
         }
     }
@@ -250,6 +253,14 @@ impl Engine for FakeEngine {
             Some(t) => Ok(t.clone()),
             None => Err("no such process".into()),
         }
+    }
+
+    fn thread_cpus(&mut self, tid: u32) -> Result<Vec<u32>, String> {
+        Ok(self
+            .pins
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| (0..256).collect()))
     }
 
     fn next_task_index(&mut self) -> Result<usize, String> {
