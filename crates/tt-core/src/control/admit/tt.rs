@@ -394,7 +394,7 @@ fn allowed_cpus(
                         "thread {tid} may run only on CPUs {} (its affinity), none of them a \
                          managed CPU this admission may use ({:?}): widen its affinity \
                          (taskset -a -p -c LIST PID)",
-                        cpu_list(&on),
+                        crate::plan::cpus::format_cpu_list(&on),
                         ids(cpus)
                     ),
                 ));
@@ -403,24 +403,6 @@ fn allowed_cpus(
         allowed.push(ok);
     }
     Ok(allowed)
-}
-
-/// CPU ids as the kernel lists them: ranges, `0-3,8`.
-fn cpu_list(cpus: &[u32]) -> String {
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        out.push(match j > i {
-            true => format!("{}-{}", cpus[i], cpus[j]),
-            false => cpus[i].to_string(),
-        });
-        i = j + 1;
-    }
-    out.join(",")
 }
 
 /// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic
