@@ -38,6 +38,26 @@ impl TtAdmission<'_> {
         }
     }
 
+    /// The CPUs task `k` may take, but those in `taken` (its siblings'), the one with the most
+    /// free template slots first; `Err`: none is left.
+    fn cpu_order(
+        &self,
+        p: &KernelPlanner,
+        k: usize,
+        taken: &[usize],
+    ) -> Result<Vec<usize>, String> {
+        let mut order: Vec<usize> = self.allowed[k]
+            .iter()
+            .copied()
+            .filter(|c| !taken.contains(c))
+            .collect();
+        if order.is_empty() {
+            return Err(self.no_cpu_left(k));
+        }
+        order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+        Ok(order)
+    }
+
     /// Why task `k` finds no CPU: those its threads may use hold its siblings already.
     fn no_cpu_left(&self, k: usize) -> String {
         let ids: Vec<u32> = self.allowed[k].iter().map(|&c| self.managed[c]).collect();
@@ -81,15 +101,7 @@ impl TtAdmission<'_> {
             return Ok(chosen);
         };
         for k in 0..self.n {
-            let mut order: Vec<usize> = self.allowed[k]
-                .iter()
-                .copied()
-                .filter(|c| !chosen.contains(c))
-                .collect();
-            if order.is_empty() {
-                return Err(self.no_cpu_left(k));
-            }
-            order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
+            let order = self.cpu_order(p, k, &chosen)?;
             let mut last = None;
             for c in order {
                 match p.aperiodic_fits(c, wcet, deadline, cur) {
@@ -127,16 +139,7 @@ impl TtAdmission<'_> {
             None => {
                 // a VM's vCPUs on distinct CPUs, the least loaded first
                 let taken: Vec<usize> = placed.iter().map(|x: &Placed| x.cpu).collect();
-                let mut order: Vec<usize> = self.allowed[k]
-                    .iter()
-                    .copied()
-                    .filter(|c| !taken.contains(c))
-                    .collect();
-                if order.is_empty() {
-                    return Err(self.no_cpu_left(k));
-                }
-                order.sort_by_key(|&c| (std::cmp::Reverse(p.free_template_slots(c)), c));
-                order
+                self.cpu_order(p, k, &taken)?
             }
         };
         let mut last = None;
