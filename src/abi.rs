@@ -70,5 +70,5 @@ mod checks {
     const _: () = assert!(size_of::<tt_slot_rec>() == 88);
     const _: () = assert!(size_of::<tt_slot_obs>() == 56);
     const _: () = assert!(size_of::<tt_task_stats>() == 48);
-    const _: () = assert!(size_of::<tt_cpu_stats>() == 144);
+    const _: () = assert!(size_of::<tt_cpu_stats>() == 152);
 }

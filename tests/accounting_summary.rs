@@ -400,6 +400,7 @@ fn every_bpf_cpu_counter_is_in_the_json_and_the_text_summary() {
         evictions: 116,
         evicted_ns: 117,
         higher_waits: 118,
+        pinned_be: 119,
     };
     f.cpu_counters.insert(1, c);
     let summary = acc.summary(&f);

@@ -254,6 +254,7 @@ struct tt_cpu_stats {
 	u64 evictions; /* foreign tasks that started here without being routed here, sent away (D) */
 	u64 evicted_ns; /* their run time in recorded slots until they left (part of the records' foreign_ns) */
 	u64 higher_waits; /* dispatches (prev not sched_ext) that queued nothing: a higher class was runnable (C) */
+	u64 pinned_be; /* plan threads with migration disabled here, away from their CPU: queued as this CPU's be work (C) */
 };
 
 /*
@@ -286,6 +287,6 @@ _Static_assert(sizeof(struct tt_reclass_arg) == 8, "tt_reclass_arg");
 _Static_assert(sizeof(struct tt_slot_rec) == 88, "tt_slot_rec");
 _Static_assert(sizeof(struct tt_slot_obs) == 56, "tt_slot_obs");
 _Static_assert(sizeof(struct tt_task_stats) == 48, "tt_task_stats");
-_Static_assert(sizeof(struct tt_cpu_stats) == 144, "tt_cpu_stats");
+_Static_assert(sizeof(struct tt_cpu_stats) == 152, "tt_cpu_stats");
 
 #endif /* __TT_INTF_H */

@@ -129,8 +129,11 @@
  *   the kernel has them, so such a task is routed like any other: an exiting thread of a tt
  *   task waits for its task's slot (its exit is delayed by at most a frame), a foreign one
  *   goes to the housekeeping CPUs. A plan thread with migration disabled away from its plan
- *   CPU (or a be thread of no CPU) cannot be moved to the CPU that would consume its DSQ, so
- *   it stays in its CPU's local DSQ for one slot, as the kernel would have kept it.
+ *   CPU (or a be thread of no CPU) cannot be moved to the CPU that would consume its DSQ:
+ *   on a managed CPU it waits in that CPU's be DSQ (cpu_stats pinned_be), so dispatch runs
+ *   it as be work there, never over a waiting owner; on a housekeeping CPU it stays in the
+ *   local DSQ. (6.12 has neither the flag nor the shortcut it turns off: ops.enqueue sees
+ *   these tasks there too.)
  *
  *   Higher classes: when the stopper, a deadline or an RT task preempts a sched_ext task, the
  *   kernel keeps the preempted task at the head of the CPU's local DSQ with its slice left and
@@ -1897,6 +1900,15 @@ static void count_runnable(struct task_struct *p, u32 task)
 	rt->waking_ns = 0;
 }
 
+/* Be work queued for @cpu: wake it if idle, but not through a DPM idle period (K). */
+static void kick_for_be(s32 cpu)
+{
+	u64 now = bpf_ktime_get_ns();
+
+	if (!(started(now) && dpm_idle(cpu, slot_of(now))))
+		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+}
+
 static void enqueue_plan(struct task_struct *p, const struct tt_task_ctx *tctx, u64 enq_flags)
 {
 	u32 task = tctx->task;
@@ -1911,21 +1923,31 @@ static void enqueue_plan(struct task_struct *p, const struct tt_task_ctx *tctx, 
 		return;
 	}
 	/*
-	 * Migration disabled away from its plan CPU (or a be task of no CPU): no DSQ another CPU
-	 * consumes can take it; it stays where it is for one slot at most, as the kernel would
-	 * have kept it (C, "Exiting and migration-disabled tasks")
+	 * Migration disabled away from its plan CPU (or a be task of no CPU): only the CPU it is
+	 * on may take it (C, "Exiting and migration-disabled tasks"). On a managed CPU it waits
+	 * in that CPU's be DSQ, so that dispatch decides: it runs as be work there, never over a
+	 * waiting owner. (The local DSQ with a slot's slice, as before, ran it over the owner on
+	 * PREEMPT_RT, where every sleeping spinlock disables migration: a be task of no CPU, woken
+	 * on CPU 1 inside such a section, ran 3.4 ms of spin-b's slot in VM test `delivery` on
+	 * 6.12 PREEMPT_RT under host load.) On a housekeeping CPU it stays local.
 	 */
 	if (is_migration_disabled(p) && (cpu < 0 || scx_bpf_task_cpu(p) != cpu)) {
+		s32 here = scx_bpf_task_cpu(p);
+
+		if (is_managed(here)) {
+			__sync_fetch_and_add(&cpu_stats[here & (TT_MAX_CPUS - 1)].pinned_be, 1);
+			scx_bpf_dsq_insert(p, TT_DSQ_BE_CPU_BASE + here, slot_ns, enq_flags);
+			kick_for_be(here);
+			return;
+		}
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slot_ns, enq_flags);
 		return;
 	}
 	if (task_class[task & (TT_MAX_TASKS - 1)] == TT_CLASS_BE) {
 		scx_bpf_dsq_insert(p, cpu >= 0 ? TT_DSQ_BE_CPU_BASE + cpu : TT_DSQ_BE_ANY,
 				   slot_ns, enq_flags);
-		/* a CPU sleeping through a DPM idle period is not woken for be work (K) */
-		if (cpu >= 0 && !(started(bpf_ktime_get_ns()) &&
-				  dpm_idle(cpu, slot_of(bpf_ktime_get_ns()))))
-			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		if (cpu >= 0)
+			kick_for_be(cpu);
 		return;
 	}
 	count_runnable(p, task);

@@ -10,9 +10,12 @@
 //! - per-slot frequency targets through BPF (`--freq-backend cpuperf`, `--perf-table`) need the
 //!   kfunc `scx_bpf_cpuperf_set`;
 //! - the ops flags `SCX_OPS_ENQ_EXITING` and `SCX_OPS_ENQ_MIGRATION_DISABLED` route exiting and
-//!   migration-disabled tasks through ops.enqueue (src/bpf/tt_sched.bpf.c C). Without them the
-//!   kernel keeps such a task on its CPU's local DSQ, where it can run into another owner's slot
-//!   for up to one slot: the run goes on, and [`notes`] says so at start.
+//!   migration-disabled tasks through ops.enqueue (src/bpf/tt_sched.bpf.c C). Without
+//!   `SCX_OPS_ENQ_EXITING` the kernel keeps an exiting task on its CPU's local DSQ, where it can
+//!   run into another owner's slot for up to one slot: the run goes on, and [`notes`] says so at
+//!   start. A kernel without `SCX_OPS_ENQ_MIGRATION_DISABLED` (6.12) needs no note: the flag came
+//!   with the kernel's local-DSQ shortcut for migration-disabled tasks that it turns off (6.15),
+//!   and 6.12's `do_enqueue_task` calls ops.enqueue for them (kernel/sched/ext.c).
 
 use std::fmt;
 
@@ -99,14 +102,8 @@ pub fn lacks(k: &KernelPieces, feature: Feature) -> Option<Missing> {
 /// flag, naming the kernel, the flag and the consequence.
 pub fn notes(k: &KernelPieces) -> Vec<String> {
     let mut out = Vec::new();
-    for (has, flag, tasks) in [
-        (k.enq_exiting, "SCX_OPS_ENQ_EXITING", "an exiting task"),
-        (
-            k.enq_migration_disabled,
-            "SCX_OPS_ENQ_MIGRATION_DISABLED",
-            "a task with migration disabled",
-        ),
-    ] {
+    // not SCX_OPS_ENQ_MIGRATION_DISABLED: a kernel without it has no shortcut to bypass
+    for (has, flag, tasks) in [(k.enq_exiting, "SCX_OPS_ENQ_EXITING", "an exiting task")] {
         if !has {
             out.push(format!(
                 "kernel {} lacks {flag}: {tasks} stays on its CPU's local DSQ without \
@@ -175,13 +172,18 @@ mod tests {
 
     #[test]
     fn a_missing_ops_flag_is_a_note_naming_the_kernel_and_the_flag() {
-        let n = notes(&kernel(false, true, true, false));
+        let n = notes(&kernel(false, true, false, true));
         assert_eq!(n.len(), 1);
         assert!(
-            n[0].starts_with("kernel 6.12.117-lts lacks SCX_OPS_ENQ_MIGRATION_DISABLED: a task with migration disabled"),
+            n[0].starts_with(
+                "kernel 6.12.117-lts lacks SCX_OPS_ENQ_EXITING: an exiting task stays on its \
+                 CPU's local DSQ"
+            ),
             "{}",
             n[0]
         );
         assert!(notes(&kernel(false, true, true, true)).is_empty());
+        // 6.12: no SCX_OPS_ENQ_MIGRATION_DISABLED, and no shortcut it would turn off
+        assert!(notes(&kernel(false, true, true, false)).is_empty());
     }
 }

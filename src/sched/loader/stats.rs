@@ -79,6 +79,7 @@ impl Scheduler<'_> {
                     evictions,
                     evicted_ns,
                     higher_waits,
+                    pinned_be,
                 } = unsafe { std::ptr::read_volatile(&bss.cpu_stats[c as usize]) };
                 let counters = CpuCounters {
                     ticks,
@@ -99,6 +100,7 @@ impl Scheduler<'_> {
                     evictions,
                     evicted_ns,
                     higher_waits,
+                    pinned_be,
                 };
                 (c, counters)
             })

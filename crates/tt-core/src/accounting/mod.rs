@@ -188,6 +188,12 @@ pub struct CpuCounters {
     /// task of a higher class was runnable there and would run first: sched_ext gives no
     /// cpu_release then to take back what went stale meanwhile (src/bpf/tt_sched.bpf.c, C).
     pub higher_waits: u64,
+    /// Plan threads that were enqueued with migration disabled on this managed CPU, away from
+    /// their own CPU (a be task of no CPU, or a thread of another CPU's task): queued as this
+    /// CPU's be work, so that they run only when be work may, never over a waiting owner
+    /// (src/bpf/tt_sched.bpf.c, C "Exiting and migration-disabled tasks"). Frequent on
+    /// PREEMPT_RT, where sleeping spinlocks disable migration.
+    pub pinned_be: u64,
 }
 }
 
@@ -908,7 +914,7 @@ mod tests {
         assert_eq!(sum.ticks, 101 * a.ticks);
         assert_eq!(
             CpuCounters::default().named().len(),
-            18,
+            19,
             "every field of tt_cpu_stats"
         );
     }
