@@ -46,6 +46,8 @@ mod exiting;
 mod faults;
 #[path = "vm/scenarios/freq/check.rs"]
 mod freq;
+#[path = "vm/scenarios/multicore/check.rs"]
+mod multicore;
 #[path = "vm/scenarios/planner/check.rs"]
 mod planner;
 #[path = "vm/scenarios/planner_admit/check.rs"]

@@ -67,6 +67,8 @@ start_busy_loop() {
 # with its vCPU stopped (-S; its thread exists) and a monitor on the fifos /tmp/NAME.mon.in and
 # .out, and qemu_cont NAME lets it run: QEMU's start-up (mmaps, page faults, the translation of
 # its firmware, seconds of stalls of the whole TCG guest) then comes before a measured run.
+# QEMU_SMP=N gives the VM N vCPUs (threads `CPU 0/TCG` .. `CPU N-1/TCG`); only CPU 0 runs the
+# boot sector, the others wait halted for a start-up IPI that never comes (idle vCPU threads).
 start_qemu_spinner() {
   # a boot sector that spins: inc ax; jmp $-1 (then the 0x55aa signature); an image per VM:
   # QEMU locks a disk image it writes
@@ -80,7 +82,7 @@ start_qemu_spinner() {
   fi
   name=$1; shift
   qemu-system-x86_64 -name "$name",debug-threads=on -machine pc -accel tcg -nodefaults \
-    -display none -smp 1 -m 16 -drive file="/tmp/$name.img",format=raw,if=ide \
+    -display none -smp "${QEMU_SMP:-1}" -m 16 -drive file="/tmp/$name.img",format=raw,if=ide \
     -boot c "$@" > "$OUT/$name.qemu.log" 2>&1 &
   echo $!
 }
@@ -91,11 +93,12 @@ qemu_cont() {
   echo cont > "/tmp/$1.mon.in"
 }
 
-# wait_qemu_vcpu PID TIMEOUT_MS: waits until QEMU process PID has its vCPU thread (`CPU 0/TCG`,
-# start_qemu_spinner's naming); prints the ms it took, or "timeout".
+# wait_qemu_vcpu PID TIMEOUT_MS [N]: waits until QEMU process PID has its N vCPU threads
+# (default 1; `CPU K/TCG`, start_qemu_spinner's naming, the last one is CPU N-1); prints the ms
+# it took, or "timeout".
 wait_qemu_vcpu() {
   t0=$(uptime_ms)
-  until grep -qx 'CPU 0/TCG' /proc/$1/task/*/comm 2> /dev/null; do
+  until grep -qx "CPU $(( ${3:-1} - 1 ))/TCG" /proc/$1/task/*/comm 2> /dev/null; do
     if [ $(( $(uptime_ms) - t0 )) -ge "$2" ]; then echo timeout; return 1; fi
     usleep 10000
   done

@@ -343,11 +343,11 @@ fn check(out: &VmOutput, c: &mut Checks) {
 /// saw app run 20.3 ms on CPU 0 after its first judged slot, 2026-11-29). The witness does not
 /// judge it as a tt task until then (`Bounds::joining`; the registration window already has
 /// [`LEAVE_GRACE_NS`] after it).
-const JOIN_HANDOVER_NS: u64 = 20_000_000;
+pub(crate) const JOIN_HANDOVER_NS: u64 = 20_000_000;
 
 /// "scx_tt: task I WHAT the plan in [T1, T2] ns (CLOCK_MONOTONIC): ..." (WHAT: `left` or
 /// `joined`) of BPF task `index`, widened by [`LEAVE_GRACE_NS`].
-fn log_window(log: &str, index: usize, what: &str) -> Option<(u64, u64)> {
+pub(crate) fn log_window(log: &str, index: usize, what: &str) -> Option<(u64, u64)> {
     log.lines()
         .find(|l| l.contains(&format!("task {index} {what} the plan in [")))
         .and_then(|l| {
@@ -456,7 +456,7 @@ fn check_job(c: &mut Checks, out: &VmOutput, s: &Summary, log: &str) -> Option<J
 /// the control path can be slower than the planner's lead, and until its registration the
 /// thread is a process outside the plan, which runs on the housekeeping CPU (the registration
 /// itself is `Bounds::joining`).
-fn judged_from(s: &Summary, from: u64, joining: Option<(u64, u64)>) -> u64 {
+pub(crate) fn judged_from(s: &Summary, from: u64, joining: Option<(u64, u64)>) -> u64 {
     let slot_ns = (s.slot_us * 1000).max(1);
     let registering = joining.map_or(0, |(t1, _)| t1.saturating_sub(s.t0_ns).div_ceil(slot_ns));
     from.max(registering)
@@ -464,7 +464,7 @@ fn judged_from(s: &Summary, from: u64, joining: Option<(u64, u64)>) -> u64 {
 
 /// What scx_tt's own records may count as foreign per task that leaves the plan: a thread
 /// running on CPU 1 when BPF lets go of it runs on until the kick lands (TCG: 1-2 ms seen).
-const LEAVE_FOREIGN_NS: u64 = 5_000_000;
+pub(crate) const LEAVE_FOREIGN_NS: u64 = 5_000_000;
 
 /// The window "scx_tt: task I WHAT the plan in [T1, T2] ns" of BPF task `index` (WHAT:
 /// `joined` or `left`), as the run logged it.
@@ -514,7 +514,7 @@ fn check_no_housekeeping_start(
 
 /// After a thread that ran on the managed CPU when BPF let go of it got the kick (timer + IPI
 /// under TCG: a few ms), it is outside the plan.
-const LEAVE_GRACE_NS: u64 = 20_000_000;
+pub(crate) const LEAVE_GRACE_NS: u64 = 20_000_000;
 
 /// After it left the plan, task `name`'s busy thread `pid` runs on the housekeeping CPU 0 (BPF
 /// moved it off CPU 1's queue and out of the task map): never on CPU 1 (exact), and at least a
