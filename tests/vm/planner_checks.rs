@@ -326,9 +326,25 @@ pub fn admitted_run_closing(
     left: &[(&str, (u64, u64))],
     joining: &[(&str, (u64, u64))],
 ) {
+    admitted_run_closing_with(
+        c,
+        out,
+        (plan, run, s),
+        (joined, left, joining),
+        crate::witness::Bounds::default(),
+    );
+}
+
+/// [`admitted_run_closing`] with the witness bounds `b` (a scenario's own timing bounds).
+pub fn admitted_run_closing_with(
+    c: &mut Checks,
+    out: &VmOutput,
+    (plan, run, s): (&str, &str, &Summary),
+    (joined, left, joining): (&[(&str, u64)], &[(&str, (u64, u64))], &[(&str, (u64, u64))]),
+    mut b: crate::witness::Bounds,
+) {
     conformance(c, out, &harness::repo().join(plan), run, 300);
     out.check_clean_exit(c, run);
-    let mut b = crate::witness::Bounds::default();
     let at = |slot: u64| s.t0_ns + slot * s.slot_us * 1000;
     for &(name, slot) in joined {
         b.joined.insert(name.into(), at(slot));
