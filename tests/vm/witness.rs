@@ -392,6 +392,35 @@ enum State {
     Blocked,
 }
 
+/// The scheduler's slot clock events per CPU, sorted: the BPF timer's expiries and, under the
+/// helper-thread clock, its thread's switch-ins on its CPU.
+pub fn clock_events(events: &[Event]) -> HashMap<u32, Vec<u64>> {
+    let mut fires: HashMap<u32, Vec<u64>> = HashMap::new();
+    for e in events {
+        let clock = match &e.kind {
+            Kind::Timer => true,
+            Kind::Switch { next_comm, .. } => is_clock_thread_of(next_comm, e.cpu),
+            _ => false,
+        };
+        if clock {
+            fires.entry(e.cpu).or_default().push(e.ts_ns);
+        }
+    }
+    for v in fires.values_mut() {
+        v.sort_unstable();
+    }
+    fires
+}
+
+/// The first clock event on `cpu` at or after `t` (`fires`: [`clock_events`]), less the
+/// trace's resolution: ftrace prints µs, cut, so a timer that fired on time may print up to
+/// 1 µs before its expiry.
+pub fn first_fire(fires: &HashMap<u32, Vec<u64>>, cpu: u32, t: u64) -> Option<u64> {
+    let v = fires.get(&cpu)?;
+    let t = t.saturating_sub(1_000);
+    v.get(v.partition_point(|&x| x < t)).copied()
+}
+
 /// Per-CPU run segments from the switch events (a CPU's first segment starts at its first
 /// switch; the last one ends at `end`).
 pub fn segments(events: &[Event], end: u64) -> Vec<Segment> {
@@ -487,20 +516,10 @@ impl Frame {
         self.t0_ns + s * self.slot_ns
     }
 
-    /// The first BPF timer expiry on `cpu` at or after `t` (`fires`: per CPU, sorted), less
-    /// the trace's resolution: ftrace prints µs, cut, so a timer that fired on time may print up
-    /// to 1 µs before its expiry.
-    fn first_fire(fires: &HashMap<u32, Vec<u64>>, cpu: u32, t: u64) -> Option<u64> {
-        let v = fires.get(&cpu)?;
-        let t = t.saturating_sub(1_000);
-        v.get(v.partition_point(|&x| x < t)).copied()
-    }
-
     /// When the scheduler's timer came for slot `slot` on `cpu` (the first BPF timer expiry
     /// from its start on, within the slot), by the kernel's trace.
     fn tick_fire(&self, fires: &HashMap<u32, Vec<u64>>, cpu: u32, slot: u64) -> Option<u64> {
-        Self::first_fire(fires, cpu, self.slot_start(slot))
-            .filter(|&t| t < self.slot_start(slot + 1))
+        first_fire(fires, cpu, self.slot_start(slot)).filter(|&t| t < self.slot_start(slot + 1))
     }
 
     /// Cuts `[a, b)` at slot boundaries inside the window: (slot, piece start, piece end).
@@ -587,24 +606,15 @@ impl Frame {
             r.tt.insert(name.clone(), TaskFig::default());
         }
         let managed: HashSet<u32> = self.managed.iter().copied().collect();
-        let mut fires: HashMap<u32, Vec<u64>> = HashMap::new();
-        for e in events.iter().filter(|e| e.kind == Kind::Timer) {
-            fires.entry(e.cpu).or_default().push(e.ts_ns);
-            r.timers += 1;
-            r.bpf_timers += 1;
-        }
-        // the helper-thread clock: its thread's switch-in on its CPU is the clock's event
+        let fires = clock_events(events);
+        r.bpf_timers = events.iter().filter(|e| e.kind == Kind::Timer).count();
+        r.timers = fires.values().map(Vec::len).sum();
         for e in events {
             if let Kind::Switch { next_comm, .. } = &e.kind {
                 if is_clock_thread_of(next_comm, e.cpu) {
-                    fires.entry(e.cpu).or_default().push(e.ts_ns);
-                    r.timers += 1;
                     *r.clock_runs.entry(e.cpu).or_default() += 1;
                 }
             }
-        }
-        for v in fires.values_mut() {
-            v.sort_unstable();
         }
         // how late the scheduler's timer came after each recorded boundary (a slot's start)
         let tick_late = |cpu: u32, slot: u64| -> u64 {
@@ -658,12 +668,9 @@ impl Frame {
                             let ended = slot > 0
                                 && a == bnd
                                 && self.owners.get(&(seg.cpu, slot - 1)) == Some(&Some(t.clone()));
-                            let fire = Self::first_fire(
-                                &fires,
-                                seg.cpu,
-                                bnd.saturating_sub(self.guard_ns),
-                            )
-                            .filter(|&x| x < self.slot_start(slot + 1));
+                            let fire =
+                                first_fire(&fires, seg.cpu, bnd.saturating_sub(self.guard_ns))
+                                    .filter(|&x| x < self.slot_start(slot + 1));
                             if let (true, Some(fire)) = (ended, fire) {
                                 let until = fire.max(bnd) + KICK_NS;
                                 f.late_timer_ns += b.min(until) - a;

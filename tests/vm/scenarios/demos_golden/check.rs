@@ -25,7 +25,7 @@
 use crate::harness::{self, Checks, Vm, VmOutput};
 use crate::witness;
 use scx_tt::trace::SlotRecord;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// (run, golden configuration)
 const CONFIGS: [(&str, &str); 3] = [
@@ -232,25 +232,14 @@ fn check_config(out: &VmOutput, c: &mut Checks, run: &str, cfg: &str) {
     out.check_clean_exit(c, run);
 }
 
-/// The BPF timer expiries of the kernel's trace, per CPU, sorted.
-fn timer_fires(events: &[witness::Event]) -> BTreeMap<u32, Vec<u64>> {
-    let mut m: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for e in events.iter().filter(|e| e.kind == witness::Kind::Timer) {
-        m.entry(e.cpu).or_default().push(e.ts_ns);
-    }
-    m.values_mut().for_each(|v| v.sort_unstable());
-    m
-}
-
-/// The first of `fires` on `cpu` at or after `t` (less the trace's 1 us resolution) after which
-/// the CPU went on taking interrupts: its next BPF timer fired within a slot and the kick
-/// allowance. A CPU whose slot timer then stayed silent for longer (every slot has one) was
-/// not running: a vCPU the host did not run, which cannot act on a kick either.
-fn first_live_fire(fires: &BTreeMap<u32, Vec<u64>>, cpu: u32, t: u64, slot_ns: u64) -> Option<u64> {
+/// The first clock event of `fires` ([`witness::clock_events`]) on `cpu` at or after `t` after
+/// which the CPU went on taking interrupts: its next one came within a slot and the kick
+/// allowance. A CPU whose slot clock then stayed silent for longer (every slot has an event)
+/// was not running: a vCPU the host did not run, which cannot act on a kick either.
+fn first_live_fire(fires: &HashMap<u32, Vec<u64>>, cpu: u32, t: u64, slot_ns: u64) -> Option<u64> {
+    let first = witness::first_fire(fires, cpu, t)?;
     let v = fires.get(&cpu)?;
-    let t = t.saturating_sub(1_000);
-    let i = v.partition_point(|&x| x < t);
-    v[i..]
+    v[v.partition_point(|&x| x < first)..]
         .windows(2)
         .find(|w| w[1] <= w[0] + slot_ns + witness::KICK_NS)
         .map(|w| w[0])
@@ -332,7 +321,7 @@ fn check_starts(
         let task = summary.tasks.iter().find(|t| t.name == name)?;
         task.tids.first().copied()
     };
-    let fires = timer_fires(&events);
+    let fires = witness::clock_events(&events);
     let grid = Grid::of(&plan, summary.t0_ns);
     let (mut delays, mut early, mut late_tick, mut unknown) = (Vec::new(), Vec::new(), 0, 0);
     for (t, cpu, cmd) in kernel

@@ -65,11 +65,8 @@ const GEN: [&str; 16] = [
 
 /// Slots `task` owns on `cpu` in `[from, to)` by the kernel's records.
 fn owned_on(trace: &[SlotRecord], cpu: u32, task: &str, from: u64, to: u64) -> u64 {
-    trace
-        .iter()
-        .filter(|r| r.cpu == cpu && (from..to).contains(&r.slot))
-        .filter(|r| harness::tt_owner(r) == Some(task))
-        .count() as u64
+    let on: Vec<&SlotRecord> = trace.iter().filter(|r| r.cpu == cpu).collect();
+    pc::owned(&on, task, from, to)
 }
 
 /// The plan file is `scx_tt plan gen GEN...`'s output, byte for byte.
