@@ -318,6 +318,15 @@ witness_kthreads() {
     fi
   done >> /tmp/witness.kthreads
 }
+# mark_lines FILE: each line of stdin to ftrace's trace_marker, one write a line (the trace's
+# timestamp is when the line reached this reader), and appended to FILE. awk keeps the marker
+# open and reads the pipe a buffer at a time; the `while read` loop it replaces read a byte per
+# system call and reopened trace_marker for each line, and under TCG on a slow host it fell
+# seconds behind a run's -v lines (demos_seq_power, 2026-11-29: 2.4 s at the median, at twice
+# the reference host's calibration; scx_tt's own lateness was 68 ms).
+mark_lines() {
+  awk -v tm="$TRACING/trace_marker" -v out="$1" '{ print > tm; fflush(tm); print >> out }'
+}
 # witness_mark pause|resume: brackets a window in which the scenario takes the scheduler away
 # on purpose (a restart); the witness does not judge the slots it overlaps.
 witness_mark() {

@@ -50,10 +50,7 @@ echo "tt-vm: run scx_tt --demos (stdout through trace_marker)"
 { scx_tt --table $OUT/plan.json --demos $CFG -m WIN -M MF -p minbe -v \
     --sysfs-root $TREE --run-dir $RUN_DIR --duration-s $D --summary-json $OUT/demos_power.json \
     2> $OUT/demos_power.err; echo $? > /tmp/demos_power.rc; } |
-  while IFS= read -r line; do
-    echo "$line" > $TRACING/trace_marker
-    printf '%s\n' "$line" >> $OUT/demos_power.out
-  done
+  mark_lines $OUT/demos_power.out
 echo 0 > $TRACING/tracing_on
 grep tracing_mark_write $TRACING/trace > $OUT/demos_power.marks
 echo > $TRACING/trace

@@ -9,7 +9,8 @@
 //! Checked (windows from 1 s on that end before the run's end):
 //!   - messages (scx_tt's stdout through trace_marker, with the witness): `MF` then `WIN` at
 //!     each major frame start, `WIN` at each other window start, in order, once per window
-//!     start the run observed (scx_tt's count, at most one fewer than the run's window starts);
+//!     start the run observed (scx_tt's count; exact), all but those within scx_tt's max
+//!     message latency of the run's end, and one (timing: how far the run loop ran behind);
 //!     each `WIN` never before its window start (exact), p50 <= [`LATENCY_P50_NS`], max <=
 //!     [`LATENCY_MAX_NS`] after it (timing); scx_tt's own measure printed beside it;
 //!   - `minbe`'s writes (`-v`, their slot time and their line's trace_marker time): set-up at
@@ -19,7 +20,9 @@
 //!     early completions; exact on slot times); by the witness, no SC thread of the window runs
 //!     after that slot's start + [`SC_TAIL_NS`] (the tick that ends SC; timing), the write's
 //!     line reached the reader after the window's last SC run ended and before the window end
-//!     (timing); an SC-start write of the highest at each window start but the first;
+//!     (timing); an SC-start write of the highest at each judged window's start; windows
+//!     without a BE-start write only at the run's end (exact: a --duration exit may come
+//!     before the run loop, running behind, reached the last window's write);
 //!   - the tree back byte for byte, no journal left;
 //!   - control: `admit-firm` refused (client exit 1) naming the sequenced run; `status` served;
 //!   - a second run with `-p per_process`: the writes (`-v`) are, in order, each process's
@@ -90,6 +93,21 @@ fn tids(out: &VmOutput, name: &str) -> Vec<u32> {
         .unwrap_or_default()
 }
 
+/// scx_tt's own max message latency (its `... max X ms` line), in ns; 0 without that line.
+fn own_latency_max_ns(text: &str) -> u64 {
+    text.lines()
+        .find(|l| l.contains("message latency"))
+        .and_then(|l| {
+            l.rsplit("max ")
+                .next()?
+                .split(' ')
+                .next()?
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0, |ms| (ms * 1e6) as u64)
+}
+
 fn check_messages(c: &mut Checks, out: &VmOutput, marks: &[(u64, String)], t0: u64, end_ms: u64) {
     let text = out.file(&format!("{RUN}.out")).unwrap_or_default();
     let observed: usize = text
@@ -117,10 +135,30 @@ fn check_messages(c: &mut Checks, out: &VmOutput, marks: &[(u64, String)], t0: u
         got.len()
     );
     c.check(
-        observed + 1 >= starts && observed <= starts && observed >= 30 && got == want,
+        observed <= starts && observed >= 30 && got == want,
         format!(
             "-M/-m: MF then WIN at each major frame, WIN at each window start, in order, once \
-             each ({observed} window starts observed of {starts})"
+             each observed ({observed} window starts observed of {starts})"
+        ),
+    );
+    // The run loop observes a window start as late as it runs behind the slot clock (scx_tt's
+    // own max latency): the starts within that much of the run's end may go unobserved at a
+    // --duration exit, and one more. How far behind is timing (a CI host at about 1.3-2 times
+    // the reference's calibration: 3 of 70 unobserved, latencies up to 930 ms by the reader).
+    let own_max_ns = own_latency_max_ns(&text).min(1_000_000_000);
+    let unobservable = 1
+        + (0..starts as u64)
+            .filter(|k| {
+                (k * WINDOW_MS * 1_000_000).saturating_add(own_max_ns) >= end_ms * 1_000_000
+            })
+            .count();
+    c.check_timing(
+        observed + unobservable >= starts,
+        format!(
+            "every window start but those within scx_tt's max message latency ({:.3} ms) of the \
+             run's end, and one, observed ({observed} of {starts}; up to {unobservable} \
+             unobserved)",
+            own_max_ns as f64 / 1e6
         ),
     );
     let by_window: Vec<(u64, i64)> = marks
@@ -246,6 +284,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let (mut judged, mut early, mut at_be1) = (0, 0, 0);
     let (mut tails, mut after_sc, mut before_end, mut sc_writes) = (Vec::new(), 0, 0, 0);
     let mut first_bad = None;
+    // windows without a BE-start write (ms): only at the run's end, where the run loop may not
+    // have reached the write by a --duration exit; `gaps`: the first one before a judged window
+    let (mut unjudged, mut gaps) = (Vec::new(), None);
     // (window, BE start ms in the window): the distinct ones
     let mut offsets = std::collections::BTreeSet::new();
     let mut k = 1000 / WINDOW_MS;
@@ -256,12 +297,18 @@ fn check(out: &VmOutput, c: &mut Checks) {
             .iter()
             .filter(|x| x.1 .0 >= ws && x.1 .0 < ws + WINDOW_MS && x.1 .3 == label)
             .collect();
+        k += 1;
+        let Some(first) = be.first() else {
+            unjudged.push(ws);
+            continue;
+        };
+        if let Some(&gap) = unjudged.first() {
+            gaps.get_or_insert(gap);
+        }
         sc_writes += writes
             .iter()
             .filter(|x| x.1 .0 == ws && x.1 .2 == MAX_KHZ && x.1 .3.starts_with("SC start"))
             .count();
-        k += 1;
-        let Some(first) = be.first() else { continue };
         judged += 1;
         let be_ms = first.1 .0;
         offsets.insert((w, be_ms - ws));
@@ -320,8 +367,12 @@ fn check(out: &VmOutput, c: &mut Checks) {
         ),
     );
     c.check(
-        sc_writes == 2 * judged,
-        format!("the highest at each window's SC start ({sc_writes} writes, 2 a window)"),
+        sc_writes == 2 * judged && gaps.is_none(),
+        format!(
+            "the highest at each judged window's SC start ({sc_writes} writes, 2 a window); \
+             a window without its BE-start write only at the run's end (without: {unjudged:?}; \
+             the first before a judged one: {gaps:?})"
+        ),
     );
     let tail = tails.last().copied().unwrap_or(i64::MAX);
     c.check_timing(

@@ -77,10 +77,7 @@ echo "tt-vm: run scx_tt --planner bss --demos (stdout and stderr through trace_m
     -m WIN -M MF -p minbe -v --sysfs-root $TREE --run-dir $RUN_DIR --control $SOCK \
     --duration-s $D --trace $OUT/$RUN.trace.jsonl --summary-json $OUT/$RUN.json \
     --schedule-log $OUT/kernel.log 2>&1; echo $? > /tmp/$RUN.rc; } |
-  while IFS= read -r line; do
-    echo "$line" > $TRACING/trace_marker
-    printf '%s\n' "$line" >> $OUT/$RUN.out
-  done
+  mark_lines $OUT/$RUN.out
 witness_stop $RUN
 wait $CTL_PID
 grep -v '^scx_tt: demos: .*cpufreq policy' $OUT/$RUN.out | grep -v '^WIN$' | grep -v '^MF$' | head -60
