@@ -85,6 +85,9 @@ pub struct Scheduler<'a> {
     /// threads (src/sched/rt_clock.rs).
     rt_prio: Option<u8>,
     rt_clock: Option<crate::sched::rt_clock::RtClock>,
+    /// How long `load` took to open (the object, its BTF, the kernel's compat checks), to load
+    /// (relocation, map creation, the verifier) and to fill the maps.
+    phases: [std::time::Duration; 3],
 }
 
 impl<'a> Scheduler<'a> {
@@ -95,6 +98,7 @@ impl<'a> Scheduler<'a> {
         threads: &[(u32, usize)],
     ) -> Result<Self, LoadError> {
         filter_libbpf_messages();
+        let t0 = std::time::Instant::now();
         let builder = BpfSkelBuilder::default();
         let mut skel = scx_ops_open!(
             builder,
@@ -110,12 +114,16 @@ impl<'a> Scheduler<'a> {
             *compat::SCX_OPS_ENQ_EXITING | *compat::SCX_OPS_ENQ_MIGRATION_DISABLED;
         setup::set_task_table(&mut skel, cfg)?;
         setup::size_maps(&mut skel, cfg)?;
+        let opened = t0.elapsed();
 
         let skel =
             scx_ops_load!(skel, tt_ops, uei).map_err(|e| LoadError::Load(format!("{e:#}")))?;
+        let loaded = t0.elapsed();
 
         setup::fill_maps(&skel, cfg, threads)?;
+        let phases = [opened, loaded - opened, t0.elapsed() - loaded];
         Ok(Scheduler {
+            phases,
             skel,
             link: None,
             managed: cfg.managed.clone(),
@@ -126,6 +134,11 @@ impl<'a> Scheduler<'a> {
             rt_prio: cfg.rt_clock,
             rt_clock: None,
         })
+    }
+
+    /// `load`'s phases: open, load (the verifier's part), fill.
+    pub fn load_phases(&self) -> [std::time::Duration; 3] {
+        self.phases
     }
 
     pub fn attach(&mut self) -> Result<(), LoadError> {

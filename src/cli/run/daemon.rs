@@ -242,6 +242,7 @@ impl<'a> Daemon<'a> {
             state,
             planner,
         } = end;
+        let t_finish = std::time::Instant::now();
         self.tasks.kill_all();
         drop(self.socket.take());
         let late = live
@@ -268,6 +269,10 @@ impl<'a> Daemon<'a> {
             .with_planner_late_slots(late)
             .with_planner_late_writes(late_writes)
             .with_planner_loop(loop_counts);
+        self.verbose(&format!(
+            "the summary computed {:?} after the run's end",
+            t_finish.elapsed()
+        ));
         print!("{}", render_summary(acc, &summary));
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);

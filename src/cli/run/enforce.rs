@@ -696,8 +696,10 @@ fn load_and_attach<'obj>(
             .take(4)
             .map(|(n, i)| format!("{n} {i}"))
             .collect();
+        let [open, load, fill] = sched.load_phases();
         d.verbose(&format!(
-            "loaded in {:?}; the verifier walked {total} instructions (largest: {})",
+            "loaded in {:?} (open {open:?}, load {load:?}, maps filled {fill:?}); the verifier \
+             walked {total} instructions (largest: {})",
             t_load.elapsed(),
             top.join(", ")
         ));

@@ -310,13 +310,12 @@ witness_start() {
   witness_kthreads
 }
 # Appends the pids of kernel threads (kthreadd, pid 2, and its children) to /tmp/witness.kthreads.
+# One grep over every status file (a process gone meanwhile is skipped), not an awk per
+# process (40 ms each under TCG on a busy host).
 witness_kthreads() {
-  for d in /proc/[0-9]*; do
-    p=${d#/proc/}
-    if [ "$p" = 2 ] || [ "$(awk '/^PPid:/ { print $2 }' "$d/status" 2>/dev/null)" = 2 ]; then
-      echo "$p"
-    fi
-  done >> /tmp/witness.kthreads
+  echo 2 >> /tmp/witness.kthreads
+  grep -H '^PPid:' /proc/[0-9]*/status 2>/dev/null \
+    | awk -F'[/:]' '{ gsub(/[ \t]/, "", $NF) } $NF == "2" { print $3 }' >> /tmp/witness.kthreads
 }
 # mark_lines FILE: each line of stdin to ftrace's trace_marker, one write a line (the trace's
 # timestamp is when the line reached this reader), and appended to FILE. awk keeps the marker
