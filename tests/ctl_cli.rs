@@ -427,3 +427,75 @@ fn batch_sends_every_line_over_one_connection_and_exits_by_the_worst_reply() {
         assert_eq!(out.status.code(), Some(want), "{n} requests");
     }
 }
+
+/// `ctl batch --timing`: each request's round trip on standard error, at least as long as the
+/// server held its reply (here 30 ms and 60 ms), and a summary of them; the replies on standard
+/// output are the same as without it.
+#[test]
+fn batch_timing_prints_each_round_trip_and_their_percentiles() {
+    use std::process::Stdio;
+    let dir = temp_dir("batch_timing");
+    let sock = dir.join("t");
+    let listener = UnixListener::bind(&sock).expect("bind");
+    let holds_ms = [30u64, 60];
+    let server = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(&stream);
+        for ms in holds_ms {
+            let mut line = String::new();
+            reader.read_line(&mut line).expect("request");
+            std::thread::sleep(std::time::Duration::from_millis(ms));
+            (&stream)
+                .write_all(b"{\"ok\":true,\"slot\":1,\"frame_slots\":8,\"table\":\"/p.json\"}\n")
+                .expect("reply");
+        }
+    });
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        .args(["ctl", "--socket"])
+        .arg(&sock)
+        .args(["batch", "--timing"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("runs scx_tt");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"{\"op\":\"status\"}\n{\"op\":\"status\"}\n")
+        .expect("input");
+    let out = child.wait_with_output().expect("output");
+    server.join().expect("server");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rtts: Vec<u64> = err
+        .lines()
+        .filter_map(|l| {
+            l.split("round trip ")
+                .nth(1)?
+                .strip_suffix(" us")?
+                .parse()
+                .ok()
+        })
+        .collect();
+    assert_eq!(rtts.len(), 2, "one round trip a request: {err}");
+    for (rtt, ms) in rtts.iter().zip(holds_ms) {
+        assert!(
+            *rtt >= ms * 1000,
+            "round trip {rtt} us < the reply's hold {ms} ms: {err}"
+        );
+    }
+    let summary = err.lines().last().unwrap_or_default();
+    assert_eq!(
+        summary,
+        format!(
+            "scx_tt ctl batch: round trips 2, p50 {} us, p99 {} us, max {} us",
+            rtts[0].min(rtts[1]),
+            rtts[0].max(rtts[1]),
+            rtts[0].max(rtts[1])
+        ),
+        "{err}"
+    );
+}

@@ -80,7 +80,13 @@ pub enum CtlCmd {
     /// replies in order. Blank lines and lines starting with `#` are skipped. Exit 0 when
     /// every reply says ok, 3 when any admission was rejected (and none failed), 1 when any
     /// reply is an error, 2 when the socket cannot be reached or stops answering.
-    Batch,
+    Batch {
+        /// Also print, on standard error, each request's round trip as this client measured it
+        /// (from the write of the request to the read of its reply's last byte) and at the end
+        /// their count, p50, p99 and max in microseconds.
+        #[arg(long)]
+        timing: bool,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -225,7 +231,7 @@ pub fn run(args: CtlArgs) -> Result<i32> {
         CtlCmd::AdmitFirm { .. } | CtlCmd::AdmitPeriodic { .. } | CtlCmd::Admit(_)
     );
     let request = match args.cmd {
-        CtlCmd::Batch => return batch(&args.socket, args.timeout_s),
+        CtlCmd::Batch { timing } => return batch(&args.socket, args.timeout_s, timing),
         CtlCmd::Status => Request::Status,
         CtlCmd::SwitchTable { plan } => Request::SwitchTable(SwitchTable {
             plan: std::path::absolute(&plan)
@@ -260,19 +266,21 @@ pub fn run(args: CtlArgs) -> Result<i32> {
 }
 
 /// `ctl batch`: stdin's request lines over one connection, each after the previous reply.
-fn batch(socket: &Path, timeout_s: f64) -> Result<i32> {
+fn batch(socket: &Path, timeout_s: f64, timing: bool) -> Result<i32> {
     let stream = match connect(socket, timeout_s) {
         Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let mut reader = BufReader::new(&stream);
     let (mut failed, mut rejected) = (false, false);
+    let mut rtts = Vec::new();
     for (n, line) in std::io::stdin().lock().lines().enumerate() {
         let line = line.with_context(|| format!("reading standard input, line {}", n + 1))?;
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
+        let sent = std::time::Instant::now();
         let reply = match exchange(&stream, &mut reader, &format!("{line}\n")) {
             Ok(r) => r,
             Err((what, e)) => {
@@ -280,7 +288,12 @@ fn batch(socket: &Path, timeout_s: f64) -> Result<i32> {
                 return Ok(unreachable(socket, what, e));
             }
         };
+        let rtt_us = sent.elapsed().as_micros() as u64;
         print_reply(&reply);
+        if timing {
+            eprintln!("scx_tt ctl batch: line {}: round trip {rtt_us} us", n + 1);
+            rtts.push(rtt_us);
+        }
         // whether the request was an admission is the reply's to say: `accepted` is set
         match exit_code(&reply, true) {
             0 => {}
@@ -288,11 +301,32 @@ fn batch(socket: &Path, timeout_s: f64) -> Result<i32> {
             _ => failed = true,
         }
     }
+    if timing {
+        eprintln!("scx_tt ctl batch: {}", rtt_summary(&mut rtts));
+    }
     Ok(match (failed, rejected) {
         (true, _) => 1,
         (false, true) => 3,
         _ => 0,
     })
+}
+
+/// `round trips N, p50 X us, p99 Y us, max Z us` (nearest rank; `round trips 0` for none).
+fn rtt_summary(rtts: &mut [u64]) -> String {
+    rtts.sort_unstable();
+    let rank = |p: f64| {
+        let i = ((rtts.len() as f64 * p).ceil() as usize).saturating_sub(1);
+        rtts.get(i).copied().unwrap_or(0)
+    };
+    match rtts.last() {
+        None => "round trips 0".into(),
+        Some(max) => format!(
+            "round trips {}, p50 {} us, p99 {} us, max {max} us",
+            rtts.len(),
+            rank(0.5),
+            rank(0.99)
+        ),
+    }
 }
 
 /// A connection to `socket` with `timeout_s` on every read and write; `Err`: the exit code,
