@@ -559,6 +559,12 @@ struct tt_timer {
 	u64 expires_ns; /* when the timer is armed for */
 	u64 slot; /* the slot whose start is the next boundary */
 	u32 phase; /* enum tt_phase: what the armed expiry is */
+	/*
+	 * 1 from disarm_timer on (scx_tt's shutdown, a restart), 0 from arm_timer on: a callback
+	 * already running when userspace disarms neither ticks on nor re-arms, and its failed
+	 * re-arm (the kernel's cancel racing with it) is the shutdown's, not an error (B.4).
+	 */
+	u32 disarmed;
 };
 
 enum tt_phase {
@@ -1165,6 +1171,8 @@ static bool rearm(struct tt_timer *t, struct bpf_timer *timer, s32 cpu)
 
 	if (!ret)
 		return true;
+	if (*(volatile u32 *)&t->disarmed)
+		return false;
 	__sync_fetch_and_add(&cpu_stats[cpu & (TT_MAX_CPUS - 1)].timer_errors, 1);
 	scx_bpf_error("slot timer of CPU %d cannot be re-armed for slot %llu: bpf_timer_start returned %d",
 		      cpu, t->slot, ret);
@@ -1511,6 +1519,8 @@ static int slot_tick(void *map, int *key, struct bpf_timer *timer)
 		scx_bpf_error("slot timer of CPU %u ran on CPU %d at slot %llu", k, cpu, t->slot);
 		return 0;
 	}
+	if (*(volatile u32 *)&t->disarmed)
+		return 0;
 	run_tick(t, timer, cpu, now);
 	return 0;
 }
@@ -1578,6 +1588,7 @@ int arm_timer(struct tt_arm_arg *arg)
 	t = bpf_map_lookup_elem(&timers, &key);
 	if (!t)
 		return TT_ARM_NO_TIMER;
+	t->disarmed = 0;
 	if (!rt_clock) {
 		ret = bpf_timer_init(&t->timer, &timers, CLOCK_MONOTONIC);
 		if (ret && ret != -EBUSY)
@@ -1621,6 +1632,7 @@ int disarm_timer(struct tt_arm_arg *arg)
 
 	if (!t)
 		return -ENOENT;
+	t->disarmed = 1;
 	/* B.5: the helper threads have stopped; no event is due any more (the watchdog) */
 	if (rt_clock) {
 		t->expires_ns = 0;
