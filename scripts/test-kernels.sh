@@ -83,7 +83,7 @@ for k in "${KERNELS[@]}"; do
     if [ -n "$ALL" ]; then
       echo "=== test-kernels: $k: every VM test"
       $CARGO test --release --test vm -- --ignored --test-threads=1 --nocapture \
-        --skip smoke --skip run_dir || krc=$?
+        --skip smoke --skip run_dir --skip scale:: || krc=$?
     else
       skip=("${CORE_SKIP[@]}")
       if [ -n "$QUICK_ON" ] && [[ $k == *rt ]]; then

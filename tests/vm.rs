@@ -64,6 +64,8 @@ mod preempt;
 mod restart;
 #[path = "vm/scenarios/resume/check.rs"]
 mod resume;
+#[path = "vm/scenarios/scale/check.rs"]
+mod scale;
 #[path = "vm/scenarios/semantics/check.rs"]
 mod semantics;
 #[path = "vm/scenarios/servers/check.rs"]
