@@ -78,6 +78,10 @@ impl Engine for FakeEngine {
         Err("the bench resolves no selectors".into())
     }
 
+    fn thread_cpus(&mut self, _tid: u32) -> Result<Vec<u32>, String> {
+        Err("the bench admits no threads".into())
+    }
+
     fn next_task_index(&mut self) -> Result<usize, String> {
         Ok(self.next_task)
     }
