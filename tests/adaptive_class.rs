@@ -2,6 +2,8 @@
 //! controller's and the analyser's parameters; each broken rule names the JSON path, the value
 //! and the rule, and the plan is refused.
 
+mod common;
+
 use scx_tt::adaptive::{AnalyserConfig, ControllerConfig};
 use scx_tt::plan::{self, Class, PlanError, Rule};
 use serde_json::{json, Value};
@@ -199,9 +201,7 @@ fn completion_applies_to_the_reservation() {
 /// anything else (no root or sched_ext needed): its `cmd` never runs.
 #[test]
 fn a_run_without_the_planner_refuses_an_adaptive_task_by_name() {
-    let dir = std::env::temp_dir().join(format!("scx_tt-adaptive-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let dir = common::temp_dir("adaptive", "legacy");
     let marker = dir.join("spawned");
     let mut v = base();
     v["tasks"][1]
@@ -212,15 +212,12 @@ fn a_run_without_the_planner_refuses_an_adaptive_task_by_name() {
     v["tasks"][1]["cmd"] = json!(["/bin/sh", "-c", format!("touch {}", marker.display())]);
     let plan = dir.join("plan.json");
     std::fs::write(&plan, v.to_string()).expect("plan");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args([
-            "--table",
-            plan.to_str().expect("utf-8"),
-            "--duration-s",
-            "1",
-        ])
-        .output()
-        .expect("run scx_tt");
+    let out = common::run(&[
+        "--table",
+        plan.to_str().expect("utf-8"),
+        "--duration-s",
+        "1",
+    ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(

@@ -2,22 +2,17 @@
 //! and its exit codes (0 ok reply, 1 error reply, 2 socket unreachable or silent, 3 admit-firm
 //! rejected).
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-ctl-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 fn ctl(socket: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    common::scx_tt()
         .current_dir(socket.parent().expect("dir"))
         .arg("ctl")
         .arg("--socket")
@@ -69,7 +64,7 @@ fn exit_2(out: &Output) -> String {
 
 #[test]
 fn an_ok_reply_is_printed_and_exits_0() {
-    let dir = temp_dir("ok");
+    let dir = common::temp_dir("ctl-cli", "ok");
     let reply =
         r#"{"ok":true,"slot":5,"frame_slots":8,"table":"/a.json","pending_switch_slot":null}"#;
     assert_eq!(
@@ -80,7 +75,7 @@ fn an_ok_reply_is_printed_and_exits_0() {
 
 #[test]
 fn switch_table_sends_an_absolute_path_and_an_error_reply_exits_1() {
-    let dir = temp_dir("err");
+    let dir = common::temp_dir("ctl-cli", "err");
     let reply = r#"{"ok":false,"error":"slot_us = 5000: must equal the running plan's 10000"}"#;
     let line = exchange(&dir, &["switch-table", "b.json"], reply, 1);
     let request: serde_json::Value = serde_json::from_str(&line).expect("JSON request");
@@ -93,7 +88,7 @@ fn switch_table_sends_an_absolute_path_and_an_error_reply_exits_1() {
 
 #[test]
 fn a_missing_socket_exits_2_and_names_it() {
-    let sock = temp_dir("missing").join("nobody");
+    let sock = common::temp_dir("ctl-cli", "missing").join("nobody");
     let err = exit_2(&ctl(&sock, &["status"]));
     assert!(
         err.contains("cannot reach the control socket") && err.contains("nobody"),
@@ -103,7 +98,7 @@ fn a_missing_socket_exits_2_and_names_it() {
 
 #[test]
 fn a_silent_server_exits_2_after_the_timeout() {
-    let sock = temp_dir("silent").join("s");
+    let sock = common::temp_dir("ctl-cli", "silent").join("s");
     let server = serve_once(&sock, None);
     let err = exit_2(&ctl(&sock, &["--timeout-s", "0.3", "status"]));
     assert!(err.contains("no reply from the control socket"), "{err}");
@@ -112,7 +107,7 @@ fn a_silent_server_exits_2_after_the_timeout() {
 
 #[test]
 fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
-    let dir = temp_dir("admit");
+    let dir = common::temp_dir("ctl-cli", "admit");
     let cases = [
         (
             r#"{"ok":true,"accepted":true,"cpu":1,"deadline_slot":90,"first_slot":33}"#,
@@ -146,7 +141,7 @@ fn admit_firm_sends_the_request_and_exits_0_accepted_3_rejected_1_error() {
 
 #[test]
 fn set_policy_sends_the_policy_and_exits_0_ok_1_error() {
-    let dir = temp_dir("policy");
+    let dir = common::temp_dir("ctl-cli", "policy");
     let cases = [
         ("dvfs", r#"{"ok":true,"policy":"dvfs","from_slot":41}"#, 0),
         (
@@ -168,7 +163,7 @@ fn set_policy_sends_the_policy_and_exits_0_ok_1_error() {
 
 #[test]
 fn admit_periodic_and_remove_send_the_task_and_exit_0_accepted_3_rejected_1_error() {
-    let dir = temp_dir("periodic");
+    let dir = common::temp_dir("ctl-cli", "periodic");
     let cases = [
         (
             "admit-periodic",
@@ -202,7 +197,7 @@ fn admit_periodic_and_remove_send_the_task_and_exit_0_accepted_3_rejected_1_erro
 
 #[test]
 fn admit_sends_every_selector_kind_and_timing_and_exits_0_accepted_3_rejected() {
-    let dir = temp_dir("admit-sel");
+    let dir = common::temp_dir("ctl-cli", "admit-sel");
     let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"vm","cpu":1,"from_slot":40,"period_slots":10,"wcet_slots":2,"tids":[7]}]}"#;
     let no = r#"{"ok":true,"accepted":false,"why":"vm: 2 slots every 10 slots on cpu 1: frame infeasible"}"#;
     // (the selector flags, the select object sent)
@@ -239,7 +234,7 @@ fn admit_sends_every_selector_kind_and_timing_and_exits_0_accepted_3_rejected() 
 
 #[test]
 fn admit_class_be_takes_no_timing_flags_it_needs_none() {
-    let dir = temp_dir("admit-be");
+    let dir = common::temp_dir("ctl-cli", "admit-be");
     let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"b","class":"be","cpu":null,"from_slot":4,"period_slots":0,"wcet_slots":0,"tids":[9]}]}"#;
     assert_eq!(
         exchange(
@@ -259,7 +254,7 @@ fn admit_class_be_takes_no_timing_flags_it_needs_none() {
 
 #[test]
 fn admit_sends_windows_and_aperiodic_timing_and_refuses_flags_out_of_place() {
-    let dir = temp_dir("admit-win");
+    let dir = common::temp_dir("ctl-cli", "admit-win");
     let ok = r#"{"ok":true,"accepted":true,"tasks":[{"task":"j","cpu":1,"from_slot":6,"period_slots":0,"wcet_slots":2,"deadline_slot":16,"after":"leave","tids":[9]}]}"#;
     assert_eq!(
         exchange(
@@ -359,7 +354,7 @@ fn admit_sends_windows_and_aperiodic_timing_and_refuses_flags_out_of_place() {
 #[test]
 fn batch_sends_every_line_over_one_connection_and_exits_by_the_worst_reply() {
     use std::process::Stdio;
-    let dir = temp_dir("batch");
+    let dir = common::temp_dir("ctl-cli", "batch");
     let replies = [
         r#"{"ok":true,"slot":4,"frame_slots":8,"table":"/p.json"}"#,
         r#"{"ok":true,"accepted":false,"why":"x: 9 slots every 8 slots on cpu 1: too much"}"#,
@@ -399,7 +394,7 @@ fn batch_sends_every_line_over_one_connection_and_exits_by_the_worst_reply() {
                 input += "# a comment\n\n";
             }
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+        let mut child = common::scx_tt()
             .args(["ctl", "--socket"])
             .arg(&sock)
             .arg("batch")
@@ -434,7 +429,7 @@ fn batch_sends_every_line_over_one_connection_and_exits_by_the_worst_reply() {
 #[test]
 fn batch_timing_prints_each_round_trip_and_their_percentiles() {
     use std::process::Stdio;
-    let dir = temp_dir("batch_timing");
+    let dir = common::temp_dir("ctl-cli", "batch_timing");
     let sock = dir.join("t");
     let listener = UnixListener::bind(&sock).expect("bind");
     let holds_ms = [30u64, 60];
@@ -450,7 +445,7 @@ fn batch_timing_prints_each_round_trip_and_their_percentiles() {
                 .expect("reply");
         }
     });
-    let mut child = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let mut child = common::scx_tt()
         .args(["ctl", "--socket"])
         .arg(&sock)
         .args(["batch", "--timing"])

@@ -3,10 +3,11 @@
 //! rejects (`0200`, `0210-config_validation.t`, `0020-basic.t`) with the YAML path in every
 //! message, and `plan import --demos` (a valid plan, the gcd slot, the caps).
 
+mod common;
+
 use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, ConfigError, CpuSet, ImportOptions, Source};
 use std::path::Path;
-use std::process::Command;
 
 fn inline(text: &str) -> Result<Config, ConfigError> {
     Config::from_yaml(text, Source::Inline)
@@ -494,12 +495,10 @@ fn sc_work_that_does_not_fit_its_window_is_clipped_with_a_warning() {
 
 #[test]
 fn the_cli_writes_a_plan_that_plan_check_accepts() {
-    let dir = std::env::temp_dir().join(format!("scx_tt-demos-import-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("demos-config", "import");
     let out = dir.join("plan.json");
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml");
-    let bin = env!("CARGO_BIN_EXE_scx_tt");
-    let r = Command::new(bin)
+    let r = common::scx_tt()
         .args(["plan", "import", "--all-cpus", "1-3", "--demos"])
         .arg(&example)
         .arg("--out")
@@ -510,7 +509,7 @@ fn the_cli_writes_a_plan_that_plan_check_accepts() {
     let plan = std::fs::read_to_string(&out).unwrap();
     // set_cwd: the commands run in the configuration's directory
     assert!(plan.contains("&& ./sc1-control"), "{plan}");
-    let r = Command::new(bin)
+    let r = common::scx_tt()
         .args(["plan", "check"])
         .arg(&out)
         .output()
@@ -525,7 +524,7 @@ fn the_cli_writes_a_plan_that_plan_check_accepts() {
     )
     .unwrap();
     let out2 = dir.join("none.json");
-    let r = Command::new(bin)
+    let r = common::scx_tt()
         .args(["plan", "import", "--demos"])
         .arg(&bad)
         .arg("--out")

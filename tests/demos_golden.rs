@@ -7,9 +7,10 @@
 //! `DEMOS_RAND_SEED=2`) included: scx_tt implements DEmOS's generator (mt19937 + libstdc++'s
 //! uniform_int_distribution, crates/tt-core/src/demos/rng.rs), so none is skipped.
 
+mod common;
+
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 #[path = "demos/cases.rs"]
 mod cases;
@@ -113,11 +114,10 @@ fn sc_overrun_is_warned_as_demos_does() {
 
 #[test]
 fn the_cli_writes_the_same_logs() {
-    let dir = std::env::temp_dir().join(format!("scx_tt-demos-golden-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("demos-golden", "logs");
     for &(name, until, seed) in CASES {
         let log = dir.join(format!("{name}.log"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_scx_tt"));
+        let mut cmd = common::scx_tt();
         cmd.arg("simulate")
             .arg("--demos")
             .arg(fixture(name, "yaml"))
@@ -136,7 +136,7 @@ fn the_cli_writes_the_same_logs() {
         );
     }
     // --frames counts major frames: 2 frames of 10 ms is -t 20
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .args(["simulate", "--frames", "2", "--demos-cpus", "0"])
         .arg("--demos")
         .arg(fixture("03-two-sc-processes", "yaml"))

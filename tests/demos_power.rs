@@ -8,13 +8,14 @@
 //! - that governors, limits, the P-state driver mode and `scaling_setspeed` are restored
 //!   byte for byte at the end.
 
+mod common;
+
 use scx_tt::demos::power::{events_from_sim, Event, PowerDriver, PowerPolicy, Timed, Write};
 use scx_tt::demos::{self, Config, CpuSet, SimOptions, Source};
 use scx_tt::demos::{ConfigFile as _, SysfsPowerDriver as _};
 use scx_tt::energy::sysfs::{Journal, Root};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
 
 const CPU: &str = "/sys/devices/system/cpu";
 
@@ -25,15 +26,9 @@ struct Tree {
 
 impl Tree {
     fn new(tag: &str) -> Tree {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "scx_tt_demos_power_{tag}_{}_{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Tree { dir }
+        Tree {
+            dir: common::fresh_temp_dir("demos-power", tag),
+        }
     }
 
     fn root(&self) -> Root {
@@ -646,7 +641,7 @@ fn the_simulator_hook_emits_the_events_the_log_implies() {
 fn simulate_prints_messages_and_applies_minbe_to_a_fake_tree() {
     let tree = imx8_tree("cli");
     let before = tree.snapshot();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .args(["simulate", "--demos"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
         .args(["--frames", "1", "--demos-cpus", "0-5", "-m", "W", "-M", "F"])
@@ -701,7 +696,7 @@ fn simulate_prints_messages_and_applies_minbe_to_a_fake_tree() {
         "the tree is restored byte for byte"
     );
     // a policy DEmOS does not have: refused, nothing written
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .args(["simulate", "--demos"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demos-example.yaml"))
         .args(["-p", "maxbe", "--cpufreq-root"])
@@ -723,9 +718,8 @@ fn the_kernel_run_refuses_before_changing_anything() {
     let dir = Tree::new("runplan");
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     let vm_cfg = repo.join("tests/vm/scenarios/demos/demos.yaml");
-    let bin = env!("CARGO_BIN_EXE_scx_tt");
     let import = |cfg: &Path, out: &Path| {
-        let st = std::process::Command::new(bin)
+        let st = common::scx_tt()
             .args(["plan", "import", "--demos"])
             .arg(cfg)
             .args(["--all-cpus", "1", "--out"])
@@ -742,7 +736,7 @@ fn the_kernel_run_refuses_before_changing_anything() {
         &other,
     );
     let run = |plan: &Path, extra: &[&str]| {
-        let o = std::process::Command::new(bin)
+        let o = common::scx_tt()
             .arg("--table")
             .arg(plan)
             .arg("--demos")

@@ -2,6 +2,8 @@
 //! directories): every write, and the exact restore on normal exit, on error, on panic and on
 //! SIGTERM (a child process re-running this test binary).
 
+mod common;
+
 use scx_tt::energy::cpufreq::{
     discover, plan_slot, CpufreqBackend, CpufreqError, FakeCpufreq, FreqController, Frequencies,
     Policy, SlotChange, SysfsCpufreq,
@@ -15,7 +17,7 @@ use scx_tt::trace::{SlotKind, SlotRecord};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 
 /// A temporary directory removed on drop.
 struct TempTree {
@@ -24,15 +26,9 @@ struct TempTree {
 
 impl TempTree {
     fn new(tag: &str) -> Self {
-        static N: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "scx_tt_energy_{tag}_{}_{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self { dir }
+        Self {
+            dir: common::fresh_temp_dir("energy", tag),
+        }
     }
 
     fn root(&self) -> Root {
@@ -649,8 +645,7 @@ fn sigkill_leaves_a_journal_that_scx_tt_restore_puts_back_byte_for_byte() {
     );
     let journal = run_dir.join("cpufreq.journal.json");
     assert!(journal.exists());
-    let scx_tt = env!("CARGO_BIN_EXE_scx_tt");
-    let out = Command::new(scx_tt)
+    let out = common::scx_tt()
         .args(["restore", "--run-dir"])
         .arg(&run_dir)
         .output()
@@ -672,7 +667,7 @@ fn sigkill_leaves_a_journal_that_scx_tt_restore_puts_back_byte_for_byte() {
         "{stdout}"
     );
     assert!(!journal.exists(), "the journal is removed once restored");
-    let again = Command::new(scx_tt)
+    let again = common::scx_tt()
         .args(["restore", "--run-dir"])
         .arg(&run_dir)
         .output()

@@ -5,12 +5,14 @@
 //! The brute force shares nothing with the module but the task tuple: it simulates the
 //! component slot by slot on the worst-case supply pattern and checks every deadline.
 
+mod common;
+
+use common::{run, text};
 use scx_tt::plan::gen::SplitMix64;
 use scx_tt::planner::interface::{
     max_res_period, min_exec, optimal_interface, schedulable, InterfaceError, Resource, Scheduler,
     Supply, Task, Workload,
 };
-use std::process::{Command, Output};
 
 // ---------------------------------------------------------------------------------------------
 // The reference: a slot-by-slot simulation.
@@ -704,20 +706,9 @@ fn edge_inputs_give_errors_not_wraps() {
 // ---------------------------------------------------------------------------------------------
 // The command.
 
-fn scx_tt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args(args)
-        .output()
-        .expect("run scx_tt")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 #[test]
 fn plan_interface_prints_the_interface() {
-    let out = scx_tt(&["plan", "interface", "--tasks", "5,1;10,2"]);
+    let out = run(&["plan", "interface", "--tasks", "5,1;10,2"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     assert!(
@@ -732,7 +723,7 @@ fn plan_interface_prints_the_interface() {
 
 #[test]
 fn plan_interface_json_has_the_fields() {
-    let out = scx_tt(&[
+    let out = run(&[
         "plan",
         "interface",
         "--tasks",
@@ -803,14 +794,14 @@ fn plan_interface_refuses_bad_input_with_exit_2() {
     for (args, want) in cases {
         let mut all = vec!["plan", "interface"];
         all.extend_from_slice(args);
-        let out = scx_tt(&all);
+        let out = run(&all);
         let err = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(out.stdout.is_empty(), "{args:?}");
     }
     // EDF accepts the RM-infeasible set (U_W = 1): bandwidth 1.
-    let out = scx_tt(&[
+    let out = run(&[
         "plan",
         "interface",
         "--tasks",

@@ -8,23 +8,12 @@
 //! machine checks on every host, after the flags are parsed and the plan is loaded), and the
 //! restore of an empty run directory.
 
+mod common;
+
+use common::{read_repo, BIN, ROOT};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_scx_tt");
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-packaging-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-fn read(rel: &str) -> String {
-    std::fs::read_to_string(Path::new(ROOT).join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
 
 /// A unit file: (section, key) → values in order (a key may repeat: ExecStopPost=...).
 /// Comments (`#`, `;`) and blank lines are skipped; no line continuations (the unit has none,
@@ -162,7 +151,7 @@ fn run(cmd: &mut Command) -> (i32, String, String) {
 #[test]
 fn unit_has_no_continuations_or_quotes() {
     // what the reader above does not handle must not be in the unit
-    for line in read("packaging/scx_tt.service").lines() {
+    for line in read_repo("packaging/scx_tt.service").lines() {
         if line.trim_start().starts_with('#') {
             continue;
         }
@@ -175,8 +164,8 @@ fn unit_has_no_continuations_or_quotes() {
 
 #[test]
 fn the_units_command_lines_are_what_the_defaults_file_says() {
-    let unit = parse_unit(&read("packaging/scx_tt.service"));
-    let env = parse_env(&read("packaging/scx_tt.default"));
+    let unit = parse_unit(&read_repo("packaging/scx_tt.service"));
+    let env = parse_env(&read_repo("packaging/scx_tt.default"));
     assert_eq!(
         unit_value(&unit, "Service", "EnvironmentFile"),
         "/etc/default/scx_tt"
@@ -238,9 +227,9 @@ fn the_units_command_lines_are_what_the_defaults_file_says() {
 /// ExecStopPost on an empty run directory has nothing to restore and succeeds.
 #[test]
 fn the_units_command_lines_run() {
-    let dir = scratch("cmdlines");
-    let unit = parse_unit(&read("packaging/scx_tt.service"));
-    let defaults = read("packaging/scx_tt.default");
+    let dir = common::temp_dir("packaging", "cmdlines");
+    let unit = parse_unit(&read_repo("packaging/scx_tt.service"));
+    let defaults = read_repo("packaging/scx_tt.default");
     let mut env = parse_env(&defaults);
     let example = defaults
         .lines()
@@ -265,7 +254,7 @@ fn the_units_command_lines_run() {
         env.insert("SCX_TT_FLAGS".into(), flags.clone());
         let argv = expand(unit_value(&unit, "Service", "ExecStart"), &env);
         assert_eq!(argv[0], "/usr/bin/scx_tt");
-        let (code, _, err) = run(Command::new(BIN).args(&argv[1..]));
+        let (code, _, err) = run(common::scx_tt().args(&argv[1..]));
         assert!(
             code == 1 && refused_by_the_machine_checks(&err),
             "ExecStart with SCX_TT_FLAGS={flags:?}: exit {code}: {err}"
@@ -273,7 +262,7 @@ fn the_units_command_lines_run() {
         assert!(!sock.exists() && !run_dir.exists());
     }
     let argv = expand(unit_value(&unit, "Service", "ExecStopPost"), &env);
-    let (code, out, err) = run(Command::new(BIN).args(&argv[1..]));
+    let (code, out, err) = run(common::scx_tt().args(&argv[1..]));
     assert_eq!(code, 0, "ExecStopPost: {out}{err}");
     assert!(out.contains("nothing to restore"), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -283,14 +272,14 @@ fn the_units_command_lines_run() {
 /// `${SCX_SCHEDULER} ${SCX_FLAGS}` through bash; scx_tt parses those flags and loads the plan.
 #[test]
 fn scx_service_runs_scx_tt_with_the_documented_flags() {
-    let doc = read("docs/service.md");
+    let doc = read_repo("docs/service.md");
     let block = doc
         .split("```")
         .find(|b| b.contains("SCX_SCHEDULER=scx_tt"))
         .expect("docs/service.md shows /etc/default/scx for scx_tt");
     let env = parse_env(block.trim_start_matches(|c: char| c.is_alphanumeric()));
     assert_eq!(env["SCX_SCHEDULER"], "scx_tt");
-    let dir = scratch("scx");
+    let dir = common::temp_dir("packaging", "scx");
     let flags = env["SCX_FLAGS"]
         .replace(
             "/etc/scx_tt/plan.json",
@@ -365,7 +354,7 @@ fn listed(prefix: &str, sysconf: &str) -> BTreeSet<String> {
 
 #[test]
 fn make_install_installs_exactly_the_listed_files() {
-    let dir = scratch("install");
+    let dir = common::temp_dir("packaging", "install");
     let dest = dir.join("dest");
     let (code, out) = make_install(&[format!("DESTDIR={}", dest.display())]);
     assert_eq!(code, 0, "{out}");
@@ -379,7 +368,7 @@ fn make_install_installs_exactly_the_listed_files() {
     assert!(!unit.contains("/usr/bin/") && !unit.contains("/usr/share/doc"));
     assert_eq!(
         std::fs::read_to_string(dest.join("etc/default/scx_tt")).expect("defaults"),
-        read("packaging/scx_tt.default")
+        read_repo("packaging/scx_tt.default")
     );
     let mode = |p: &str| {
         use std::os::unix::fs::PermissionsExt;
@@ -408,7 +397,7 @@ fn make_install_installs_exactly_the_listed_files() {
 /// assets in Cargo.toml), the unit byte for byte as packaged.
 #[test]
 fn the_debian_package_holds_what_make_install_installs() {
-    let toml = read("Cargo.toml");
+    let toml = read_repo("Cargo.toml");
     let assets = toml
         .split("\nassets = [\n")
         .nth(1)
@@ -433,7 +422,7 @@ fn the_debian_package_holds_what_make_install_installs() {
             None => dest.to_string(),
         });
     }
-    let dir = scratch("deb");
+    let dir = common::temp_dir("packaging", "deb");
     let dest = dir.join("dest");
     let (code, out) = make_install(&[format!("DESTDIR={}", dest.display()), "PREFIX=/usr".into()]);
     assert_eq!(code, 0, "{out}");
@@ -441,7 +430,7 @@ fn the_debian_package_holds_what_make_install_installs() {
     assert_eq!(deb, listed("usr", "etc"));
     assert_eq!(
         std::fs::read_to_string(dest.join("usr/lib/systemd/system/scx_tt.service")).expect("unit"),
-        read("packaging/scx_tt.service")
+        read_repo("packaging/scx_tt.service")
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -458,7 +447,7 @@ fn systemd_analyze_verifies_the_installed_unit() {
         eprintln!("skipped: no systemd-analyze on this host");
         return;
     }
-    let dir = scratch("verify");
+    let dir = common::temp_dir("packaging", "verify");
     let prefix = dir.join("usr");
     let (code, out) = make_install(&[
         format!("PREFIX={}", prefix.display()),
@@ -477,7 +466,7 @@ fn systemd_analyze_verifies_the_installed_unit() {
 
 #[test]
 fn version_names_the_git_revision_of_the_checkout() {
-    let (code, out, err) = run(Command::new(BIN).arg("--version"));
+    let (code, out, err) = run(common::scx_tt().arg("--version"));
     assert_eq!(code, 0, "{err}");
     let git = Command::new("git")
         .args(["-C", ROOT, "rev-parse", "--short", "HEAD"])

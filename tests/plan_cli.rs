@@ -1,29 +1,18 @@
 //! `scx_tt plan check|explain|gen` end to end: exit codes, output and determinism.
 
+mod common;
+
+use common::{run, text};
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn scx_tt(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run scx_tt")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
+/// The path of a file `name` in an empty directory of its own.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-plan-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir.join(name)
+    common::temp_dir("plan-cli", name).join(name)
 }
 
 #[test]
 fn check_valid_plans_exits_0_with_a_summary() {
-    let out = scx_tt(&[
+    let out = run(&[
         "plan",
         "check",
         "schedules/demo.json",
@@ -47,7 +36,7 @@ fn check_invalid_plan_exits_2_naming_the_path() {
             "tasks": [{"name": "a", "pid": 5, "class": "tt", "period": 5, "wcet": 7}]}"#,
     )
     .expect("write");
-    let out = scx_tt(&[
+    let out = run(&[
         "plan",
         "check",
         "schedules/demo.json",
@@ -63,13 +52,13 @@ fn check_invalid_plan_exits_2_naming_the_path() {
 
 #[test]
 fn check_unreadable_file_exits_1() {
-    let out = scx_tt(&["plan", "check", "no/such/plan.json"]);
+    let out = run(&["plan", "check", "no/such/plan.json"]);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
 }
 
 #[test]
 fn explain_json_is_the_documented_format() {
-    let out = scx_tt(&["plan", "explain", "--json", "schedules/demo.json"]);
+    let out = run(&["plan", "explain", "--json", "schedules/demo.json"]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(v["format"], "scx_tt-plan-explain");
@@ -77,7 +66,7 @@ fn explain_json_is_the_documented_format() {
     // demo cpu 1: spin-a (period 10, wcet 4) and spin-b (offset 2, deadline 15, wcet 5) in a
     // 20-slot frame: 4 + 4 + 5 = 13 busy slots.
     assert_eq!(v["cpus"][0]["busy_slots"], 13);
-    let text_out = scx_tt(&["plan", "explain", "schedules/demo.json"]);
+    let text_out = run(&["plan", "explain", "schedules/demo.json"]);
     assert!(text(&text_out.stdout).contains("intervals"));
 }
 
@@ -112,7 +101,7 @@ fn gen_same_seed_same_plan_and_it_validates() {
     for p in [&a, &b] {
         let argv = args(p.to_str().expect("utf-8"));
         let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let out = scx_tt(&argv);
+        let out = run(&argv);
         assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     }
     let (ta, tb) = (
@@ -120,7 +109,7 @@ fn gen_same_seed_same_plan_and_it_validates() {
         std::fs::read_to_string(&b).expect("b"),
     );
     assert_eq!(ta, tb);
-    let out = scx_tt(&["plan", "check", a.to_str().expect("utf-8")]);
+    let out = run(&["plan", "check", a.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
 }
 
@@ -128,7 +117,7 @@ fn gen_same_seed_same_plan_and_it_validates() {
 fn gen_reports_retried_seeds() {
     // Seeds 2 and 3 draw 7 periods in 15..50 whose lcm exceeds the 1,000,000-slot cap; the
     // command retries, says so on stderr, and uses seed 4.
-    let out = scx_tt(&[
+    let out = run(&[
         "plan", "gen", "--tasks", "7", "--util", "0.5", "--cpus", "1", "--seed", "2",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
@@ -156,7 +145,7 @@ fn check_plan_above_the_bpf_task_limit_exits_2_naming_tasks() {
     });
     let path = scratch("too-many-tasks.json");
     std::fs::write(&path, plan.to_string()).expect("write");
-    let out = scx_tt(&["plan", "check", path.to_str().expect("utf-8")]);
+    let out = run(&["plan", "check", path.to_str().expect("utf-8")]);
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(
@@ -178,7 +167,7 @@ fn check_non_utf8_plan_exits_2_with_the_offset_once() {
         b"{\"slot_us\": 1000, \"tasks\": [{\"name\": \"caf\xe9\"}]}",
     )
     .expect("write");
-    let out = scx_tt(&["plan", "check", bad.to_str().expect("utf-8")]);
+    let out = run(&["plan", "check", bad.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     assert_eq!(stderr.matches("UTF-8").count(), 1, "{stderr}");
@@ -196,7 +185,7 @@ fn check_oversized_plan_exits_2() {
     body.push_str(&" ".repeat(scx_tt::plan::MAX_PLAN_BYTES as usize));
     body.push('}');
     std::fs::write(&big, body).expect("write");
-    let out = scx_tt(&["plan", "check", big.to_str().expect("utf-8")]);
+    let out = run(&["plan", "check", big.to_str().expect("utf-8")]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("larger than"),
@@ -252,7 +241,7 @@ fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
         }
         args.extend(extra.iter());
         args.extend(["--out", out_file.to_str().expect("utf-8")]);
-        let out = scx_tt(&args);
+        let out = run(&args);
         let stderr = text(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
         assert!(stderr.contains(names), "{args:?}: {stderr}");
@@ -265,7 +254,7 @@ fn gen_refused_arguments_exit_2_naming_the_flag_and_value() {
 /// 1 with the reason of the last seed (as an unwritable `--out`).
 #[test]
 fn gen_without_a_valid_plan_in_the_seeds_exits_1() {
-    let out = scx_tt(&[
+    let out = run(&[
         "plan",
         "gen",
         "--tasks",

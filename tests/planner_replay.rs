@@ -9,6 +9,8 @@
 //! fake kernel ran: 100 % without late slots; with planner stalls, every difference is a slot
 //! the planner decided late.
 
+mod common;
+
 use scx_tt::plan::{self, Plan};
 use scx_tt::planner::kernel_path::{
     entry_task, FirmJob, FirmOutcome, KernelPathConfig, KernelPlanner, SlotObs, JOB_START,
@@ -322,8 +324,7 @@ fn search_wcet() {
 #[test]
 fn simulate_replay_prints_conformance_and_the_reclaim_of_each_admission() {
     let out = drive(true, 200, 25, (42, 7, 12), &[]);
-    let dir = std::env::temp_dir().join(format!("scx_tt-replay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::temp_dir("replay", "simulate");
     let plan_path = dir.join("plan.json");
     std::fs::write(&plan_path, PLAN).unwrap();
     let mut p = planner(&plan(), Policy::Bss, true);
@@ -356,7 +357,7 @@ fn simulate_replay_prints_conformance_and_the_reclaim_of_each_admission() {
         })
         .collect();
     std::fs::write(dir.join("run.trace"), trace).unwrap();
-    let run = std::process::Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let run = common::scx_tt()
         .args(["simulate", "--table"])
         .arg(&plan_path)
         .arg("--replay")

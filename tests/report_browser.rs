@@ -10,6 +10,8 @@
 //! The artefacts stay under `$TMPDIR/scx_tt-report-browser-PID-NAME/` (page.html, dom.html,
 //! chromium.log, screenshot.png).
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Mutex;
@@ -18,16 +20,6 @@ use std::sync::Mutex;
 static BROWSER: Mutex<()> = Mutex::new(());
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/report");
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "scx_tt-report-browser-{}-{name}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("SCX_TT_CHROMIUM") {
@@ -171,7 +163,7 @@ fn non_idle_records(trace: &Path) -> usize {
 
 fn report(dir: &Path, trace: &Path, extra: &[&str]) -> PathBuf {
     let page = dir.join("page.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .arg("report")
         .arg(trace)
         .args(extra)
@@ -237,7 +229,7 @@ fn kernel_trace_with_summary_and_plan() {
         return;
     };
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = temp_dir("kernel");
+    let dir = common::temp_dir("report-browser", "kernel");
     let trace = Path::new(FIXTURES).join("demo.trace.jsonl");
     let summary = Path::new(FIXTURES).join("demo.summary.json");
     let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demo.json");
@@ -348,7 +340,7 @@ fn kernel_trace_one_cpu_dvfs() {
         return;
     };
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = temp_dir("dvfs");
+    let dir = common::temp_dir("report-browser", "dvfs");
     let trace = Path::new(FIXTURES).join("dvfs.trace.jsonl");
     let summary = Path::new(FIXTURES).join("dvfs.summary.json");
     let page = report(&dir, &trace, &["--summary", summary.to_str().unwrap()]);
@@ -362,7 +354,7 @@ fn simulate_trace_with_hostile_names() {
         return;
     };
     let _one = BROWSER.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = temp_dir("simulate");
+    let dir = common::temp_dir("report-browser", "simulate");
     // the demo plan with a task whose name would break the page if it were not escaped
     let plan_text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("schedules/demo.json"))
@@ -375,7 +367,7 @@ fn simulate_trace_with_hostile_names() {
     )
     .unwrap();
     let trace = dir.join("sim.trace.jsonl");
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .args(["simulate", "--table"])
         .arg(&plan)
         .args(["--policy", "dpm", "--frames", "6", "--trace"])

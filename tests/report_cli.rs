@@ -1,20 +1,15 @@
 //! `scx_tt report`'s command line: a page is written for good inputs; a bad input is refused
 //! naming the file, the line and the field, with exit code 2 and nothing written.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/report");
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-report-cli-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
-
 fn report(args: &[&Path], out: &Path) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_scx_tt"));
+    let mut c = common::scx_tt();
     c.arg("report");
     for a in args {
         c.arg(a);
@@ -44,7 +39,7 @@ fn refused(dir: &Path, args: &[&Path], needles: &[&str]) {
 
 #[test]
 fn writes_the_page() {
-    let dir = temp_dir("ok");
+    let dir = common::temp_dir("report-cli", "ok");
     let out = dir.join("r.html");
     let trace = Path::new(FIXTURES).join("demo.trace.jsonl");
     let summary = Path::new(FIXTURES).join("demo.summary.json");
@@ -79,7 +74,7 @@ fn writes_the_page() {
 
 #[test]
 fn bad_inputs_name_file_line_and_field() {
-    let dir = temp_dir("bad");
+    let dir = common::temp_dir("report-cli", "bad");
     let header =
         r#"{"format":"scx_tt slot trace v1","source":"kernel","slot_ns":10000000,"cpus":[1]}"#;
     let good = r#"{"slot":0,"cpu":1,"kind":"tt","task":"a","freq":1.0}"#;

@@ -2,19 +2,9 @@
 //! flag and the range named) before anything is loaded: no infinity, NaN or overflowing
 //! duration reaches `Duration` (issue 12 item 5: these used to panic after attaching).
 
-use std::process::Command;
+mod common;
 
-fn scx_tt(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run scx_tt");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use common::code_and_stderr;
 
 #[test]
 fn infinite_nan_and_huge_seconds_are_refused_naming_the_flag() {
@@ -48,7 +38,7 @@ fn infinite_nan_and_huge_seconds_are_refused_naming_the_flag() {
         ),
     ];
     for (args, flag) in cases {
-        let (code, err) = scx_tt(args);
+        let (code, err) = code_and_stderr(args);
         assert_eq!(code, 2, "{args:?}: exit code; stderr: {err}");
         assert!(
             err.contains(flag) && err.contains("must be a number of seconds in"),
@@ -71,8 +61,7 @@ fn a_control_socket_in_a_world_writable_directory_is_refused() {
         eprintln!("skipped: the run mode needs root");
         return;
     }
-    let dir = std::env::temp_dir().join(format!("scx_tt-run-args-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = common::temp_dir("run-args", "control");
     let open = dir.join("open");
     std::fs::create_dir_all(&open).expect("dir");
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
@@ -85,7 +74,7 @@ fn a_control_socket_in_a_world_writable_directory_is_refused() {
     )
     .expect("plan");
     let sock = open.join("ctl.sock");
-    let (code, err) = scx_tt(&[
+    let (code, err) = code_and_stderr(&[
         "--table",
         plan.to_str().expect("utf-8"),
         "--control",

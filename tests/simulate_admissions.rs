@@ -3,10 +3,10 @@
 //! (docs/simulate.md, "arrivals.json"), and an admitted task runs from the slot the admission
 //! reports (docs/planner.md, "Frames and horizon").
 
+mod common;
+
 use scx_tt::trace::{read_trace, SlotRecord};
 use serde_json::Value;
-use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// One managed CPU (1), frame 10 slots, t0 2 of every 10.
 const ONE_CPU: &str = r#"{"version":1,"slot_us":10000,"cpus":{"managed":[1],"housekeeping":[0]},
@@ -20,13 +20,7 @@ const TWO_CPUS: &str = r#"{"version":1,"slot_us":10000,"cpus":{"managed":[1,2],"
 /// Runs `simulate --json --trace` on `plan` and `arrivals`: the report and the trace records.
 fn simulate(plan: &str, arrivals: &str, frames: u64) -> (Value, Vec<SlotRecord>) {
     // one directory per call: the tests of this file run in parallel
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::env::temp_dir().join(format!(
-        "scx_tt_sim_adm_{}_{}",
-        std::process::id(),
-        CALLS.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).expect("temp dir");
+    let dir = common::fresh_temp_dir("sim-adm", "simulate");
     let (p, a, t) = (
         dir.join("plan.json"),
         dir.join("arr.json"),
@@ -34,7 +28,7 @@ fn simulate(plan: &str, arrivals: &str, frames: u64) -> (Value, Vec<SlotRecord>)
     );
     std::fs::write(&p, plan).expect("plan written");
     std::fs::write(&a, arrivals).expect("arrivals written");
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
+    let out = common::scx_tt()
         .args([
             "simulate",
             "--json",

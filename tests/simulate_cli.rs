@@ -1,23 +1,17 @@
 //! `scx_tt simulate` end to end: exit codes, report, trace file.
 
-use std::process::Command;
+mod common;
 
-fn scx_tt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-}
-
-fn root() -> &'static str {
-    env!("CARGO_MANIFEST_DIR")
-}
+use common::{scx_tt, ROOT};
 
 #[test]
 fn demo_with_arrivals_reports_admissions_and_writes_a_header_and_one_trace_line_per_cpu_and_slot() {
     let trace = std::env::temp_dir().join(format!("scx_tt_sim_{}.jsonl", std::process::id()));
     let out = scx_tt()
         .args(["simulate", "--table"])
-        .arg(format!("{}/schedules/demo.json", root()))
+        .arg(format!("{}/schedules/demo.json", ROOT))
         .arg("--arrivals")
-        .arg(format!("{}/schedules/arrivals/demo.json", root()))
+        .arg(format!("{}/schedules/arrivals/demo.json", ROOT))
         .args(["--policy", "dpm", "--frames", "10", "--trace"])
         .arg(&trace)
         .output()
@@ -64,7 +58,7 @@ fn json_report_parses_and_names_the_policy() {
             "0.7",
             "--table",
         ])
-        .arg(format!("{}/schedules/demo.json", root()))
+        .arg(format!("{}/schedules/demo.json", ROOT))
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(0));
@@ -87,7 +81,7 @@ fn an_invalid_plan_exits_2_and_a_range_without_seed_is_refused() {
     let _ = std::fs::remove_file(&bad);
     let out = scx_tt()
         .args(["simulate", "--exec-range", "0.5..1.0", "--table"])
-        .arg(format!("{}/schedules/demo.json", root()))
+        .arg(format!("{}/schedules/demo.json", ROOT))
         .output()
         .expect("runs");
     assert_ne!(out.status.code(), Some(0));
@@ -100,10 +94,9 @@ fn energy_j(policy: &str, model: Option<&str>) -> f64 {
     cmd.args([
         "simulate", "--json", "--frames", "20", "--policy", policy, "--table",
     ])
-    .arg(format!("{}/schedules/demo.json", root()));
+    .arg(format!("{}/schedules/demo.json", ROOT));
     if let Some(m) = model {
-        cmd.arg("--power-model")
-            .arg(format!("{}/models/{m}", root()));
+        cmd.arg("--power-model").arg(format!("{}/models/{m}", ROOT));
     }
     let out = cmd.output().expect("runs");
     assert_eq!(
@@ -141,7 +134,7 @@ fn a_missing_power_model_is_an_error_naming_the_file() {
             "/nonexistent/model.json",
             "--table",
         ])
-        .arg(format!("{}/schedules/demo.json", root()))
+        .arg(format!("{}/schedules/demo.json", ROOT))
         .output()
         .expect("runs");
     assert_eq!(out.status.code(), Some(1));
@@ -157,7 +150,7 @@ fn a_reader_that_closes_the_pipe_ends_simulate_quietly() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     let mut child = scx_tt()
-        .current_dir(root())
+        .current_dir(ROOT)
         .args([
             "simulate",
             "--demos",

@@ -8,6 +8,9 @@
 //! current window of each component by scanning its windows, keeps the wcps-paper budgets in a
 //! map keyed by (frame, window), and applies the rules of docs/servers.md in its own words.
 
+mod common;
+
+use common::scx_tt;
 use proptest::prelude::*;
 use scx_tt::planner::interface::{optimal_interface, Resource, Scheduler, Supply, Task, Workload};
 use scx_tt::sim::servers::{
@@ -15,7 +18,6 @@ use scx_tt::sim::servers::{
     Window, DESIGNS,
 };
 use std::collections::HashMap;
-use std::process::Command;
 
 // ---------------------------------------------------------------------------------------------
 // The reference: one tick at a time.
@@ -749,10 +751,6 @@ fn the_plan_hook_runs_each_cpus_table_with_the_tasks_local_workloads() {
     for d in [Design::Ptps, Design::Wcps, Design::Crps] {
         assert_eq!(at(d, 0.5).cpus[0].report.misses, 0, "{d}");
     }
-}
-
-fn scx_tt() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_scx_tt"))
 }
 
 fn write_plan(name: &str, text: &str) -> std::path::PathBuf {

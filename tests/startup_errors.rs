@@ -4,28 +4,10 @@
 //! trees, no root, no sched_ext needed); here: the plan that cannot load, and that a refused
 //! machine check changes nothing (no task spawned, no socket, no run directory).
 
-use std::path::PathBuf;
+mod common;
+
+use common::code_and_stderr;
 use std::process::Command;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-startup-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
-}
-
-/// `scx_tt ARGS`: (exit code, stderr).
-fn scx_tt(args: &[&str]) -> (i32, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_scx_tt"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("run scx_tt");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn has_all(msg: &str, words: &[&str]) {
     for w in words {
@@ -35,7 +17,7 @@ fn has_all(msg: &str, words: &[&str]) {
 
 #[test]
 fn a_missing_plan_file_names_the_path_and_where_plans_come_from() {
-    let (code, err) = scx_tt(&["--table", "/nonexistent/scx_tt/plan.json"]);
+    let (code, err) = code_and_stderr(&["--table", "/nonexistent/scx_tt/plan.json"]);
     assert_eq!(code, 1, "{err}");
     has_all(
         &err,
@@ -52,11 +34,11 @@ fn a_missing_plan_file_names_the_path_and_where_plans_come_from() {
 
 #[test]
 fn a_plan_that_is_not_json_names_the_line_and_plan_check() {
-    let dir = scratch("json");
+    let dir = common::temp_dir("startup", "json");
     let plan = dir.join("plan.json");
     std::fs::write(&plan, "{ \"version\": 1,\n  \"slot_us\": 1000,, }\n").expect("write");
     let p = plan.to_str().expect("utf-8");
-    let (code, err) = scx_tt(&["--table", p]);
+    let (code, err) = code_and_stderr(&["--table", p]);
     assert_eq!(code, 2, "{err}");
     has_all(
         &err,
@@ -72,7 +54,7 @@ fn a_plan_that_is_not_json_names_the_line_and_plan_check() {
 
 #[test]
 fn an_invalid_plan_names_the_value_the_rule_and_plan_check() {
-    let dir = scratch("invalid");
+    let dir = common::temp_dir("startup", "invalid");
     let plan = dir.join("plan.json");
     std::fs::write(
         &plan,
@@ -82,7 +64,7 @@ fn an_invalid_plan_names_the_value_the_rule_and_plan_check() {
     )
     .expect("write");
     let p = plan.to_str().expect("utf-8");
-    let (code, err) = scx_tt(&["--table", p]);
+    let (code, err) = code_and_stderr(&["--table", p]);
     assert_eq!(code, 2, "{err}");
     // the VM test `errors` looks for "slot_us" and "50"
     has_all(
@@ -103,7 +85,7 @@ fn an_invalid_plan_names_the_value_the_rule_and_plan_check() {
 /// socket and no run directory exist.
 #[test]
 fn a_refused_machine_check_spawns_and_changes_nothing() {
-    let dir = scratch("nothing");
+    let dir = common::temp_dir("startup", "nothing");
     let marker = dir.join("spawned");
     let sock = dir.join("ctl.sock");
     let run_dir = dir.join("run");
@@ -119,7 +101,7 @@ fn a_refused_machine_check_spawns_and_changes_nothing() {
         ),
     )
     .expect("plan");
-    let (code, err) = scx_tt(&[
+    let (code, err) = code_and_stderr(&[
         "--table",
         plan.to_str().expect("utf-8"),
         "--control",
@@ -155,7 +137,7 @@ fn a_refused_machine_check_spawns_and_changes_nothing() {
 /// looks for "another process is listening").
 #[test]
 fn a_live_control_socket_is_refused_before_the_machine_checks() {
-    let dir = scratch("live");
+    let dir = common::temp_dir("startup", "live");
     let sock = dir.join("ctl.sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).expect("listen");
     let plan = dir.join("plan.json");
@@ -167,7 +149,7 @@ fn a_live_control_socket_is_refused_before_the_machine_checks() {
     )
     .expect("plan");
     let s = sock.to_str().expect("utf-8");
-    let (code, err) = scx_tt(&[
+    let (code, err) = code_and_stderr(&[
         "--table",
         plan.to_str().expect("utf-8"),
         "--control",
@@ -197,7 +179,7 @@ fn a_refused_start_still_restores_what_a_killed_run_left_changed() {
         eprintln!("skipped: not root (the journal is restored as root only)");
         return;
     }
-    let dir = scratch("journal");
+    let dir = common::temp_dir("startup", "journal");
     let root = dir.join("root");
     std::fs::create_dir_all(root.join("sys/x")).expect("tree");
     std::fs::write(root.join("sys/x/a"), "userspace\n").expect("value");
@@ -223,7 +205,7 @@ fn a_refused_start_still_restores_what_a_killed_run_left_changed() {
              "tasks": [ { "name": "a", "pid": 1, "class": "tt", "period": 10, "wcet": 1 } ] }"#,
     )
     .expect("plan");
-    let (code, err) = scx_tt(&[
+    let (code, err) = code_and_stderr(&[
         "--table",
         plan.to_str().expect("utf-8"),
         "--run-dir",

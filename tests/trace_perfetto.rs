@@ -15,24 +15,17 @@
 //!
 //! Fixtures (tests/perfetto/README.md): kernel traces of VM runs, trimmed.
 
+mod common;
+
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_scx_tt");
-
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/perfetto")
         .join(name)
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("scx_tt_perfetto_{}_{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 // ---- the external reader ----
@@ -323,7 +316,7 @@ fn expected(trace: &Path) -> Expected {
 
 fn export(dir: &Path, trace: &Path, extra: &[&str]) -> PathBuf {
     let out = dir.join("out.pftrace");
-    let o = Command::new(BIN)
+    let o = common::scx_tt()
         .args(["trace", "export", "--perfetto"])
         .arg(trace)
         .arg("-o")
@@ -414,7 +407,7 @@ fn check(x: &Expected, s: &Shown) -> Vec<(u64, String, String)> {
 
 #[test]
 fn kernel_trace_with_table_switches_from_the_summary() {
-    let dir = tmpdir("switch");
+    let dir = common::temp_dir("perfetto", "switch");
     let Some(set) = schema_or_skip(&dir, "kernel_trace_with_table_switches_from_the_summary")
     else {
         return;
@@ -448,7 +441,7 @@ fn kernel_trace_with_table_switches_from_the_summary() {
 
 #[test]
 fn kernel_trace_with_admissions_and_removal_from_the_planner_log() {
-    let dir = tmpdir("admit");
+    let dir = common::temp_dir("perfetto", "admit");
     let Some(set) = schema_or_skip(
         &dir,
         "kernel_trace_with_admissions_and_removal_from_the_planner_log",
@@ -485,7 +478,7 @@ fn kernel_trace_with_admissions_and_removal_from_the_planner_log() {
 
 #[test]
 fn kernel_trace_of_two_cpus_under_dpm_and_dvfs() {
-    let dir = tmpdir("dpmdvfs");
+    let dir = common::temp_dir("perfetto", "dpmdvfs");
     let Some(set) = schema_or_skip(&dir, "kernel_trace_of_two_cpus_under_dpm_and_dvfs") else {
         return;
     };
@@ -502,14 +495,14 @@ fn kernel_trace_of_two_cpus_under_dpm_and_dvfs() {
 
 #[test]
 fn simulate_trace_with_the_simulate_report() {
-    let dir = tmpdir("simulate");
+    let dir = common::temp_dir("perfetto", "simulate");
     let Some(set) = schema_or_skip(&dir, "simulate_trace_with_the_simulate_report") else {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let trace = dir.join("sim.jsonl");
     let report = dir.join("sim.json");
-    let o = Command::new(BIN)
+    let o = common::scx_tt()
         .arg("simulate")
         .arg("--table")
         .arg(root.join("schedules/demo.json"))
@@ -560,7 +553,7 @@ fn simulate_trace_with_the_simulate_report() {
 
 #[test]
 fn the_unknown_field_check_catches_a_field_the_schema_does_not_have() {
-    let dir = tmpdir("unknown");
+    let dir = common::temp_dir("perfetto", "unknown");
     let Some(set) = schema_or_skip(
         &dir,
         "the_unknown_field_check_catches_a_field_the_schema_does_not_have",
@@ -579,7 +572,7 @@ fn the_unknown_field_check_catches_a_field_the_schema_does_not_have() {
 // ---- refusals (no external reader needed) ----
 
 fn run_export(args: &[&std::ffi::OsStr]) -> std::process::Output {
-    Command::new(BIN)
+    common::scx_tt()
         .args(["trace", "export", "--perfetto"])
         .args(args)
         .output()
@@ -588,7 +581,7 @@ fn run_export(args: &[&std::ffi::OsStr]) -> std::process::Output {
 
 #[test]
 fn a_bad_input_names_file_line_and_field_and_writes_nothing() {
-    let dir = tmpdir("refuse");
+    let dir = common::temp_dir("perfetto", "refuse");
     let trace = dir.join("bad.jsonl");
     let good = std::fs::read_to_string(fixture("admit.trace.jsonl")).unwrap();
     let mut lines: Vec<String> = good.lines().map(String::from).collect();
