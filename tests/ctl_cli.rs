@@ -465,16 +465,7 @@ fn batch_timing_prints_each_round_trip_and_their_percentiles() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 2);
     let err = String::from_utf8_lossy(&out.stderr);
-    let rtts: Vec<u64> = err
-        .lines()
-        .filter_map(|l| {
-            l.split("round trip ")
-                .nth(1)?
-                .strip_suffix(" us")?
-                .parse()
-                .ok()
-        })
-        .collect();
+    let rtts = common::round_trips_us(&err);
     assert_eq!(rtts.len(), 2, "one round trip a request: {err}");
     for (rtt, ms) in rtts.iter().zip(holds_ms) {
         assert!(

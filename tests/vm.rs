@@ -5,6 +5,7 @@
 //! (`cargo test --release --test vm smoke -- --ignored --nocapture`), then the others one VM at
 //! a time. docs/vm-harness.md lists every test and its tolerances.
 
+mod common;
 #[path = "vm/harness.rs"]
 mod harness;
 #[path = "vm/plan_files.rs"]

@@ -13,6 +13,7 @@
 //! the replay of the planner log names the kernel's owner in 100 % of the slots (>= 99 % when
 //! the planner decided slots late: timing); scx_tt exits 0 and sched_ext is disabled after.
 
+use crate::common;
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks as pc;
 
@@ -34,16 +35,7 @@ fn check_round(c: &mut Checks, out: &VmOutput, r: u32, tasks: usize, cpus: usize
         .map_or(0, |n| n as usize);
     let got = replies(out, r);
     let err = out.file(&format!("round{r}.err")).unwrap_or_default();
-    let mut rtts: Vec<u64> = err
-        .lines()
-        .filter_map(|l| {
-            l.split("round trip ")
-                .nth(1)?
-                .strip_suffix(" us")?
-                .parse()
-                .ok()
-        })
-        .collect();
+    let mut rtts = common::round_trips_us(&err);
     rtts.sort_unstable();
     let rank = |p: f64| {
         rtts.get(((rtts.len() as f64 * p).ceil() as usize).saturating_sub(1))
