@@ -5,15 +5,13 @@
 //! `-m`/`-M` lines come at each window start; a plan that is not the configuration's import is
 //! refused naming the field.
 
+mod common;
+
+use common::root;
 use scx_tt::demos::follow::{check_import, frame_events, messages, Follower};
 use scx_tt::demos::power::Event;
 use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
-use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn imported(config: &Config, all: CpuSet) -> scx_tt::plan::Plan {
     demos::import(

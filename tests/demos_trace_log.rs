@@ -5,15 +5,13 @@
 //! schedules in tests/demos_golden.rs) — for the golden configurations whose SC work the plan
 //! format can state exactly, the worked example and the VM test's configuration.
 
+mod common;
+
+use common::root;
 use scx_tt::demos::trace_log::{sc_lines, sc_log};
 use scx_tt::demos::ConfigFile as _;
 use scx_tt::demos::{self, Config, CpuSet, ImportOptions, SimOptions, Source};
 use scx_tt::trace::{SlotKind, SlotRecord};
-use std::path::Path;
-
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The slot records of `frames` frames of the plan's static table (every CPU, every slot).
 fn table_trace(plan: &scx_tt::plan::Plan, frames: u64) -> Vec<SlotRecord> {

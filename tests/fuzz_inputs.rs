@@ -8,6 +8,9 @@
 //! Sized for a few seconds under `cargo test --release` (256 cases per property). The longer
 //! mode: `SCX_TT_FUZZ_CASES=20000 cargo test --release --test fuzz_inputs`.
 
+mod common;
+
+use common::read_repo;
 use proptest::prelude::*;
 use proptest::test_runner::Config;
 use scx_tt::control::Request;
@@ -33,10 +36,6 @@ fn config() -> Config {
     }
 }
 
-fn read(rel: &str) -> String {
-    std::fs::read_to_string(format!("{}/{rel}", env!("CARGO_MANIFEST_DIR"))).expect(rel)
-}
-
 fn seeds() -> Vec<Value> {
     [
         "schedules/demo.json",
@@ -44,7 +43,7 @@ fn seeds() -> Vec<Value> {
         "schedules/vm-example.json",
     ]
     .iter()
-    .map(|f| serde_json::from_str(&read(f)).expect("seed plan"))
+    .map(|f| serde_json::from_str(&read_repo(f)).expect("seed plan"))
     .collect()
 }
 
@@ -203,7 +202,7 @@ fn check_plan(text: &str) -> Result<(), String> {
 }
 
 fn demo_plan() -> plan::Plan {
-    plan::from_str(&read("schedules/demo.json")).expect("demo plan")
+    plan::from_str(&read_repo("schedules/demo.json")).expect("demo plan")
 }
 
 proptest! {
@@ -254,7 +253,7 @@ proptest! {
     fn mutated_arrivals_parse_or_name_a_path_and_break_no_guarantee(
         muts in proptest::collection::vec(mutation(), 1..4),
     ) {
-        let mut v: Value = serde_json::from_str(&read("schedules/arrivals/demo.json")).unwrap();
+        let mut v: Value = serde_json::from_str(&read_repo("schedules/arrivals/demo.json")).unwrap();
         for m in &muts {
             apply(&mut v, m);
         }

@@ -3,17 +3,12 @@
 //! item 2: a `switch_table` request naming a FIFO used to freeze the run loop until someone
 //! wrote a plan into it).
 
+mod common;
+
 use scx_tt::plan::{self, LoadError};
 use std::path::PathBuf;
 use std::sync::mpsc;
 use std::time::Duration;
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("scx_tt-plan-files-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
 
 /// `plan::from_file(path)`'s error text, or a failure if it takes more than 2 s.
 fn load_error(path: PathBuf) -> String {
@@ -30,7 +25,7 @@ fn load_error(path: PathBuf) -> String {
 
 #[test]
 fn a_fifo_without_a_writer_is_refused_at_once() {
-    let dir = temp_dir("fifo");
+    let dir = common::temp_dir("plan-files", "fifo");
     let fifo = dir.join("plan.fifo");
     let c = std::ffi::CString::new(fifo.to_str().expect("utf-8")).expect("path");
     // SAFETY: a valid NUL-terminated path.
@@ -47,7 +42,7 @@ fn a_fifo_without_a_writer_is_refused_at_once() {
 fn devices_and_directories_are_refused_naming_what_they_are() {
     let e = load_error(PathBuf::from("/dev/zero"));
     assert!(e.contains("is a device"), "{e}");
-    let dir = temp_dir("dir");
+    let dir = common::temp_dir("plan-files", "dir");
     let e = load_error(dir.clone());
     assert!(e.contains("is a directory"), "{e}");
     let _ = std::fs::remove_dir_all(dir);

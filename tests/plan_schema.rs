@@ -2,14 +2,12 @@
 //! the raw Rust types (`plan::raw`). These tests keep them in agreement, and keep
 //! `docs/plan-explain.md` in agreement with `plan explain --json`.
 
+mod common;
+
+use common::read_repo;
 use scx_tt::plan::{self, explain::explain, raw::FIELDS};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-
-fn read(path: &str) -> String {
-    let full = format!("{}/{path}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full}: {e}"))
-}
 
 /// Property names of every object schema: the root as "plan", each `$defs` entry by its name.
 fn schema_objects(schema: &Value) -> BTreeMap<String, BTreeSet<String>> {
@@ -35,13 +33,15 @@ fn rust_objects() -> BTreeMap<String, BTreeSet<String>> {
 
 #[test]
 fn schema_properties_equal_the_rust_fields() {
-    let schema: Value = serde_json::from_str(&read("docs/plan.schema.json")).expect("schema JSON");
+    let schema: Value =
+        serde_json::from_str(&read_repo("docs/plan.schema.json")).expect("schema JSON");
     assert_eq!(schema_objects(&schema), rust_objects());
 }
 
 #[test]
 fn schema_rejects_unknown_fields_everywhere() {
-    let schema: Value = serde_json::from_str(&read("docs/plan.schema.json")).expect("schema JSON");
+    let schema: Value =
+        serde_json::from_str(&read_repo("docs/plan.schema.json")).expect("schema JSON");
     let mut objects = vec![("plan".to_string(), &schema)];
     for (name, def) in schema["$defs"].as_object().expect("$defs") {
         if def.get("properties").is_some() {
@@ -59,7 +59,7 @@ fn schema_rejects_unknown_fields_everywhere() {
 
 #[test]
 fn every_field_is_documented() {
-    let doc = read("docs/plan-format.md");
+    let doc = read_repo("docs/plan-format.md");
     for (kind, fields) in FIELDS {
         for f in *fields {
             assert!(
@@ -85,7 +85,7 @@ fn keys(v: &Value, out: &mut BTreeSet<String>) {
 
 #[test]
 fn explain_json_fields_are_documented() {
-    let doc = read("docs/plan-explain.md");
+    let doc = read_repo("docs/plan-explain.md");
     let mut all = BTreeSet::new();
     for file in [
         "schedules/demo.json",
@@ -110,7 +110,8 @@ fn explain_json_fields_are_documented() {
 #[test]
 fn schema_bounds_are_the_bpf_limits() {
     use scx_tt::abi::{MAX_CPUS, MAX_PLAN_THREADS, MAX_TASKS};
-    let schema: Value = serde_json::from_str(&read("docs/plan.schema.json")).expect("schema JSON");
+    let schema: Value =
+        serde_json::from_str(&read_repo("docs/plan.schema.json")).expect("schema JSON");
     let d = &schema["$defs"];
     assert_eq!(schema["properties"]["tasks"]["maxItems"], MAX_TASKS);
     assert_eq!(d["cpu_list"]["items"]["maximum"], MAX_CPUS - 1);
@@ -262,7 +263,8 @@ fn schema_errors(root: &Value, schema: &Value, v: &Value, at: &str, out: &mut Ve
 }
 
 fn schema_verdict(doc: &Value) -> Vec<String> {
-    let schema: Value = serde_json::from_str(&read("docs/plan.schema.json")).expect("schema JSON");
+    let schema: Value =
+        serde_json::from_str(&read_repo("docs/plan.schema.json")).expect("schema JSON");
     let mut out = Vec::new();
     schema_errors(&schema, &schema, doc, "", &mut out);
     out

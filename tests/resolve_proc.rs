@@ -1,5 +1,7 @@
 //! Selector resolution against a fake /proc and cgroup tree (no root needed).
 
+mod common;
+
 use scx_tt::plan::{QemuSelector, Selector};
 use scx_tt::resolve::{qemu_name_from_cmdline, ProcFs, ResolveError};
 use std::fs;
@@ -12,9 +14,7 @@ struct Fake {
 
 impl Fake {
     fn new(name: &str) -> Fake {
-        let root =
-            std::env::temp_dir().join(format!("scx_tt-resolve-{name}-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&root);
+        let root = common::temp_dir("resolve", name);
         fs::create_dir_all(root.join("proc")).expect("mkdir");
         fs::create_dir_all(root.join("cgroup")).expect("mkdir");
         Fake { root }
