@@ -1229,19 +1229,11 @@ pub mod ledger {
             assert_eq!(tally_tries(&[], false), Tries::default());
         }
 
-        fn scratch(name: &str) -> PathBuf {
-            let dir =
-                std::env::temp_dir().join(format!("scx_tt-ledger-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).expect("mkdir");
-            dir
-        }
-
         #[test]
         fn a_run_dir_is_read_in_try_order() {
             // nine crashes and the completed try 10: sorted as text, try-9 would look like
             // the completed one
-            let dir = scratch("tries");
+            let dir = crate::common::temp_dir("ledger", "tries");
             for k in 1..=9 {
                 std::fs::write(dir.join(format!("try-{k}.console.log")), OOPS).expect("write");
             }
@@ -1273,7 +1265,7 @@ pub mod ledger {
 
         #[test]
         fn each_test_thread_leaves_one_row_with_its_verdict_when_it_ends() {
-            let dir = scratch("rows");
+            let dir = crate::common::temp_dir("ledger", "rows");
             let path = dir.join("summary.tsv");
             let boots = |crashes| Tries {
                 boots: 1 + crashes,
@@ -1342,7 +1334,7 @@ pub mod ledger {
 
         #[test]
         fn rows_appended_at_once_stay_whole_under_one_header() {
-            let dir = scratch("append");
+            let dir = crate::common::temp_dir("ledger", "append");
             let path = dir.join("summary.tsv");
             let writers: Vec<_> = (0..8)
                 .map(|k| {

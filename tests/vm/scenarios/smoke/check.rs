@@ -199,8 +199,7 @@ echo "=== tt-vm: done rc=0"
 impl FakeQemu {
     fn new(name: &str) -> FakeQemu {
         use std::os::unix::fs::PermissionsExt;
-        let root = std::env::temp_dir().join(format!("scx_tt-runsh-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&root);
+        let root = crate::common::temp_dir("runsh", name);
         for dir in ["cache/kernel", "vm/runs", "bin", "guest_out"] {
             std::fs::create_dir_all(root.join(dir)).expect("mkdir");
         }
