@@ -287,7 +287,7 @@ proptest! {
     fn plan_gen_arguments_answer_in_bounded_time(
         tasks in prop_oneof![0usize..12, Just(1025usize), any::<usize>()],
         util in prop_oneof![0.0f64..4.0, any::<f64>(), Just(f64::INFINITY), Just(f64::NAN)],
-        cpus in prop_oneof![0u32..4, Just(255u32), any::<u32>()],
+        cpus in prop_oneof![0u32..4, Just(scx_tt::abi::MAX_CPUS - 1), Just(scx_tt::abi::MAX_CPUS), any::<u32>()],
         wcet in (0u64..20, prop_oneof![0u64..40, any::<u64>()]),
         period in (0u64..60, prop_oneof![0u64..2000, Just(1_000_000u64), any::<u64>()]),
         seed in any::<u64>(),

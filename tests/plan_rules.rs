@@ -699,31 +699,132 @@ fn task_count_above_the_bpf_limit() {
 #[test]
 fn cpu_id_at_or_above_the_bpf_limit() {
     use scx_tt::abi::MAX_CPUS;
+    assert_eq!(MAX_CPUS, 1024);
     let mut v = base();
     set(&mut v, "/cpus/managed", json!([1, MAX_CPUS]));
     let e = expect!(
         v,
         "cpus.managed[1]",
-        Some("256"),
+        Some("1024"),
         Rule::CpuIdTooLarge { .. }
     );
-    assert!(
-        e.to_string()
-            .ends_with("limit of 256 CPU ids (TT_MAX_CPUS)"),
-        "{e}"
+    assert_eq!(
+        e.to_string(),
+        "cpus.managed[1] = 1024: is not below the BPF scheduler's limit of 1024 CPU ids \
+         (TT_MAX_CPUS)"
     );
+    // the only error: nothing else of the plan is judged against a refused CPU list
+    assert_eq!(errors(&v).len(), 1, "{:?}", errors(&v));
     let mut v = base();
     set(&mut v, "/cpus/housekeeping", json!([0, 4096]));
     expect!(
         v,
         "cpus.housekeeping[1]",
         Some("4096"),
-        Rule::CpuIdTooLarge { limit: 256 }
+        Rule::CpuIdTooLarge { limit: 1024 }
     );
+    // the edges of u32: refused by value, not wrapped to a small id
+    for c in [u32::MAX - 1, u32::MAX] {
+        let text = c.to_string();
+        let mut v = base();
+        set(&mut v, "/cpus/housekeeping", json!([0, c]));
+        expect!(
+            v,
+            "cpus.housekeeping[1]",
+            Some(text.as_str()),
+            Rule::CpuIdTooLarge { limit: 1024 }
+        );
+    }
     // the highest id the per-CPU arrays hold is fine
     let mut v = base();
     set(&mut v, "/cpus/housekeeping", json!([0, MAX_CPUS - 1]));
     assert_eq!(errors(&v), Vec::new());
+}
+
+#[test]
+fn cpu_ids_beyond_u32_or_negative_are_refused_at_their_path() {
+    // 2^32 would wrap to CPU 0 (a housekeeping CPU here), 2^32 + 1 to managed CPU 1, -1 to
+    // u32::MAX: each is refused where it stands, as the JSON reader's error, nothing else
+    // judged (the reader stops at it)
+    for (pointer, bad, path, why) in [
+        (
+            "/cpus/managed",
+            json!([1, 4_294_967_296u64]),
+            "cpus.managed[1]",
+            "invalid value: integer `4294967296`, expected u32",
+        ),
+        (
+            "/cpus/managed",
+            json!([1, 4_294_967_297u64]),
+            "cpus.managed[1]",
+            "invalid value: integer `4294967297`, expected u32",
+        ),
+        (
+            "/cpus/housekeeping",
+            json!([-1]),
+            "cpus.housekeeping[0]",
+            "invalid value: integer `-1`, expected u32",
+        ),
+        (
+            "/cpus/managed",
+            json!([1, 1e3]),
+            "cpus.managed[1]",
+            "invalid type: floating point `1000.0`, expected u32",
+        ),
+    ] {
+        let mut v = base();
+        set(&mut v, pointer, bad.clone());
+        let errs = errors(&v);
+        assert_eq!(errs.len(), 1, "{bad}: {errs:#?}");
+        assert_eq!(errs[0].path, path);
+        let shown = errs[0].to_string();
+        assert!(
+            shown.starts_with(&format!("{path}: line 1, column ")) && shown.ends_with(why),
+            "{bad}: {shown}"
+        );
+    }
+    // a task's CPU beyond u32 is refused the same way, not taken as CPU 1
+    let mut v = base();
+    v["tasks"][0]["cpu"] = json!(4_294_967_297u64);
+    let errs = errors(&v);
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert_eq!(errs[0].path, "tasks[0].cpu");
+    assert!(
+        errs[0]
+            .to_string()
+            .ends_with("invalid value: integer `4294967297`, expected u32"),
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn a_plan_on_cpu_1023_is_accepted_with_its_table_there() {
+    use scx_tt::abi::MAX_CPUS;
+    let top = MAX_CPUS - 1;
+    let mut v = base();
+    set(&mut v, "/cpus/managed", json!([512, top]));
+    set(&mut v, "/cpus/housekeeping", json!([0, 1022]));
+    v["tasks"][0]["cpu"] = json!(top);
+    let p = plan::from_str(&v.to_string()).expect("CPU ids up to 1023 are valid");
+    assert_eq!(p.managed, vec![512, top]);
+    assert_eq!(p.housekeeping, vec![0, 1022]);
+    assert_eq!(p.tasks[0].cpu, Some(top));
+    assert_eq!(p.cpus[1].cpu, top);
+    assert_eq!(
+        p.cpus[1].table.iter().map(|r| r.end - r.start).sum::<u64>(),
+        2
+    );
+    // the same plan with the task on 1024: refused at the CPU list, the task's CPU unmanaged
+    let mut v = base();
+    set(&mut v, "/cpus/managed", json!([512, MAX_CPUS]));
+    v["tasks"][0]["cpu"] = json!(MAX_CPUS);
+    let errs = errors(&v);
+    assert!(
+        errs.iter()
+            .any(|e| e.path == "cpus.managed[1]" && e.rule == Rule::CpuIdTooLarge { limit: 1024 }),
+        "{errs:#?}"
+    );
 }
 
 #[test]

@@ -19,8 +19,12 @@ typedef long long s64;
 #endif
 
 enum tt_limits {
-	/* CPU ids must be below this (sizes the per-CPU arrays). */
-	TT_MAX_CPUS = 256,
+	/*
+	 * CPU ids must be below this (a power of two: sizes the per-CPU .bss arrays, and masks
+	 * CPU ids for the verifier). The per-CPU maps (timers, dpm_until) are sized from the plan
+	 * at load instead.
+	 */
+	TT_MAX_CPUS = 1024,
 	/* Tasks (tt + be) per run: the plan's and those admitted at run time (a power of two). */
 	TT_MAX_TASKS = 1024,
 	/* Threads that may belong to plan tasks at once (tid -> task map). */

@@ -534,7 +534,7 @@ struct {
 /* Per managed CPU index: the end of the DPM idle period the planner published (K). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TT_MAX_CPUS);
+	__uint(max_entries, 1); /* nr_managed, set before load */
 	__type(key, u32);
 	__type(value, u64);
 } dpm_until SEC(".maps");
@@ -573,9 +573,13 @@ enum tt_phase {
 	TT_PHASE_DPM_WAKE, /* expires_ns = slot_start(slot) - guard_ns: a DPM idle period ends (K) */
 };
 
+/*
+ * The slot clock of each managed CPU, keyed by CPU id: the highest managed id + 1 entries, set
+ * before load (a plan of CPUs 1-2 holds 3, not TT_MAX_CPUS); a lookup beyond it finds nothing.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, TT_MAX_CPUS);
+	__uint(max_entries, 1); /* the highest managed CPU id + 1, set before load */
 	__type(key, u32);
 	__type(value, struct tt_timer);
 } timers SEC(".maps");

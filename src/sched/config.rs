@@ -374,6 +374,13 @@ impl SchedConfig {
             .collect()
     }
 
+    /// Entries of the BPF `timers` map, keyed by CPU id: the highest managed CPU id + 1 (at
+    /// most `MAX_CPUS`, as every id is below it), so that a plan of low CPU ids does not pay
+    /// for `TT_MAX_CPUS` timers.
+    pub fn timer_entries(&self) -> u32 {
+        self.managed.iter().max().map_or(1, |&c| c + 1)
+    }
+
     /// Owner of `slot` (absolute) on managed CPU index `m`.
     pub fn owner(&self, m: usize, slot: u64) -> Option<usize> {
         let i = m * self.frame_slots as usize + (slot % self.frame_slots) as usize;
@@ -626,8 +633,31 @@ mod tests {
 
     #[test]
     fn cpus_beyond_the_bpf_limit_are_rejected() {
-        let err = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 300]).unwrap_err();
-        assert_eq!(err, ConfigError::CpuTooLarge(300));
+        // a machine whose highest CPU id is 1023 runs the plan (its other CPUs housekeep)
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 300, MAX_CPUS - 1])
+            .expect("CPU ids up to 1023");
+        assert_eq!(cfg.housekeeping, vec![0, 300, 1023]);
+        for c in [MAX_CPUS, 4096, u32::MAX] {
+            let err = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, c]).unwrap_err();
+            assert_eq!(err, ConfigError::CpuTooLarge(c));
+        }
+        assert_eq!(
+            ConfigError::CpuTooLarge(1024).to_string(),
+            "cpu 1024 is not below the scheduler's limit of 1024 CPUs"
+        );
+    }
+
+    #[test]
+    fn the_timers_map_holds_the_managed_cpu_ids_not_tt_max_cpus() {
+        // managed CPUs 1 and 2: ids 0..=2, whatever else the machine has
+        let cfg = SchedConfig::from_plan(&plan(), 50, &[0, 1, 2, 900]).expect("config");
+        assert_eq!(cfg.timer_entries(), 3);
+        let mut p = plan();
+        p.managed = vec![1, MAX_CPUS - 1];
+        p.cpus[1].cpu = MAX_CPUS - 1;
+        p.tasks[2].cpu = Some(MAX_CPUS - 1);
+        let cfg = SchedConfig::from_plan(&p, 50, &[0]).expect("config");
+        assert_eq!(cfg.timer_entries(), MAX_CPUS);
     }
 
     fn jobs(task: usize, windows: &[(u64, u64)]) -> Vec<Job> {

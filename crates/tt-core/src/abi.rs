@@ -6,8 +6,9 @@
 //! every struct's size against `intf.h`'s `_Static_assert`s at compile time (below), so the two
 //! sides cannot drift: change `intf.h` and this file together.
 
-/// CPU ids must be below this (`TT_MAX_CPUS`: sizes the BPF per-CPU arrays).
-pub const MAX_CPUS: u32 = 256;
+/// CPU ids must be below this (`TT_MAX_CPUS`, a power of two: sizes the BPF per-CPU `.bss`
+/// arrays; the per-CPU maps `timers` and `dpm_until` are sized from the plan at load).
+pub const MAX_CPUS: u32 = 1024;
 /// Tasks (tt + be) per run, the plan's and those admitted at run time (`TT_MAX_TASKS`: sizes the
 /// BPF task table and statistics).
 pub const MAX_TASKS: usize = 1024;

@@ -119,7 +119,7 @@ pub(super) fn set_task_table(
     Ok(())
 }
 
-/// Sizes the table, observation ring and perf maps of the opened object for `cfg`.
+/// Sizes the table, observation ring, perf, timer and DPM maps of the opened object for `cfg`.
 pub(super) fn size_maps(skel: &mut OpenBpfSkel<'_>, cfg: &SchedConfig) -> Result<(), LoadError> {
     let entries = (2 * cfg.table.len()).max(1) as u32;
     skel.maps
@@ -136,6 +136,15 @@ pub(super) fn size_maps(skel: &mut OpenBpfSkel<'_>, cfg: &SchedConfig) -> Result
         .perf_target
         .set_max_entries(perf_entries)
         .map_err(map_err("perf_target"))?;
+    // per managed CPU, not per TT_MAX_CPUS: the slot clocks by CPU id, the DPM ends by index
+    skel.maps
+        .timers
+        .set_max_entries(cfg.timer_entries())
+        .map_err(map_err("timers"))?;
+    skel.maps
+        .dpm_until
+        .set_max_entries(cfg.managed.len().max(1) as u32)
+        .map_err(map_err("dpm_until"))?;
     Ok(())
 }
 

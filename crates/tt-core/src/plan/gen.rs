@@ -392,15 +392,24 @@ mod tests {
 
     #[test]
     fn params_beyond_the_bpf_limits_are_rejected_before_any_seed() {
-        // managed CPUs are 1..=cpus: 255 fits below TT_MAX_CPUS = 256, 256 does not
+        // managed CPUs are 1..=cpus: 1023 fits below TT_MAX_CPUS = 1024; 1024 and the
+        // largest u32 do not (no wrap of cpus + 1)
+        for cpus in [MAX_CPUS, u32::MAX] {
+            let p = GenParams {
+                cpus,
+                util: 1.0,
+                ..params()
+            };
+            assert!(
+                matches!(generate(&p), Err(GenError::Params(m)) if m == format!("--cpus {cpus} needs CPU ids up to {cpus}, above the BPF scheduler's highest CPU id 1023"))
+            );
+        }
         let p = GenParams {
-            cpus: MAX_CPUS,
+            cpus: MAX_CPUS - 1,
             util: 1.0,
             ..params()
         };
-        assert!(
-            matches!(generate(&p), Err(GenError::Params(m)) if m.contains("highest CPU id 255"))
-        );
+        assert!(!matches!(generate(&p), Err(GenError::Params(m)) if m.starts_with("--cpus")));
         let p = GenParams {
             tasks: MAX_TASKS + 1,
             ..params()

@@ -7,7 +7,7 @@
 //! | limit | rule | path |
 //! |---|---|---|
 //! | `TT_MAX_TASKS` | tasks (tt + be) ≤ 1024 | `tasks` |
-//! | `TT_MAX_CPUS` | every CPU id < 256 | `cpus.managed[i]`, `cpus.housekeeping[i]` |
+//! | `TT_MAX_CPUS` | every CPU id < 1024 | `cpus.managed[i]`, `cpus.housekeeping[i]` |
 //! | `MAX_TABLE_ENTRIES` | 2 halves × managed CPUs × frame slots ≤ 1,073,741,823 | `frame_slots` |
 //! | `TT_MAX_THREADS` | distinct ids of the `tids` lists ≤ 65,535 | `tasks[i].tids` |
 //!
@@ -100,9 +100,11 @@ pub(super) fn check_thread_count(tasks: &[RawTask], errs: &mut Errors) {
 /// array (`MAX_TABLE_ENTRIES`). `given`: the plan wrote `frame_slots` (else it is the lcm of the
 /// periods and has no value in the file).
 ///
-/// With today's caps this cannot fire for a plan file: 2 × 256 CPUs × 1,000,000 slots (the
-/// frame cap) = 512,000,000 entries, below the limit. It is checked anyway, so that raising
-/// either cap cannot let a plan through that the kernel refuses.
+/// With today's caps this cannot fire for a plan file: managed CPUs × frame slots ≤
+/// [`MAX_CPU_FRAME_SLOTS`] (checked first; the table is checked only within it) makes at most
+/// 2 × 16,777,216 = 33,554,432 entries, far below the limit, at any number of CPUs (up to 1,023
+/// managed ones) and any frame. It is checked anyway, so that raising a cap cannot let a plan
+/// through that the kernel refuses.
 pub(super) fn check_table_size(managed: usize, frame: u64, given: bool, errs: &mut Errors) {
     let entries = table_entries(managed, frame);
     if entries > u128::from(MAX_TABLE_ENTRIES) {
@@ -127,9 +129,10 @@ fn frame_error(frame: u64, given: bool, rule: Rule, errs: &mut Errors) {
 }
 
 /// Managed CPUs × frame slots of a plan: 16,777,216 (16 CPUs at the 1,000,000-slot frame cap, or
-/// 256 CPUs at 65,536 slots). Per CPU and slot the plan, the loader and the BPF table each hold
-/// an entry, so this bounds their memory (below 2 GiB together) where the table rule alone
-/// allows 2 × 256 × 1,000,000 entries.
+/// 1,023 CPUs at 16,400 slots). Per CPU and slot the plan, the loader and the BPF table each hold
+/// an entry, so this bounds their memory (below 2 GiB together) whatever the number of CPUs:
+/// the CPU-id limit (`TT_MAX_CPUS` = 1024) does not enter it, and the table rule alone would
+/// allow 1,073,741,823 entries.
 pub const MAX_CPU_FRAME_SLOTS: u64 = 1 << 24;
 
 /// Jobs in one frame over all managed CPUs: 1,048,576. The planner keeps three frames of them
@@ -137,10 +140,11 @@ pub const MAX_CPU_FRAME_SLOTS: u64 = 1 << 24;
 /// some 450 MiB.
 pub const MAX_PLAN_JOBS: usize = 1 << 20;
 
-/// `frame_slots`: managed CPUs × frame slots ≤ [`MAX_CPU_FRAME_SLOTS`].
-pub(super) fn check_cpu_slots(managed: usize, frame: u64, given: bool, errs: &mut Errors) {
+/// `frame_slots`: managed CPUs × frame slots ≤ [`MAX_CPU_FRAME_SLOTS`]. Whether they are.
+pub(super) fn check_cpu_slots(managed: usize, frame: u64, given: bool, errs: &mut Errors) -> bool {
     let slots = managed as u128 * u128::from(frame);
-    if slots > u128::from(MAX_CPU_FRAME_SLOTS) {
+    let ok = slots <= u128::from(MAX_CPU_FRAME_SLOTS);
+    if !ok {
         let rule = Rule::CpuSlotsTooMany {
             managed,
             frame,
@@ -149,6 +153,7 @@ pub(super) fn check_cpu_slots(managed: usize, frame: u64, given: bool, errs: &mu
         };
         frame_error(frame, given, rule, errs);
     }
+    ok
 }
 
 /// `tasks`: the jobs of one frame (every table task's instances) ≤ [`MAX_PLAN_JOBS`]. Counted
@@ -199,9 +204,48 @@ mod tests {
     }
 
     #[test]
-    fn the_frame_and_cpu_caps_keep_plan_files_inside_the_table_limit() {
-        let most = table_entries(MAX_CPUS as usize, super::super::timing::FRAME_CAP_SLOTS);
+    fn the_cpu_slot_cap_keeps_plan_files_inside_the_table_limit_at_any_cpu_count() {
+        // the table grows with managed CPUs × frame slots, which MAX_CPU_FRAME_SLOTS caps
+        let most = table_entries(1, MAX_CPU_FRAME_SLOTS);
+        assert_eq!(most, 33_554_432);
         assert!(most <= u128::from(MAX_TABLE_ENTRIES), "{most}");
+        // the CPU-id and frame caps alone would not: 2 × 1,023 managed × 1,000,000 slots
+        let ids_and_frame =
+            table_entries(MAX_CPUS as usize - 1, super::super::timing::FRAME_CAP_SLOTS);
+        assert!(ids_and_frame > u128::from(MAX_TABLE_ENTRIES));
+        // ... and such a plan gets the CPU-slot error alone, not the table's as well
+        let mut errs = Errors::default();
+        let within = check_cpu_slots(MAX_CPUS as usize - 1, 1_000_000, true, &mut errs);
+        assert!(!within);
+        assert_eq!(errs.0.len(), 1);
+        assert!(
+            errs.0[0]
+                .to_string()
+                .contains("1023 managed CPUs × 1000000 slots"),
+            "{}",
+            errs.0[0]
+        );
+    }
+
+    #[test]
+    fn cpu_ids_up_to_1023_fit_and_1024_to_u32_max_are_refused_by_value() {
+        let ids = [0, 1, 255, 256, 1000, MAX_CPUS - 1];
+        assert!(errors(|e| assert!(check_cpu_ids("cpus.managed", &ids, e))).is_empty());
+        for (c, text) in [
+            (MAX_CPUS, "1024"),
+            (4096, "4096"),
+            (u32::MAX - 1, "4294967294"),
+            (u32::MAX, "4294967295"),
+        ] {
+            let got = errors(|e| assert!(!check_cpu_ids("cpus.housekeeping", &[0, c], e)));
+            assert_eq!(
+                got,
+                vec![format!(
+                    "cpus.housekeeping[1] = {text}: is not below the BPF scheduler's limit of \
+                     1024 CPU ids (TT_MAX_CPUS)"
+                )]
+            );
+        }
     }
 
     #[test]

@@ -102,6 +102,33 @@ fn two_cpu_run() -> (Control, FakeEngine, Plan) {
 }
 
 #[test]
+fn a_process_is_admitted_on_managed_cpu_1023() {
+    // the highest CPU id (TT_MAX_CPUS - 1) as a managed CPU of the plan and an admit's `cpu`
+    let text = r#"{ "version": 1, "slot_us": 10000,
+      "cpus": { "managed": [1, 1023], "housekeeping": [0, 1022] },
+      "tasks": [
+        { "name": "a", "pid": 10, "class": "tt", "cpu": 1, "period": 8, "wcet": 5 },
+        { "name": "b", "pid": 11, "class": "tt", "cpu": 1023, "period": 8, "wcet": 6 }
+      ] }"#;
+    let plan = plan_of(text);
+    let mut c = Control::new(plan.clone(), RUNNING.into(), SlotClock::new(T0_NS, SLOT_NS))
+        .with_planner("bss", 2);
+    let mut e = FakeEngine::at(at(3))
+        .with_planner(&plan, 2)
+        .with_threads(&Selector::Pid(500), &[500]);
+    Engine::with_planner(&mut e, |_, _| ()).expect("planner");
+    let line = r#"{"op":"admit","name":"app","select":{"pid":500},"period_slots":8,"wcet_slots":2,"cpu":1023}"#;
+    let reply = e.send(&mut c, &Request::parse(line).expect("parses"));
+    assert!(
+        reply.to_line().contains("\"accepted\":true"),
+        "{}",
+        reply.to_line()
+    );
+    // registered with BPF on CPU 1023
+    assert_eq!(e.added, vec![(1023, vec![500])]);
+}
+
+#[test]
 fn a_vm_is_one_task_per_vcpu_on_distinct_cpus_all_or_none() {
     // one managed CPU: a VM of 2 vCPUs is refused by the rule, whatever its timing
     let (mut c, e) = planner_run(3, at(3));
@@ -246,6 +273,15 @@ fn bad_admissions_name_the_field_the_value_and_the_rule_and_change_nothing() {
             with(&|a| a.cpu = Some(0)),
             "cpu = 0: must be a managed CPU of the plan ([1])",
         ),
+        // beyond the CPU-id limit and at the edge of u32: the same rule, the value unwrapped
+        (
+            with(&|a| a.cpu = Some(crate::abi::MAX_CPUS)),
+            "cpu = 1024: must be a managed CPU of the plan ([1])",
+        ),
+        (
+            with(&|a| a.cpu = Some(u32::MAX)),
+            "cpu = 4294967295: must be a managed CPU of the plan ([1])",
+        ),
         (
             with(&|a| a.period_slots = Some(3)),
             "period_slots = 3: must divide the frame of 8 slots",
@@ -355,6 +391,21 @@ fn the_admit_request_parses_and_round_trips() {
         "{}",
         err(r#"{"op":"admit","name":"x","select":{"pidd":3},"period_slots":8,"wcet_slots":1}"#)
     );
+    // a CPU beyond u32 (2^32 would wrap to CPU 0) or negative: refused naming the field
+    for (cpu, want) in [
+        (
+            "4294967296",
+            "cpu: invalid value: integer `4294967296`, expected u32",
+        ),
+        ("-1", "cpu: invalid value: integer `-1`, expected u32"),
+    ] {
+        let l = format!(
+            r#"{{"op":"admit","name":"x","select":{{"pid":3}},"period_slots":8,"wcet_slots":1,"cpu":{cpu}}}"#
+        );
+        assert_eq!(err(&l), want);
+    }
+    let l = r#"{"op":"admit","name":"x","select":{"pid":3},"period_slots":8,"wcet_slots":1,"cpu":1023}"#;
+    assert!(matches!(Request::parse(l), Ok(Request::Admit(a)) if a.cpu == Some(1023)));
     assert!(
         err(r#"{"op":"admit","name":"x","select":{"pid":3},"period_slots":0,"wcet_slots":1}"#)
             .starts_with("period_slots: invalid value: integer `0`"),

@@ -260,7 +260,7 @@ impl Engine for FakeEngine {
             .pins
             .get(&tid)
             .cloned()
-            .unwrap_or_else(|| (0..256).collect()))
+            .unwrap_or_else(|| (0..crate::abi::MAX_CPUS).collect()))
     }
 
     fn next_task_index(&mut self) -> Result<usize, String> {

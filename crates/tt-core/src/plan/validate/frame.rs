@@ -14,8 +14,12 @@ pub(super) fn check(raw: &RawPlan, f: &Fields) -> Result<Slot, PlanErrors> {
     let mut errs = Errors::default();
     let frame = check_frame(raw.frame_slots, &f.tasks, &mut errs);
     if frame > 0 {
-        limits::check_table_size(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
-        limits::check_cpu_slots(f.managed.len(), frame, raw.frame_slots.is_some(), &mut errs);
+        // the CPU-slot cap is the tighter one: a table over the BPF limit is over it too, and
+        // gets its error alone
+        let given = raw.frame_slots.is_some();
+        if limits::check_cpu_slots(f.managed.len(), frame, given, &mut errs) {
+            limits::check_table_size(f.managed.len(), frame, given, &mut errs);
+        }
         // every table task's instances (an upper bound of the jobs the CPUs get)
         let jobs: u128 = f
             .tasks
