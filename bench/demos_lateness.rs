@@ -1,6 +1,6 @@
 //! DEmOS comparison (issue 18 item 6): window-start lateness of scx_tt beside a DEmOS-like
 //! userspace window switcher, on the same DEmOS configuration, in one VM run (`-smp 2`, TCG),
-//! both judged by the kernel's own sched_switch trace (the witness, tests/vm/witness.rs).
+//! both judged by the kernel's own sched_switch trace (the witness, tests/vm/witness/).
 //!
 //! The configuration is tests/vm/scenarios/demos_lateness/demos.yaml (windows of 10 and 5 ms on
 //! CPU 1, SC processes of 3 + 2 and 4 ms, BE filling the rest). In the guest
@@ -23,11 +23,11 @@
 //! sched_switch trace (this target has no test harness: without `--bench`, main runs the
 //! checks). Environment: SCX_TT_BENCH_DURATION_S (default 10 s per run).
 
-#[path = "../tests/vm/harness.rs"]
+#[path = "../tests/vm/harness/mod.rs"]
 mod harness;
 #[path = "vm_bench.rs"]
 mod vm_bench;
-#[path = "../tests/vm/witness.rs"]
+#[path = "../tests/vm/witness/mod.rs"]
 #[allow(dead_code)]
 mod witness;
 

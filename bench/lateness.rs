@@ -12,12 +12,12 @@
 //! The guest side is tests/vm/scenarios/lateness/ (guest.sh and the two plans).
 //! Environment: SCX_TT_BENCH_DURATION_S (default 10 s per measurement).
 
-#[path = "../tests/vm/harness.rs"]
+#[path = "../tests/vm/harness/mod.rs"]
 mod harness;
 #[path = "vm_bench.rs"]
 mod vm_bench;
 // the harness's control-run checks call the witness
-#[path = "../tests/vm/witness.rs"]
+#[path = "../tests/vm/witness/mod.rs"]
 #[allow(dead_code)]
 mod witness;
 

@@ -4,7 +4,7 @@
 # Usage: vm-summary.sh [FILE]
 # Then, when failures.txt lies beside FILE, why each failed test failed (its panic message, cut;
 # the harness's ledger writes it): a CI log shows its tail, so the reasons must be in it.
-# The Rust harness appends one row per VM test when the test's thread ends (tests/vm/harness.rs,
+# The Rust harness appends one row per VM test when the test's thread ends (tests/vm/harness/,
 # `ledger`; docs/vm-harness.md, "The summary table"): test, boots, crashes, hangs, remeasured,
 # verdict, wall_s. `make test-vm` removes the file first and runs this at the end whatever the
 # tests' outcome, so the table covers that run only. Always exits 0: the tests' own exit status

@@ -6,13 +6,13 @@
 //! a time. docs/vm-harness.md lists every test and its tolerances.
 
 mod common;
-#[path = "vm/harness.rs"]
+#[path = "vm/harness/mod.rs"]
 mod harness;
 #[path = "vm/plan_files.rs"]
 mod plan_files;
 #[path = "vm/planner_checks.rs"]
 mod planner_checks;
-#[path = "vm/witness.rs"]
+#[path = "vm/witness/mod.rs"]
 mod witness;
 
 #[path = "vm/scenarios/adaptive/check.rs"]

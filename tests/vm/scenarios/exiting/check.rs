@@ -14,7 +14,7 @@
 //! thread's own CPU when the thread is put back there (no wakeup); since that change it does not
 //! reproduce the leak without the flags either (2 runs): it guards the rule.
 //!
-//! Judged by the witness (the kernel's sched_switch trace, tests/vm/witness.rs): no thread of a
+//! Judged by the witness (the kernel's sched_switch trace, tests/vm/witness/): no thread of a
 //! tt task starts in another owner's slot after its tick while that owner waits (exact, the
 //! witness's `tt_starts`, on in every scenario), at least 30 children of forker exited on CPU 1 (so the case was
 //! exercised), and the usual witness checks; exit 0, `disabled`.

@@ -7,7 +7,7 @@
 //! CPU's local queue with its slice and ran on into `spin`'s slot (`be → RT → be` with the owner
 //! runnable; 536 ms of `be_while_tt_ready_ns` in 6 s, `spin` delivered 43 %).
 //!
-//! Judged by the witness (tests/vm/witness.rs, the kernel's sched_switch trace): no be start
+//! Judged by the witness (tests/vm/witness/, the kernel's sched_switch trace): no be start
 //! while the owner waited (exact), nothing foreign on CPU 1 but kthreads and the declared RT
 //! task (exact), records agree with the witness and spin ran in its own slots (timing); and by
 //! scx_tt's own `be_while_tt_ready_ns` (exact 0).
