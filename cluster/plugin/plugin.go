@@ -231,6 +231,11 @@ func (p *ScxTT) Filter(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, ni f
 // changed since the dry run) fails the cycle and the pod is retried.
 func (p *ScxTT) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := getState(cs)
+	if errors.Is(err, fwk.ErrNotFound) {
+		// PreFilter skipped the pod (not a real-time pod); the framework
+		// still runs Reserve for it.
+		return nil
+	}
 	if err != nil {
 		return fwk.AsStatus(err)
 	}

@@ -55,6 +55,8 @@ var (
 	hang       = flag.Bool("hang-node", true, "add one node whose API never answers")
 	timeoutMs  = flag.Int("timeout-ms", 200, "the plugin's deadline per node API call")
 	workers    = flag.Int("workers", 4, "concurrent pod creations")
+	rate       = flag.Float64("rate", 0, "pods submitted per second (0: as fast as the workers go)")
+	cooldownMs = flag.Int("cooldown-ms", 0, "the plugin's downCooldownMs (0: its default, 2000; negative: off, every cycle asks the hanging node)")
 	seed       = flag.Int64("seed", 1, "random seed of the pod timings")
 	limit      = flag.Duration("limit", 10*time.Minute, "give up after this long")
 	keep       = flag.Bool("keep", false, "keep the work directory")
@@ -106,7 +108,7 @@ func run() int {
 	ctx, cancel := context.WithTimeout(context.Background(), *limit)
 	defer cancel()
 	res := &result{}
-	out := map[string]any{"nodes": *nNodes, "cpus_per_node": *nCPUs, "pods": *nPods, "hang_node": *hang, "timeout_ms": *timeoutMs, "seed": *seed}
+	out := map[string]any{"rate": *rate, "workers": *workers, "cooldown_ms": *cooldownMs, "nodes": *nNodes, "cpus_per_node": *nCPUs, "pods": *nPods, "hang_node": *hang, "timeout_ms": *timeoutMs, "seed": *seed}
 
 	dir := *workdir
 	if dir == "" {
@@ -215,7 +217,8 @@ profiles:
     args:
       tokenFile: %s
       timeoutMs: %d
-`, kc, "ScxTT", "ScxTT", tokenFile, *timeoutMs)), 0o644)
+      downCooldownMs: %d
+`, kc, "ScxTT", "ScxTT", tokenFile, *timeoutMs, *cooldownMs)), 0o644)
 
 	// Watch pods and events before anything is scheduled.
 	var mu sync.Mutex
@@ -284,9 +287,15 @@ profiles:
 	for {
 		mu.Lock()
 		_, ok := bound["warmup"]
+		msg, refused := failMsg["warmup"]
 		mu.Unlock()
 		if ok {
 			break
+		}
+		if refused {
+			fmt.Println("FAIL the scheduler refused the warm-up pod:", msg)
+			*keep = true
+			return 1
 		}
 		if err := cp.Exited("scheduler"); err != nil {
 			fmt.Println("FAIL scheduler:", err)
@@ -355,7 +364,10 @@ profiles:
 			}
 		}()
 	}
-	for _, s := range specs {
+	for i, s := range specs {
+		if *rate > 0 {
+			time.Sleep(time.Until(t2.Add(time.Duration(float64(i) / *rate * float64(time.Second)))))
+		}
 		work <- s
 	}
 	close(work)

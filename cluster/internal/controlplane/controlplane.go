@@ -177,7 +177,13 @@ func Start(ctx context.Context, dir, apiserverBin string) (*ControlPlane, error)
 		"--service-account-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-account-signing-key-file=" + filepath.Join(dir, "sa.key"),
 		"--service-cluster-ip-range=10.96.0.0/24",
-		"--disable-admission-plugins=ServiceAccount",
+		// No controller-manager: no service accounts for pods, and no
+		// node lifecycle controller to lift the not-ready taint that
+		// TaintNodesByCondition puts on each new Node.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+		// The kubernetes Service's endpoints would be 127.0.0.1, which the
+		// reconciler refuses: no reconciler (nothing here uses that Service).
+		"--endpoint-reconciler-type=none",
 		"--profiling=false",
 		"--v=1",
 	}
@@ -284,7 +290,7 @@ current-context: test
 
 // StartScheduler starts the scheduler binary with the given config file.
 func (cp *ControlPlane) StartScheduler(ctx context.Context, bin, configPath string, extra ...string) error {
-	args := append([]string{"--config=" + configPath, "--secure-port=0", "--v=1"}, extra...)
+	args := append([]string{"--config=" + configPath, "--secure-port=0", "--v=3"}, extra...)
 	return cp.spawn(ctx, "scheduler", bin, args)
 }
 
