@@ -20,6 +20,6 @@ time nice -n 19 go build -ldflags "$LD" -o bin/scx-tt-scheduler ./cmd/scx-tt-sch
 step "build cluster-test"
 time nice -n 19 go build -o bin/cluster-test ./cmd/cluster-test
 step "unit tests"
-nice -n 19 go test ./nodeapi/... ./internal/...
+nice -n 19 go test ./nodeapi/... ./internal/... ./plugin/...
 step "control-plane test"
 bin/cluster-test -bin bin "$@"
