@@ -8,7 +8,7 @@
 # Usage: test-vm-all.sh [--unit] [KERNEL]...   (default: rt lts lts-rt; tested in this order,
 #   each as soon as it is ready)
 #   --unit: make test's form: the unit and integration tests (`cargo test --release`, what
-#   make unit runs) first, with the preparation already under way beside them (cargo's
+#   make unit runs) and the benchmarks' build first, with the preparation already under way beside them (cargo's
 #   serial phases and the tests' waits leave it CPU), then the VM tests. A unit failure stops
 #   the run (and the preparation) before any VM boots.
 #   The preparation's output goes to target/vm/kernels.log; a failed preparation fails the run
@@ -72,6 +72,10 @@ if [ -n "$UNIT" ]; then
   SCX_TT_REQUIRE_PERFETTO=1 SCX_TT_REQUIRE_CHROMIUM=1 $CARGO test --release --workspace || rc=$?
   echo "test-vm-all: unit and integration tests: rc $rc in $((SECONDS - t0)) s"
   [ $rc -eq 0 ] || exit $rc
+  # the benchmarks are not tests, but they must build: one rotted unseen (2026-11-29)
+  t0=$SECONDS
+  $CARGO build --release --workspace --benches || exit 1
+  echo "test-vm-all: benchmarks built in $((SECONDS - t0)) s"
   $CARGO test --release --test vm --no-run && bash tests/vm/mkinitrd.sh || exit 1
 fi
 t0=$SECONDS

@@ -64,4 +64,6 @@ mod tests;
 pub use frame::*;
 pub use parse::*;
 pub use report::*;
+// the benches that share this module do not use every part of it
+#[allow(unused_imports)]
 pub use taken::*;
