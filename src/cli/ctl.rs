@@ -192,7 +192,7 @@ impl AdmitArgs {
         };
         Admit {
             name: self.name,
-            select,
+            select: Some(select),
             class: match self.class.as_str() {
                 "be" => AdmitClass::Be,
                 "adaptive" => AdmitClass::Adaptive,
@@ -221,6 +221,8 @@ impl AdmitArgs {
             })
             .filter(|b| *b != AdaptiveBounds::default())
             .map(Box::new),
+            dry_run: false,
+            vcpus: None,
         }
     }
 }

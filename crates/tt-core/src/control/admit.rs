@@ -16,6 +16,7 @@
 
 mod adaptive;
 mod be;
+mod dry;
 mod tt;
 
 pub use tt::{timing, AdmitTiming};
@@ -46,10 +47,13 @@ fn timed(r: &Admit) -> bool {
         || r.util.is_some()
 }
 
-/// The threads `r.select` names, through the engine, and the selector they came from;
+/// The threads `select` names, through the engine, and the selector they came from;
 /// refused when it selects none.
-fn resolve(r: &Admit, engine: &mut impl Engine) -> Result<(Selector, Vec<u32>), ControlError> {
-    let sel = match &r.select {
+fn resolve(
+    select: &AdmitSelector,
+    engine: &mut impl Engine,
+) -> Result<(Selector, Vec<u32>), ControlError> {
+    let sel = match select {
         AdmitSelector::Pid(p) => Selector::Pid(*p),
         AdmitSelector::Tids(t) => Selector::Tids(t.clone()),
         AdmitSelector::Comm(c) => Selector::Comm(c.clone()),
@@ -59,19 +63,49 @@ fn resolve(r: &Admit, engine: &mut impl Engine) -> Result<(Selector, Vec<u32>), 
     };
     let tids = engine
         .resolve(&sel)
-        .map_err(|e| bad("select", selector_text(&r.select), &e))?;
+        .map_err(|e| bad("select", selector_text(select), &e))?;
     if tids.is_empty() {
-        return Err(bad("select", selector_text(&r.select), "selects no thread"));
+        return Err(bad("select", selector_text(select), "selects no thread"));
     }
     Ok((sel, tids))
 }
 
 impl Control {
     /// A task the plan does not name (docs/control.md, `admit`): the checks every class
-    /// shares, then the admission of the request's class (see the module doc). A refusal
+    /// shares, then the admission of the request's class (see the module doc), or with
+    /// `dry_run` the verdict of a tt admission alone ([`Control::admit_dry`]). A refusal
     /// changes nothing.
     pub(super) fn admit(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
         self.planner_mode("admit")?;
+        let cpus = self.admit_shared(r)?;
+        if r.dry_run {
+            return self.admit_dry(r, cpus, engine);
+        }
+        if let Some(v) = r.vcpus {
+            return Err(bad(
+                "vcpus",
+                v.to_string(),
+                "only with \"dry_run\": true (a real admission's tasks are its threads, select)",
+            ));
+        }
+        let Some(select) = &r.select else {
+            // Request::parse refuses this; a request built otherwise gets the same words
+            return Err(ControlError::Request(super::RequestError::Field {
+                op: "admit",
+                field: None,
+                message: "missing field `select`".into(),
+            }));
+        };
+        match r.class {
+            AdmitClass::Tt => self.admit_tt(r, select, cpus, engine),
+            AdmitClass::Be => self.admit_be(r, select, engine),
+            AdmitClass::Adaptive => self.admit_adaptive(r, select, engine),
+        }
+    }
+
+    /// The checks every `admit` shares, a dry run's too: the name, the `cpu`, `adaptive` only
+    /// for class adaptive. Returns the managed CPU indices the admission may use.
+    fn admit_shared(&self, r: &Admit) -> Result<Vec<usize>, ControlError> {
         self.check_admit_name(&r.name)?;
         let cpus = self.admit_cpus(r.cpu)?;
         if r.adaptive.is_some() && r.class != AdmitClass::Adaptive {
@@ -81,11 +115,7 @@ impl Control {
                 "is only for class adaptive",
             ));
         }
-        match r.class {
-            AdmitClass::Tt => self.admit_tt(r, cpus, engine),
-            AdmitClass::Be => self.admit_be(r, engine),
-            AdmitClass::Adaptive => self.admit_adaptive(r, engine),
-        }
+        Ok(cpus)
     }
 
     /// `name` is new to the run and within [`MAX_NAME`] bytes without control characters.
@@ -136,6 +166,7 @@ impl Control {
         &mut self,
         name: &str,
         r: &Admit,
+        select: &AdmitSelector,
         cpu: Option<u32>,
         tids: Vec<u32>,
         engine: &mut impl Engine,
@@ -144,7 +175,7 @@ impl Control {
         if first >= MAX_TASKS {
             return Err(ControlError::Admit {
                 field: "select".into(),
-                value: selector_text(&r.select),
+                value: selector_text(select),
                 rule: format!("one more task exceeds the BPF task table of {MAX_TASKS}"),
             });
         }

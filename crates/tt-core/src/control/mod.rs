@@ -1,8 +1,9 @@
 //! The control protocol of `scx_tt --table plan.json --control PATH` (docs/control.md): status
 //! queries and table switches at run time; in planner mode firm admissions, policy swaps,
-//! periodic admissions and removals. A request line is parsed once into a [`Request`],
-//! executed against the run through the narrow [`Engine`] interface (clock, plan loader, table
-//! write, planner, run log) and answered with one [`Reply`]. The socket is [`socket`]; the
+//! periodic admissions and removals, admissions' dry runs and capacity reports. A request
+//! line is parsed once into a [`Request`], executed against the run through the narrow
+//! [`Engine`] interface (clock, plan loader, table write, planner, run log) and answered with
+//! one [`Reply`]. The socket is [`socket`]; the
 //! run's engine lives in the binary (src/cli/run/engine.rs).
 //!
 //! # Terminology
@@ -70,6 +71,7 @@
 //!    answers.
 
 mod admit;
+mod capacity;
 pub mod compat;
 pub mod engine;
 pub mod journal;
@@ -93,7 +95,9 @@ pub struct Live {
     pub admissions_rejected: u64,
 }
 pub use engine::{Engine, NewTask};
-pub use reply::{Answer, PlannerStatus, Reply, Status, TaskChange, TaskState};
+pub use reply::{
+    Answer, Capacity, CpuCapacity, DryRun, PlannerStatus, Reply, Status, TaskChange, TaskState,
+};
 pub use request::{Request, RequestError, MAX_REQUEST_BYTES};
 
 use crate::clock::SlotClock;
@@ -545,6 +549,7 @@ impl Control {
             Ok(Request::AdmitPeriodic(r)) => self.admit_periodic(&r.task, engine),
             Ok(Request::Remove(r)) => self.remove(&r.task, engine),
             Ok(Request::Admit(r)) => self.admit(&r, engine),
+            Ok(Request::Capacity) => self.capacity(engine),
             Err(e) => Err(e.into()),
         };
         match answer.as_ref().ok().and_then(Answer::accepted) {

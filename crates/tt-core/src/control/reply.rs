@@ -61,6 +61,58 @@ pub enum Answer {
     TaskAdmitted {
         tasks: Vec<AdmittedTask>,
     },
+    /// `admit` with `dry_run`: the verdict the same `admit` would get now; nothing changed.
+    DryRun(DryRun),
+    /// `capacity`: per managed CPU, what the planner holds.
+    Capacity(Capacity),
+}
+
+/// The answer to an `admit` with `"dry_run": true`: `{"dry_run":true,"admit":true,
+/// "cpus":[1,2]}` or `{"dry_run":true,"admit":false,"why":"..."}`. Its verdict is `admit`, not
+/// `accepted`, so that a client reading `accepted` never takes it for an admission.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DryRun {
+    /// Always true.
+    pub dry_run: bool,
+    /// Whether the `admit` would be accepted.
+    pub admit: bool,
+    /// Accepted: the CPU id each task would get (one per vCPU, in vCPU order).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
+    /// Rejected: the reason the `admit` would give (its `why`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// The answer to `capacity`: the node's slot grid, and per managed CPU (plan order) what
+/// the planner holds, in slots.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Capacity {
+    pub slot_us: u64,
+    pub frame_slots: u64,
+    /// The planner's next undecided slot: each CPU's spare capacity counts from here.
+    pub from_slot: u64,
+    pub cpus: Vec<CpuCapacity>,
+}
+
+/// One managed CPU in a `capacity` answer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuCapacity {
+    /// Its CPU id.
+    pub cpu: u32,
+    /// Slots per frame reserved by the tasks on it (the plan's and admitted periodic ones):
+    /// the admitted utilisation is exactly `reserved_slots / frame_slots`.
+    pub reserved_slots: u64,
+    /// WCET slots of firm and aperiodic jobs guaranteed there and not finished.
+    pub firm_slots: u64,
+    /// Free slots in `[from_slot, spare_until_slot)` by the planner's acceptance test (its
+    /// capacity intervals): what one firm job due at `spare_until_slot` could still get.
+    pub spare_slots: u64,
+    /// The end of the planner's horizon on this CPU (exclusive; 2 to 3 frames ahead).
+    pub spare_until_slot: u64,
+    /// The tasks that may own slots there: the plan's running tt and adaptive tasks, then
+    /// the tt and adaptive tasks `admit` added that are neither gone, removed nor done.
+    pub tasks: Vec<String>,
 }
 
 /// One task an `admit` added.

@@ -20,7 +20,8 @@ use thiserror::Error;
 pub const MAX_REQUEST_BYTES: usize = 64 * 1024;
 
 /// The operations, in the order of docs/control.md.
-const OPS: &str = "status, switch_table, admit_firm, set_policy, admit_periodic, remove, admit";
+const OPS: &str =
+    "status, switch_table, admit_firm, set_policy, admit_periodic, remove, admit, capacity";
 
 /// One request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -39,8 +40,12 @@ pub enum Request {
     /// `{"op":"remove","task":"NAME"}` (planner mode)
     Remove(TaskArg),
     /// `{"op":"admit","name":"vm1","select":{"qemu_pid":123},"util":0.2,"latency_us":40000}`
-    /// (planner mode): a task the plan does not name.
+    /// (planner mode): a task the plan does not name; with `"dry_run":true` only the verdict
+    /// it would get now, changing nothing.
     Admit(Admit),
+    /// `{"op":"capacity"}` (planner mode): per managed CPU, the slots reserved per frame, the
+    /// spare capacity the planner holds now and the tasks there. Read-only.
+    Capacity,
 }
 
 /// `status` takes no argument.
@@ -128,11 +133,14 @@ pub enum AfterJob {
 /// `name`, its threads (`select`), its timing — `period_slots` and `wcet_slots`, or `util` (of a
 /// CPU, per vCPU) and `latency_us` (the longest the task may wait for the CPU) — and optionally
 /// the managed CPU (`cpu`, else the least loaded). The state machine checks the combination.
+/// `select` is required ([`Request::parse`] refuses its absence as serde would) unless
+/// `dry_run` is set: a dry run may give `vcpus` instead of threads.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Admit {
     pub name: String,
-    pub select: AdmitSelector,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub select: Option<AdmitSelector>,
     #[serde(default, skip_serializing_if = "AdmitClass::is_tt")]
     pub class: AdmitClass,
     #[serde(
@@ -171,6 +179,19 @@ pub struct Admit {
     /// With class `adaptive`: its bounds (the plan's `adaptive` object, docs/plan-format.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adaptive: Option<Box<crate::adaptive::AdaptiveBounds>>,
+    /// Class tt only: answer the verdict this `admit` would get now (accepted with the CPU of
+    /// each vCPU, or rejected with the reason) and change nothing (docs/control.md, "Dry
+    /// runs").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    /// A dry run without `select`: the number of reservations (vCPUs, one per managed CPU),
+    /// 1..=the managed CPUs; default 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vcpus: Option<u32>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Admit {
@@ -179,7 +200,7 @@ impl Admit {
     pub fn new(name: impl Into<String>, select: AdmitSelector) -> Self {
         Admit {
             name: name.into(),
-            select,
+            select: Some(select),
             class: AdmitClass::Tt,
             period_slots: None,
             wcet_slots: None,
@@ -190,6 +211,8 @@ impl Admit {
             latency_us: None,
             cpu: None,
             adaptive: None,
+            dry_run: false,
+            vcpus: None,
         }
     }
 }
@@ -267,7 +290,18 @@ impl Request {
                 parse_args("admit_periodic", args).map(Request::AdmitPeriodic)
             }
             Some("remove") => parse_args("remove", args).map(Request::Remove),
-            Some("admit") => parse_args("admit", args).map(Request::Admit),
+            Some("admit") => parse_args::<Admit>("admit", args).and_then(|r| {
+                match r.select.is_none() && !r.dry_run {
+                    // as serde says it of a required field: only a dry run may leave it out
+                    true => Err(RequestError::Field {
+                        op: "admit",
+                        field: None,
+                        message: "missing field `select`".into(),
+                    }),
+                    false => Ok(Request::Admit(r)),
+                }
+            }),
+            Some("capacity") => parse_args::<NoArgs>("capacity", args).map(|_| Request::Capacity),
             _ => Err(RequestError::UnknownOp(op.to_string())),
         }
     }

@@ -68,7 +68,9 @@ mod advance;
 mod log;
 mod observe;
 
-pub use admit::{FirmJob, FirmOutcome, PeriodicOutcome, PeriodicTask, ReservationOracle};
+pub use admit::{
+    CpuCapacity, FirmJob, FirmOutcome, PeriodicOutcome, PeriodicTask, ReservationOracle,
+};
 pub use advance::{Advance, DpmWrite};
 pub use log::{LogEvent, LogHeader, LOG_CAP, LOG_FORMAT};
 pub use observe::{full_tolerance_ns, LoopCounts, SlotObs};

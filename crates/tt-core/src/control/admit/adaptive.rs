@@ -3,16 +3,21 @@
 //! supervisor (`crate::adaptive`).
 
 use super::{bad, resolve, timed};
-use crate::control::request::Admit;
+use crate::control::request::{Admit, AdmitSelector};
 use crate::control::{Answered, Control, Engine};
 
 impl Control {
     /// `admit` of class adaptive, after the shared checks: [`check_adaptive`], then
     /// [`Control::admit_slack`].
-    pub(super) fn admit_adaptive(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
+    pub(super) fn admit_adaptive(
+        &mut self,
+        r: &Admit,
+        select: &AdmitSelector,
+        engine: &mut impl Engine,
+    ) -> Answered {
         check_adaptive(r, timed(r), self.plan.slot_us).map_err(|(f, v, rule)| bad(&f, v, &rule))?;
-        let (_, tids) = resolve(r, engine)?;
-        self.admit_slack(&r.name, r, r.cpu, tids, engine)
+        let (_, tids) = resolve(select, engine)?;
+        self.admit_slack(&r.name, r, select, r.cpu, tids, engine)
     }
 }
 

@@ -2,13 +2,18 @@
 //! alone when given) at once, without a guarantee.
 
 use super::{bad, resolve, timed};
-use crate::control::request::Admit;
+use crate::control::request::{Admit, AdmitSelector};
 use crate::control::{Answered, Control, Engine};
 
 impl Control {
     /// `admit` of class be, after the shared checks: refused with any timing field, else
     /// [`Control::admit_slack`].
-    pub(super) fn admit_be(&mut self, r: &Admit, engine: &mut impl Engine) -> Answered {
+    pub(super) fn admit_be(
+        &mut self,
+        r: &Admit,
+        select: &AdmitSelector,
+        engine: &mut impl Engine,
+    ) -> Answered {
         if timed(r) || r.deadline_slots.is_some() || r.after.is_some() {
             return Err(bad(
                 "class",
@@ -18,8 +23,8 @@ impl Control {
                  without a guarantee",
             ));
         }
-        let (_, tids) = resolve(r, engine)?;
+        let (_, tids) = resolve(select, engine)?;
         // (r.cpu was checked to be a managed CPU by Control::admit)
-        self.admit_slack(&r.name, r, r.cpu, tids, engine)
+        self.admit_slack(&r.name, r, select, r.cpu, tids, engine)
     }
 }

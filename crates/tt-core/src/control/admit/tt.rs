@@ -6,7 +6,7 @@
 use super::{bad, resolve, selector_text};
 use crate::abi::MAX_TASKS;
 use crate::control::reply::AdmittedTask;
-use crate::control::request::{Admit, AdmitClass, AfterJob};
+use crate::control::request::{Admit, AdmitClass, AdmitSelector, AfterJob};
 use crate::control::{
     journal, AddedTask, Answer, Answered, AperiodicJob, Control, ControlError, Engine, NewTask,
     Reply, Request, TaskState,
@@ -20,7 +20,7 @@ use crate::planner::kernel_path::{
 /// `name`, with `timing`, task `k` on one of the managed CPU indices `allowed[k]` (those the
 /// request allows that every thread of the task may run on), the tasks of a VM on distinct
 /// CPUs, taking BPF task indices `first..first + n`.
-struct TtAdmission<'a> {
+pub(super) struct TtAdmission<'a> {
     name: &'a str,
     timing: AdmitTiming,
     allowed: Vec<Vec<usize>>,
@@ -75,7 +75,7 @@ impl TtAdmission<'_> {
 
     /// The planner's admission of all `n` tasks, `cur` the kernel slot in progress; `Err`:
     /// why not, with nothing left admitted.
-    fn plan(&self, p: &mut KernelPlanner, cur: u64) -> Result<Vec<Placed>, String> {
+    pub(super) fn plan(&self, p: &mut KernelPlanner, cur: u64) -> Result<Vec<Placed>, String> {
         let chosen = self.aperiodic_cpus(p, cur)?;
         let mut placed = Vec::new();
         for k in 0..self.n {
@@ -165,38 +165,12 @@ impl Control {
     pub(super) fn admit_tt(
         &mut self,
         r: &Admit,
+        select: &AdmitSelector,
         cpus: Vec<usize>,
         engine: &mut impl Engine,
     ) -> Answered {
         let name = r.name.as_str();
-        let timing = timing(r, self.plan.frame_slots, self.plan.slot_us)
-            .map_err(|(f, v, rule)| bad(f, v, &rule))?;
-        let (sel, tids) = resolve(r, engine)?;
-        // a VM: one task per vCPU thread; anything else: one task of all its threads
-        let groups: Vec<Vec<u32>> = match sel {
-            Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
-            _ => vec![tids],
-        };
-        let allowed = allowed_cpus(r, &sel, &groups, &cpus, &self.plan.managed, engine)?;
-        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
-        if first + groups.len() > MAX_TASKS {
-            return Err(bad(
-                "select",
-                selector_text(&r.select),
-                &format!(
-                    "{} more tasks exceed the BPF task table of {MAX_TASKS}",
-                    groups.len()
-                ),
-            ));
-        }
-        let a = TtAdmission {
-            name,
-            timing,
-            allowed,
-            managed: self.plan.managed.clone(),
-            first,
-            n: groups.len(),
-        };
+        let (a, groups) = self.prepare_tt(r, Some(select), cpus, engine)?;
         let (outcome, added) = engine
             .with_planner_adding(|p, cur| {
                 let outcome = a.plan(p, cur);
@@ -231,7 +205,7 @@ impl Control {
             }
         };
         self.check_registered(&a, &added, &placed, engine)?;
-        let vcpus = self.record_tt(&a, r, &groups, &placed);
+        let vcpus = self.record_tt(&a, r, select, &groups, &placed);
         let line = Request::Admit(r.clone()).to_line().ok();
         self.journal.set(journal::Key::Task(name.into()), line);
         let answer = Answer::TaskAdmitted { tasks: vcpus };
@@ -240,6 +214,86 @@ impl Control {
             Reply::Ok(answer.clone()).to_line().trim_end()
         ));
         Ok(answer)
+    }
+
+    /// What a tt `admit` (or its dry run) places, before the planner is asked: its timing, the
+    /// threads `select` names (a QEMU process: one task per vCPU thread), or without
+    /// `select` (a dry run) `r.vcpus` tasks without threads, the CPUs each task may use (of
+    /// `cpus`) and the BPF task indices they would take. Returns the admission and the threads
+    /// of each task. Refused, naming the field, the value and the rule; nothing changes.
+    pub(super) fn prepare_tt<'r>(
+        &self,
+        r: &'r Admit,
+        select: Option<&AdmitSelector>,
+        cpus: Vec<usize>,
+        engine: &mut impl Engine,
+    ) -> Result<(TtAdmission<'r>, Vec<Vec<u32>>), ControlError> {
+        let timing = timing(r, self.plan.frame_slots, self.plan.slot_us)
+            .map_err(|(f, v, rule)| bad(f, v, &rule))?;
+        let (groups, allowed, field, value) = match select {
+            Some(select) => {
+                let (sel, tids) = resolve(select, engine)?;
+                // a VM: one task per vCPU thread; anything else: one task of all its threads
+                let groups: Vec<Vec<u32>> = match sel {
+                    Selector::Qemu(_) => tids.iter().map(|&t| vec![t]).collect(),
+                    _ => vec![tids],
+                };
+                let allowed =
+                    allowed_cpus(select, &sel, &groups, &cpus, &self.plan.managed, engine)?;
+                (groups, allowed, "select", selector_text(select))
+            }
+            None => {
+                let n = self.dry_vcpus(r.vcpus, &cpus)?;
+                let v = r.vcpus.map_or("null".into(), |v| v.to_string());
+                (vec![Vec::new(); n], vec![cpus; n], "vcpus", v)
+            }
+        };
+        let first = engine.next_task_index().map_err(ControlError::Kernel)?;
+        if first + groups.len() > MAX_TASKS {
+            return Err(bad(
+                field,
+                value,
+                &format!(
+                    "{} more tasks exceed the BPF task table of {MAX_TASKS}",
+                    groups.len()
+                ),
+            ));
+        }
+        let a = TtAdmission {
+            name: &r.name,
+            timing,
+            allowed,
+            managed: self.plan.managed.clone(),
+            first,
+            n: groups.len(),
+        };
+        Ok((a, groups))
+    }
+
+    /// The reservations of a dry run without threads: `vcpus` (default 1), at least 1 and at
+    /// most one per managed CPU the request may use (`cpus`, indices).
+    fn dry_vcpus(&self, vcpus: Option<u32>, cpus: &[usize]) -> Result<usize, ControlError> {
+        let n = vcpus.unwrap_or(1);
+        let ids: Vec<u32> = cpus.iter().map(|&c| self.cpu_id(c)).collect();
+        let managed = self.plan.managed.len();
+        let rule = if n == 0 {
+            "must be at least 1 (the reservations to test, one per vCPU)".to_string()
+        } else if n as usize > managed {
+            format!(
+                "must be at most the {managed} managed CPUs of the plan ({:?}): a VM runs one \
+                 vCPU per managed CPU",
+                self.plan.managed
+            )
+        } else if n as usize > cpus.len() {
+            format!(
+                "a VM runs one vCPU per managed CPU: its {n} vCPUs need {n} and this admission \
+                 may use {} ({ids:?})",
+                cpus.len()
+            )
+        } else {
+            return Ok(n as usize);
+        };
+        Err(bad("vcpus", n.to_string(), &rule))
     }
 
     /// BPF took every task of `a` at its index (`added`: its answers, in order); else the
@@ -284,6 +338,7 @@ impl Control {
         &mut self,
         a: &TtAdmission,
         r: &Admit,
+        select: &AdmitSelector,
         groups: &[Vec<u32>],
         placed: &[Placed],
     ) -> Vec<AdmittedTask> {
@@ -314,7 +369,7 @@ impl Control {
                     Some(AperiodicJob {
                         deadline_slot: x.deadline_slot.unwrap_or(0),
                         after: r.after.unwrap_or(AfterJob::Be),
-                        select: r.select.clone(),
+                        select: select.clone(),
                         done_from: None,
                     }),
                 ),
@@ -355,7 +410,7 @@ impl Control {
 /// per managed CPU), and a task with a thread that may run on none of them (pinned to
 /// housekeeping CPUs: its slots would pass unused).
 fn allowed_cpus(
-    r: &Admit,
+    select: &AdmitSelector,
     sel: &Selector,
     groups: &[Vec<u32>],
     cpus: &[usize],
@@ -366,7 +421,7 @@ fn allowed_cpus(
     if matches!(sel, Selector::Qemu(_)) && groups.len() > cpus.len() {
         return Err(bad(
             "select",
-            selector_text(&r.select),
+            selector_text(select),
             &format!(
                 "a VM runs one vCPU per managed CPU: its {} vCPU threads need {} and this \
                  admission may use {} ({:?})",
@@ -384,7 +439,7 @@ fn allowed_cpus(
             let on = engine.thread_cpus(tid).map_err(|e| {
                 bad(
                     "select",
-                    selector_text(&r.select),
+                    selector_text(select),
                     &format!("thread {tid}: its CPUs cannot be read: {e}"),
                 )
             })?;
@@ -392,7 +447,7 @@ fn allowed_cpus(
             if ok.is_empty() {
                 return Err(bad(
                     "select",
-                    selector_text(&r.select),
+                    selector_text(select),
                     &format!(
                         "thread {tid} may run only on CPUs {} (its affinity), none of them a \
                          managed CPU this admission may use ({:?}): widen its affinity \
@@ -410,8 +465,8 @@ fn allowed_cpus(
 
 /// Where one task of an `admit` went: managed CPU index `cpu`, from `from_slot`; an aperiodic
 /// one's job is due before `deadline_slot`.
-struct Placed {
-    cpu: usize,
+pub(super) struct Placed {
+    pub(super) cpu: usize,
     from_slot: u64,
     deadline_slot: Option<u64>,
 }

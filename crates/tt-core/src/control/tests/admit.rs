@@ -19,7 +19,7 @@ fn admit_of(
 ) -> Admit {
     Admit {
         name: name.into(),
-        select,
+        select: Some(select),
         class: AdmitClass::Tt,
         period_slots: slots.map(|s| s.0),
         wcet_slots: slots.map(|s| s.1),
@@ -30,6 +30,8 @@ fn admit_of(
         latency_us: ul.map(|x| x.1),
         cpu: None,
         adaptive: None,
+        dry_run: false,
+        vcpus: None,
     }
 }
 
@@ -307,7 +309,7 @@ fn bad_admissions_name_the_field_the_value_and_the_rule_and_change_nothing() {
             "util = 1: must be in (0, 1): a share of one CPU per vCPU",
         ),
         (
-            with(&|a| a.select = AdmitSelector::Pid(99)),
+            with(&|a| a.select = Some(AdmitSelector::Pid(99))),
             "select = {\"pid\":99}: no such process",
         ),
     ];

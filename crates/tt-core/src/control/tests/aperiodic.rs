@@ -348,7 +348,7 @@ fn an_aperiodic_job_that_does_not_fit_is_rejected_with_numbers_and_changes_nothi
         a.deadline_slots = Some(6);
     });
     if let Request::Admit(a) = &mut two {
-        a.select = AdmitSelector::QemuName("vm".into());
+        a.select = Some(AdmitSelector::QemuName("vm".into()));
     }
     assert_eq!(
         error(e.send(&mut c, &two)),
@@ -377,7 +377,7 @@ fn an_aperiodic_job_that_does_not_fit_is_rejected_with_numbers_and_changes_nothi
         a.deadline_slots = Some(10);
     });
     if let Request::Admit(a) = &mut two {
-        a.select = AdmitSelector::QemuName("vm".into());
+        a.select = Some(AdmitSelector::QemuName("vm".into()));
     }
     let why = match answer(e.send(&mut c, &two)) {
         Answer::PeriodicRejected { why } => why,
@@ -395,7 +395,7 @@ fn an_aperiodic_job_that_does_not_fit_is_rejected_with_numbers_and_changes_nothi
         a.deadline_slots = Some(12);
     });
     if let Request::Admit(a) = &mut two {
-        a.select = AdmitSelector::QemuName("vm".into());
+        a.select = Some(AdmitSelector::QemuName("vm".into()));
     }
     let Answer::TaskAdmitted { tasks } = answer(e.send(&mut c, &two)) else {
         panic!("rejected");

@@ -9,6 +9,7 @@ mod adaptive;
 mod admit;
 mod aperiodic;
 mod compat;
+mod dry_run;
 mod journal;
 mod planner;
 mod protocol;

@@ -113,12 +113,12 @@ fn missing_and_unknown_ops_are_named() {
     assert_eq!(
         parse_err("{}"),
         "op: is required (one of status, switch_table, admit_firm, set_policy, \
-         admit_periodic, remove, admit)"
+         admit_periodic, remove, admit, capacity)"
     );
     assert_eq!(
         parse_err(r#"{"op":"reboot"}"#),
         "op = \"reboot\": unknown operation (one of status, switch_table, admit_firm, \
-         set_policy, admit_periodic, remove, admit)"
+         set_policy, admit_periodic, remove, admit, capacity)"
     );
     assert_eq!(
         Request::parse(r#"{"op":7}"#),

@@ -1,4 +1,5 @@
-//! Property 2 under random input: a refused request changes nothing. Sequences of random and
+//! Property 2 under random input: a refused request changes nothing (nor does an `admit`
+//! dry run or a `capacity` report, whatever they answer). Sequences of random and
 //! mutated request lines (valid ops with out-of-range numbers, unknown and wrong tasks, bad,
 //! incompatible, missing and relative plans, unknown policies, duplicate keys, mistyped fields,
 //! garbage), with the clock moving between them and table writes failing at random, are served
@@ -99,6 +100,10 @@ fn line() -> impl Strategy<Value = String> {
         policy_arg().prop_map(|p| format!(r#"{{"op":"set_policy","policy":{p}}}"#)),
         task().prop_map(|t| format!(r#"{{"op":"admit_periodic","task":{t}}}"#)),
         task().prop_map(|t| format!(r#"{{"op":"remove","task":{t}}}"#)),
+        Just(r#"{"op":"capacity"}"#.to_string()),
+        (task(), number(), number(), number()).prop_map(|(t, p, w, v)| format!(
+            r#"{{"op":"admit","name":{t},"period_slots":{p},"wcet_slots":{w},"dry_run":true,"vcpus":{v}}}"#
+        )),
     ];
     // a mutation of the object: a key repeated, an unknown field, a field dropped, the op
     // renamed, the object cut, or none
@@ -182,6 +187,15 @@ fn check_sequence(planner: bool, steps: &[(String, u64, bool)]) -> Result<(), Te
         step_planner(&mut e);
         let before = snapshot(&mut c, &mut e);
         let reply = e.serve(&mut c, line);
+        // a dry run and a capacity report change nothing either, whatever they answer
+        if let Reply::Ok(Answer::DryRun(_) | Answer::Capacity(_)) = &reply {
+            prop_assert_eq!(
+                &snapshot(&mut c, &mut e),
+                &before,
+                "{} changed the state",
+                line
+            );
+        }
         if let Reply::Err(why) = &reply {
             let after = snapshot(&mut c, &mut e);
             prop_assert_eq!(

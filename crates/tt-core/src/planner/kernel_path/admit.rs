@@ -242,6 +242,52 @@ impl KernelPlanner {
         self.take_out(index, true)
     }
 
+    /// Runs `f` (admissions and their rollbacks: [`Self::admit_task`],
+    /// [`Self::admit_aperiodic`], [`Self::rollback_admitted`], the tests they call) on this
+    /// planner and then puts back everything they change, so that the answer is the planner's
+    /// own and nothing is left of it (a dry run, `ctl admit` with `dry_run`): the online
+    /// planner runs `f` as a copy and the original comes back, with the capacity of its job
+    /// rings as it was (a rollback alone would finish the frame build early and leave the
+    /// voided jobs in the rings); the planner ids and BPF index map `f` added are dropped and
+    /// the replay log loses what `f` recorded. Costs one copy of the online planner's state
+    /// (its intervals and live jobs, [`Self::size_items`]) under the caller's hold.
+    pub fn dry_run<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        let copy = self.planner.clone();
+        let saved = std::mem::replace(&mut self.planner, copy);
+        let (ids, admitted) = (self.task_of.len(), self.admitted.clone());
+        let last_job: Vec<usize> = self.last_job.iter().map(Vec::len).collect();
+        let (log, truncated) = (self.log.as_ref().map(Vec::len), self.log_truncated);
+        let r = f(self);
+        self.planner = saved;
+        self.task_of.truncate(ids);
+        self.admitted = admitted;
+        for (l, n) in self.last_job.iter_mut().zip(last_job) {
+            l.truncate(n);
+        }
+        if let (Some(l), Some(n)) = (self.log.as_mut(), log) {
+            l.truncate(n);
+        }
+        self.log_truncated = truncated;
+        r
+    }
+
+    /// What managed CPU index `cpu` holds now (`ctl capacity`): the slots per frame its
+    /// template reserves (plan tasks and admitted periodic tasks), the slots of firm and
+    /// aperiodic jobs still owed, and the spare capacity of its intervals from the next
+    /// undecided slot [`Self::now`] to the end of its horizon (the acceptance test's count:
+    /// what a firm job due at the horizon's end could still get). `None`: no such CPU.
+    pub fn cpu_capacity(&self, cpu: usize) -> Option<CpuCapacity> {
+        let c = self.planner.cpus().get(cpu)?;
+        let now = self.planner.now();
+        let until = c.horizon_end();
+        Some(CpuCapacity {
+            reserved_slots: c.template_slots,
+            firm_slots: c.firm_slots,
+            spare_slots: c.acceptance(now, 0, until).available.max(0) as u64,
+            spare_until_slot: until,
+        })
+    }
+
     /// The planner id of the task admitted with BPF index `index` ([`Self::admit_task`]).
     fn admitted_id(&self, index: usize) -> Option<usize> {
         (self.nr_plan_tasks..self.task_of.len())
@@ -289,6 +335,20 @@ impl KernelPlanner {
         let found = self.planner.remove_task(task);
         (found, self.planner.now())
     }
+}
+
+/// [`KernelPlanner::cpu_capacity`]: one managed CPU's capacity, in slots.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuCapacity {
+    /// Slots per frame the CPU's template reserves: the plan's jobs there and the periodic
+    /// tasks admitted (utilisation `reserved_slots / frame`, exact).
+    pub reserved_slots: u64,
+    /// WCET slots of the firm and aperiodic jobs guaranteed there and not finished.
+    pub firm_slots: u64,
+    /// Free slots from the planner's next undecided slot to `spare_until_slot`.
+    pub spare_slots: u64,
+    /// The end of the CPU's horizon (exclusive).
+    pub spare_until_slot: u64,
 }
 
 /// [`KernelPlanner::reservation_oracle`]: a planner copy that admits a set of reservations on
