@@ -40,6 +40,7 @@ pub mod demos;
 pub mod energy;
 pub mod export;
 pub mod metrics;
+pub mod node_api;
 pub mod plan;
 pub mod planner;
 pub mod report;

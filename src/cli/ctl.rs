@@ -223,6 +223,7 @@ impl AdmitArgs {
             .map(Box::new),
             dry_run: false,
             vcpus: None,
+            cpus: None,
         }
     }
 }

@@ -41,6 +41,7 @@ mod plan_loader;
 mod planner_loop;
 mod report;
 mod restart;
+mod simulated;
 #[cfg(feature = "bpf")]
 mod stats;
 #[cfg(feature = "bpf")]
@@ -243,6 +244,25 @@ pub struct RunArgs {
     /// through cpufreq's userspace governor under --sysfs-root, restored at exit.
     #[arg(short = 'p', long, value_name = "POLICY", requires = "demos")]
     pub power_policy: Option<String>,
+    /// Run the admission engine alone, with nothing attached (no root, no sched_ext, no BPF):
+    /// the planner on its own slot clock, the tasks simulated QEMU processes, the control
+    /// socket, journal and --resume the real ones (docs/cluster.md, "Simulated nodes"). Needs
+    /// --planner and --control. For cluster tests: one machine runs many nodes.
+    #[arg(long, requires_all = ["planner", "control"])]
+    pub simulated_node: bool,
+    /// Serve the node admission API `scx_tt.node/v1` (JSON over HTTP: capacity, dry run,
+    /// admit, remove, watch; docs/cluster.md) on ADDR (e.g. 0.0.0.0:7443; port 0: any free
+    /// port, printed at start). Its requests go through the --control socket. Needs
+    /// --node-token-file.
+    #[arg(long, value_name = "ADDR", requires_all = ["control", "node_token_file"])]
+    pub node_api: Option<std::net::SocketAddr>,
+    /// With --node-api: the bearer token clients must send, in a file only its owner may read
+    /// (mode 0600).
+    #[arg(long, value_name = "FILE", requires = "node_api")]
+    pub node_token_file: Option<PathBuf>,
+    /// With --node-api: the node's name in its answers (default: the host name).
+    #[arg(long, value_name = "NAME", requires = "node_api")]
+    pub node_name: Option<String>,
     /// Print what is being done.
     #[arg(short, long)]
     pub verbose: bool,
@@ -318,6 +338,9 @@ pub fn run(args: RunArgs) -> Result<i32> {
         }
         Ok(_) => plan,
     };
+    if args.simulated_node {
+        return simulated::run(&args, &plan);
+    }
     let model = load_power_model(args.power_model.as_deref())?;
     #[cfg(feature = "bpf")]
     return daemon::enforce(&args, &plan, &model);

@@ -108,6 +108,16 @@ impl Control {
     fn admit_shared(&self, r: &Admit) -> Result<Vec<usize>, ControlError> {
         self.check_admit_name(&r.name)?;
         let cpus = self.admit_cpus(r.cpu)?;
+        if let Some(ids) = &r.cpus {
+            let rule = match (r.class, r.cpu) {
+                (AdmitClass::Tt, None) => None,
+                (AdmitClass::Tt, Some(_)) => Some("give cpu or cpus, not both"),
+                _ => Some("only for class tt: the CPU of each task that reserves slots"),
+            };
+            if let Some(rule) = rule {
+                return Err(bad("cpus", format!("{ids:?}"), rule));
+            }
+        }
         if r.adaptive.is_some() && r.class != AdmitClass::Adaptive {
             return Err(bad(
                 "adaptive",
@@ -125,6 +135,13 @@ impl Control {
                 "name",
                 format!("{name:?}"),
                 &format!("1 to {MAX_NAME} bytes, no control characters"),
+            ));
+        }
+        if generated_suffix(name) {
+            return Err(bad(
+                "name",
+                format!("{name:?}"),
+                "must not end in /be or /vcpuK: those name the tasks an admission adds",
             ));
         }
         if self.find(name).is_some() || self.added.iter().any(|a| base_name(&a.name) == name) {
@@ -239,8 +256,27 @@ impl Control {
 }
 
 /// The name an `admit` request gave (`NAME` of `NAME/vcpuK`).
+/// The name an `admit` was given, of one of the tasks it added: `NAME`, `NAME/vcpuK` (a VM's
+/// vCPU K), `NAME/be` or `NAME/vcpuK/be` (an aperiodic task's threads after its job). NAME may
+/// itself hold '/' (a cluster's `namespace/name`), so only these suffixes are taken off; names
+/// that end in one are refused by `admit` ([`generated_suffix`]).
 pub(super) fn base_name(task: &str) -> &str {
-    task.split('/').next().unwrap_or(task)
+    let task = task.strip_suffix("/be").unwrap_or(task);
+    vcpu_base(task).unwrap_or(task)
+}
+
+/// `NAME` of `NAME/vcpuK`, K in decimal without leading zeros.
+fn vcpu_base(task: &str) -> Option<&str> {
+    let (base, k) = task.rsplit_once("/vcpu")?;
+    let canonical =
+        !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()) && (k == "0" || !k.starts_with('0'));
+    canonical.then_some(base)
+}
+
+/// Whether `name` ends the way the names of added tasks do (`/be`, `/vcpuK`), which would make
+/// it another admission's task name.
+pub(super) fn generated_suffix(name: &str) -> bool {
+    name.ends_with("/be") || vcpu_base(name).is_some()
 }
 
 /// Names of tasks `admit` adds: at most this many bytes.
@@ -248,4 +284,39 @@ pub const MAX_NAME: usize = 64;
 
 pub(super) fn selector_text(s: &AdmitSelector) -> String {
     serde_json::to_string(s).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod name_tests {
+    use super::{base_name, generated_suffix};
+
+    #[test]
+    fn base_names_take_off_only_the_suffixes_admit_adds() {
+        for (task, base) in [
+            ("vm", "vm"),
+            ("vm/vcpu0", "vm"),
+            ("vm/vcpu12", "vm"),
+            ("vm/be", "vm"),
+            ("vm/vcpu1/be", "vm"),
+            ("ns/vm", "ns/vm"),
+            ("ns/vm/vcpu3", "ns/vm"),
+            ("ns/vm/vcpu3/be", "ns/vm"),
+            ("ns/vm/vcpu03", "ns/vm/vcpu03"),
+            ("ns/vm/vcpux", "ns/vm/vcpux"),
+            ("ns/vm/vcpu", "ns/vm/vcpu"),
+            ("a/b/c", "a/b/c"),
+        ] {
+            assert_eq!(base_name(task), base, "{task}");
+        }
+        for (name, generated) in [
+            ("ns/vm", false),
+            ("vm/vcpu0", true),
+            ("ns/vm/be", true),
+            ("ns/vcpu", false),
+            ("ns/vcpu01", false),
+            ("ns/bee", false),
+        ] {
+            assert_eq!(generated_suffix(name), generated, "{name}");
+        }
+    }
 }

@@ -188,6 +188,11 @@ pub struct Admit {
     /// 1..=the managed CPUs; default 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vcpus: Option<u32>,
+    /// Class tt: the CPU id of each task in order (one per vCPU of a VM), instead of the
+    /// planner's choice. The journal records an accepted admission with the CPUs it got, so
+    /// that a `--resume` puts each task back where it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<u32>>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -213,6 +218,7 @@ impl Admit {
             adaptive: None,
             dry_run: false,
             vcpus: None,
+            cpus: None,
         }
     }
 }

@@ -206,7 +206,12 @@ impl Control {
         };
         self.check_registered(&a, &added, &placed, engine)?;
         let vcpus = self.record_tt(&a, r, select, &groups, &placed);
-        let line = Request::Admit(r.clone()).to_line().ok();
+        // journaled with the CPUs it got: a --resume puts each task back there
+        let pinned = Admit {
+            cpus: Some(placed.iter().map(|x| a.managed[x.cpu]).collect()),
+            ..r.clone()
+        };
+        let line = Request::Admit(pinned).to_line().ok();
         self.journal.set(journal::Key::Task(name.into()), line);
         let answer = Answer::TaskAdmitted { tasks: vcpus };
         engine.note(&format!(
@@ -248,6 +253,10 @@ impl Control {
                 (vec![Vec::new(); n], vec![cpus; n], "vcpus", v)
             }
         };
+        let allowed = match &r.cpus {
+            Some(ids) => self.pinned(ids, allowed)?,
+            None => allowed,
+        };
         let first = engine.next_task_index().map_err(ControlError::Kernel)?;
         if first + groups.len() > MAX_TASKS {
             return Err(bad(
@@ -268,6 +277,49 @@ impl Control {
             n: groups.len(),
         };
         Ok((a, groups))
+    }
+
+    /// `cpus`: task `k` on CPU id `ids[k]` alone, which must be one it may use (`allowed[k]`,
+    /// indices), one per task, distinct.
+    fn pinned(
+        &self,
+        ids: &[u32],
+        allowed: Vec<Vec<usize>>,
+    ) -> Result<Vec<Vec<usize>>, ControlError> {
+        let text = format!("{ids:?}");
+        if ids.len() != allowed.len() {
+            return Err(bad(
+                "cpus",
+                text,
+                &format!(
+                    "one CPU per task: this admission makes {} tasks",
+                    allowed.len()
+                ),
+            ));
+        }
+        let mut out = Vec::with_capacity(ids.len());
+        for (k, (&id, ok)) in ids.iter().zip(&allowed).enumerate() {
+            let c = self.plan.managed.iter().position(|&m| m == id);
+            match c {
+                Some(c) if ok.contains(&c) && !out.contains(&vec![c]) => out.push(vec![c]),
+                Some(c) if ok.contains(&c) => {
+                    return Err(bad(
+                        "cpus",
+                        text,
+                        &format!("cpu {id} twice: one vCPU per CPU"),
+                    ))
+                }
+                _ => {
+                    let may: Vec<u32> = ok.iter().map(|&c| self.plan.managed[c]).collect();
+                    return Err(bad(
+                        "cpus",
+                        text,
+                        &format!("task {k} may use the managed CPUs {may:?} only (the plan's managed CPUs, cpu, its threads' affinity)"),
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The reservations of a dry run without threads: `vcpus` (default 1), at least 1 and at

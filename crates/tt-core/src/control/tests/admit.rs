@@ -32,6 +32,7 @@ fn admit_of(
         adaptive: None,
         dry_run: false,
         vcpus: None,
+        cpus: None,
     }
 }
 

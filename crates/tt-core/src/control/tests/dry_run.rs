@@ -10,7 +10,7 @@
 //! reserve, which equal a recomputation from the admitted timings, and removals free them.
 
 use super::*;
-use crate::control::request::{Admit, AdmitSelector};
+use crate::control::request::{Admit, AdmitClass, AdmitSelector};
 use crate::plan::{QemuSelector, Selector};
 use proptest::prelude::*;
 use proptest::test_runner::Config;
@@ -651,4 +651,116 @@ proptest! {
             prop_assert_eq!(reserved, reserved_by_hand(&admitted));
         }
     }
+}
+
+/// The CPUs each admitted task holds, by name, from `capacity`, with each CPU's reserved slots.
+fn placement(c: &mut Control, e: &mut FakeEngine) -> Vec<(u32, u64, Vec<String>)> {
+    capacity(c, e)
+        .cpus
+        .into_iter()
+        .map(|k| (k.cpu, k.reserved_slots, k.tasks))
+        .collect()
+}
+
+#[test]
+fn a_replayed_journal_puts_each_task_back_on_the_cpus_it_had() {
+    let (mut c, mut e) = run(at(3));
+    // a (1 vCPU, 6 of 12) takes CPU 1; the VM b's two vCPUs then go to the least loaded, 3 and
+    // 2; a leaves. Placed afresh, b would take 1 and 3: only `cpus` in the journal keeps 3, 2.
+    let a = periodic("a", Some(AdmitSelector::QemuPid(600)), 12, 6);
+    let b = periodic("ns/b", Some(AdmitSelector::QemuPid(800)), 12, 2);
+    assert_eq!(
+        verdict_of_admit(send(&mut e, &mut c, &a)),
+        Verdict::Accepted(vec![1])
+    );
+    assert_eq!(
+        verdict_of_admit(send(&mut e, &mut c, &b)),
+        Verdict::Accepted(vec![3, 2])
+    );
+    let removed = e.send(
+        &mut c,
+        &Request::Remove(crate::control::request::TaskArg { task: "a".into() }),
+    );
+    assert!(
+        removed.to_line().contains("\"ok\":true"),
+        "{}",
+        removed.to_line()
+    );
+    let want = placement(&mut c, &mut e);
+    let lines = c.journal.lines();
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert!(lines[0].contains("\"cpus\":[3,2]"), "{}", lines[0]);
+    let (mut fresh, mut e2) = run(at(40));
+    for line in &lines {
+        let reply = e2.serve(&mut fresh, line.trim_end()).to_line();
+        assert!(reply.contains("\"accepted\":true"), "{line} -> {reply}");
+    }
+    assert_eq!(placement(&mut fresh, &mut e2), want);
+    // without the journal's cpus the same request lands elsewhere: the check above can fail
+    let (mut other, mut e3) = run(at(40));
+    assert_eq!(
+        verdict_of_admit(send(&mut e3, &mut other, &b)),
+        Verdict::Accepted(vec![1, 3])
+    );
+}
+
+#[test]
+fn cpus_is_refused_naming_the_rule_and_changes_nothing() {
+    let (mut c, mut e) = run(at(3));
+    let vm = periodic("vm", Some(AdmitSelector::QemuPid(800)), 12, 2);
+    for (cpus, cpu, class, rule) in [
+        (
+            vec![1],
+            None,
+            AdmitClass::Tt,
+            "cpus = [1]: one CPU per task: this admission makes 2 tasks",
+        ),
+        (
+            vec![2, 2],
+            None,
+            AdmitClass::Tt,
+            "cpus = [2, 2]: cpu 2 twice: one vCPU per CPU",
+        ),
+        (
+            vec![1, 9],
+            None,
+            AdmitClass::Tt,
+            "cpus = [1, 9]: task 1 may use the managed CPUs [1, 2, 3] only",
+        ),
+        (
+            vec![1, 2],
+            Some(1),
+            AdmitClass::Tt,
+            "cpus = [1, 2]: give cpu or cpus, not both",
+        ),
+        (
+            vec![1],
+            None,
+            AdmitClass::Be,
+            "cpus = [1]: only for class tt",
+        ),
+    ] {
+        let r = Admit {
+            cpus: Some(cpus),
+            cpu,
+            class,
+            period_slots: vm.period_slots.filter(|_| class == AdmitClass::Tt),
+            wcet_slots: vm.wcet_slots.filter(|_| class == AdmitClass::Tt),
+            ..vm.clone()
+        };
+        let before = snapshot(&mut c, &mut e);
+        let reply = send(&mut e, &mut c, &r);
+        let text = error(reply);
+        assert!(text.starts_with(rule), "{text}");
+        assert_eq!(snapshot(&mut c, &mut e), before, "{rule}");
+    }
+    // pinned where it fits: admitted there
+    let r = Admit {
+        cpus: Some(vec![2, 1]),
+        ..vm
+    };
+    assert_eq!(
+        verdict_of_admit(send(&mut e, &mut c, &r)),
+        Verdict::Accepted(vec![2, 1])
+    );
 }
