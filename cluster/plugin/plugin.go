@@ -25,6 +25,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -54,6 +56,8 @@ type ScxTT struct {
 	cooldown time.Duration
 	http     *http.Client
 	handle   fwk.Handle
+
+	nodes corelisters.NodeLister // from the handle's informer factory; nil without a handle
 
 	mu   sync.Mutex
 	down map[string]time.Time // endpoint -> filtered out without asking until
@@ -93,7 +97,7 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		args.DownCooldownMs = 2000
 	}
 	timeout := time.Duration(args.TimeoutMs) * time.Millisecond
-	return &ScxTT{
+	p := &ScxTT{
 		token:    token,
 		timeout:  timeout,
 		cooldown: time.Duration(args.DownCooldownMs) * time.Millisecond,
@@ -102,7 +106,88 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 		http:   nodeapi.NewHTTPClient(2 * timeout),
 		handle: h,
 		down:   map[string]time.Time{},
-	}, nil
+	}
+	if h != nil && h.SharedInformerFactory() != nil {
+		if err := p.watchPods(); err != nil {
+			return nil, fmt.Errorf("%s: pod informer: %w", Name, err)
+		}
+	}
+	return p, nil
+}
+
+// watchPods registers the handlers that give a pod's admission back to its
+// node when the pod is deleted or ends. The scheduler's pod informer leaves
+// out pods that ended (its field selector drops phases Succeeded and
+// Failed), so a pod that ends usually arrives here as a delete; the update
+// handler covers an informer without that selector.
+func (p *ScxTT) watchPods() error {
+	f := p.handle.SharedInformerFactory()
+	p.nodes = f.Core().V1().Nodes().Lister()
+	f.Core().V1().Nodes().Informer() // registered with the factory (the scheduler has it already)
+	_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1.Pod)
+			n, ok2 := newObj.(*v1.Pod)
+			if ok1 && ok2 && ended(n) && !ended(o) {
+				p.release(n, "ended ("+string(n.Status.Phase)+")")
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if pod, ok := obj.(*v1.Pod); ok {
+				p.release(pod, "deleted")
+			}
+		},
+	})
+	return err
+}
+
+func ended(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// release calls POST /v1/remove on the node of a bound real-time pod. It
+// runs in the plugin's own informer handler (each handler has its own
+// goroutine), so a slow node delays only later releases, never a
+// scheduling cycle. A call that does not answer is retried twice, a second
+// apart; a node that answers (removed or not) is not asked again.
+func (p *ScxTT) release(pod *v1.Pod, why string) {
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	req, ours, ferr := nodeapi.FromAnnotations(pod.Namespace+"/"+pod.Name, pod.Annotations)
+	if !ours || ferr != nil {
+		return
+	}
+	logger := klog.Background().WithValues("pod", req.Name, "node", pod.Spec.NodeName, "why", why)
+	node, err := p.nodes.Get(pod.Spec.NodeName)
+	if err != nil {
+		logger.Error(err, "scx_tt release: node not found; the node keeps the reservation")
+		return
+	}
+	c, st := p.client(node)
+	if st != nil {
+		logger.Info("scx_tt release: " + st.Message())
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		r, err := c.Remove(ctx, req.Name)
+		cancel()
+		var se *nodeapi.StatusError
+		if err == nil {
+			logger.V(2).Info("scx_tt released", "removed", r.Removed, "generation", r.Generation, "elapsed", time.Since(start))
+			return
+		}
+		if errors.As(err, &se) || attempt == 3 {
+			logger.Error(err, "scx_tt release: remove failed; the node keeps the reservation", "attempt", attempt)
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // Name returns the plugin's name.
@@ -190,8 +275,9 @@ func (p *ScxTT) markUp(ep string) {
 func (p *ScxTT) callFailed(ctx context.Context, node, ep, call string, start time.Time, err error) *fwk.Status {
 	var se *nodeapi.StatusError
 	if errors.As(err, &se) {
-		// The node answered, but not with 200: not a timeout.
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("scx_tt: node API %s answered HTTP %d", call, se.Status))
+		// The node answered, but not with 200: not a timeout. (422: its
+		// engine refused for a reason other than the timing not fitting.)
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("scx_tt: node API %s answered HTTP %d: %s", call, se.Status, se.Detail()))
 	}
 	p.markDown(ep)
 	klog.FromContext(ctx).Info("scx_tt node API did not answer", "node", node, "endpoint", ep,
