@@ -64,7 +64,7 @@ import (
 var (
 	binDir     = flag.String("bin", "bin", "directory holding kube-apiserver and scx-tt-scheduler")
 	scxBin     = flag.String("scx-tt", "", "the scx_tt binary (required): each node is `scx_tt --simulated-node` serving the node API")
-	baseTask   = flag.Bool("base-task", false, "give each node's plan one task (base: CPU 1, period 12, wcet 1) instead of an empty task list")
+	baseTask   = flag.Bool("base-task", true, "give each node's plan one task (base: CPU 1, period 12, wcet 1, 10 slots per frame); scx_tt refuses a plan with no task (\"tasks = []: must not be empty\")")
 	nNodes     = flag.Int("nodes", 5, "answering nodes")
 	nCPUs      = flag.Int("cpus", 8, "CPUs managed per node (numbered 1..cpus)")
 	nPods      = flag.Int("pods", 200, "pods to submit")
@@ -792,18 +792,17 @@ profiles:
 		if k > len(boundRT) {
 			k = len(boundRT)
 		}
-		var victims []string
-		for i := 0; i < k; i++ {
-			victims = append(victims, boundRT[i*len(boundRT)/k])
-		}
 		before, problems := checkState("before the delete")
 		if len(problems) > 0 {
 			fmt.Println("note: state before the delete:", problems)
 		}
-		// Would copies of the victims be placed now? (dry run on every node)
-		refusedEverywhere := 0
-		refusedBefore := make([]bool, len(victims))
-		for i, v := range victims {
+		// Would a copy of each bound pod (a new name, the same timing) be
+		// placed now? A dry run on every answering node. The victims are
+		// taken first among the pods whose copy every node refuses, so that
+		// the copies show a pod refused for capacity placed once room is
+		// freed; then among the others, spread over the names.
+		copyRefused := map[string]bool{}
+		for _, v := range boundRT {
 			r := *info[v].req
 			r.Name = "default/again-" + v
 			admit := false
@@ -815,7 +814,30 @@ profiles:
 					admit = true
 				}
 			}
-			if !admit {
+			copyRefused[v] = !admit
+		}
+		var victims, refusedFirst, others []string
+		for _, v := range boundRT {
+			if copyRefused[v] {
+				refusedFirst = append(refusedFirst, v)
+			} else {
+				others = append(others, v)
+			}
+		}
+		for _, group := range [][]string{refusedFirst, others} {
+			want := k - len(victims)
+			if want > len(group) {
+				want = len(group)
+			}
+			for i := 0; i < want; i++ {
+				victims = append(victims, group[i*len(group)/want])
+			}
+		}
+		sort.Strings(victims)
+		refusedEverywhere := 0
+		refusedBefore := make([]bool, len(victims))
+		for i, v := range victims {
+			if copyRefused[v] {
 				refusedEverywhere++
 				refusedBefore[i] = true
 			}
@@ -984,7 +1006,7 @@ profiles:
 				}
 			}
 		}
-		var rprob []string
+		var rprob, cprob []string
 		var readyIn time.Duration
 		if victim == "" {
 			rprob = append(rprob, "no node state to compare")
@@ -1007,25 +1029,40 @@ profiles:
 				return nodeDied(victim, err)
 			}
 			afterSt := index(capy)
-			for _, c := range beforeSt.cpus() {
-				if afterSt.reserved[c] != beforeSt.reserved[c] {
-					rprob = append(rprob, fmt.Sprintf("cpu %d: %d reserved slots before, %d after", c, beforeSt.reserved[c], afterSt.reserved[c]))
+			// Node-wide: the same tasks and the same slots in all.
+			all := func(st *nodeState) (map[string]bool, int64) {
+				ts, sum := map[string]bool{}, int64(0)
+				for c, m := range st.tasks {
+					for t := range m {
+						ts[t] = true
+					}
+					sum += st.reserved[c]
 				}
+				return ts, sum
+			}
+			bt, bs := all(beforeSt)
+			at, as := all(afterSt)
+			if b, a := strings.Join(sortedKeys(bt), ","), strings.Join(sortedKeys(at), ","); a != b || bs != as {
+				rprob = append(rprob, fmt.Sprintf("node-wide: %d tasks and %d reserved slots before, %d tasks and %d slots after; before [%s], after [%s]", len(bt), bs, len(at), as, b, a))
+			}
+			// CPU by CPU: each task back on the CPU it had.
+			for _, c := range beforeSt.cpus() {
 				b, a := strings.Join(sortedKeys(beforeSt.tasks[c]), ","), strings.Join(sortedKeys(afterSt.tasks[c]), ",")
-				if a != b {
-					rprob = append(rprob, fmt.Sprintf("cpu %d: tasks before [%s], after [%s]", c, b, a))
+				if afterSt.reserved[c] != beforeSt.reserved[c] || a != b {
+					cprob = append(cprob, fmt.Sprintf("cpu %d: %d slots [%s] before, %d slots [%s] after", c, beforeSt.reserved[c], b, afterSt.reserved[c], a))
 				}
 			}
 			if len(afterSt.reserved) != len(beforeSt.reserved) {
-				rprob = append(rprob, fmt.Sprintf("%d CPUs before, %d after", len(beforeSt.reserved), len(afterSt.reserved)))
+				cprob = append(cprob, fmt.Sprintf("%d CPUs before, %d after", len(beforeSt.reserved), len(afterSt.reserved)))
 			}
 			fmt.Printf("restart: %s's scx_tt --resume answered in %v (generation %d)\n", victim, readyIn.Round(time.Millisecond), capy.Generation)
-			if len(rprob) > 0 {
+			if len(rprob)+len(cprob) > 0 {
 				fmt.Printf("the tail of %s:\n%s\n", sn.log, sn.tail(20))
 			}
 		}
 		out["restart_node"], out["restart_ready_ms"] = victim, ms(readyIn)
-		res.check(len(rprob) == 0, "restart-keeps-admissions", "%s killed (SIGKILL) and restarted with --resume: same tasks and reserved slots on every CPU; problems: %v", victim, rprob)
+		res.check(len(rprob) == 0, "restart-keeps-admissions", "%s killed (SIGKILL) and restarted with --resume: the same tasks and reserved slots on the node; problems: %v", victim, rprob)
+		res.check(len(cprob) == 0 && victim != "", "restart-keeps-cpus", "after the restart every CPU of %s holds the same tasks and reserved slots as before the kill; differences: %v", victim, cprob)
 		_, problems := checkState("after the restart")
 		res.check(len(problems) == 0, "no-over-admission-after-restart", "node state == plan + recomputed bound pods; problems: %v", problems)
 	}
@@ -1071,16 +1108,42 @@ profiles:
 			"hang-node-not-waited-on", "%d calls to %s did not answer; the scheduler waited at most %v on one (deadline %v + margin %v)",
 			nLogged, hangName, maxElapsed.Round(time.Millisecond), deadline, *holdMargin)
 		res.check(hangMsgs > 0, "hang-node-reason", "%d FailedScheduling events name the node API that did not answer", hangMsgs)
+
+		// Resume it (SIGCONT) and wait until it answers again before it is
+		// asked to end: it holds the requests the scheduler gave up on.
+		tc := time.Now()
+		nodes[hangName].signal(syscall.SIGCONT)
+		capy, err := nodes[hangName].waitReady(ctx, cli, 30*time.Second)
+		var held []string
+		if err == nil {
+			for _, c := range capy.CPUs {
+				for _, t := range c.Tasks {
+					if !base[hangName].tasks[c.CPU][t] {
+						held = append(held, t)
+					}
+				}
+			}
+		}
+		out["hang_resume_answer_ms"] = ms(time.Since(tc))
+		res.check(err == nil && len(held) == 0, "hang-node-resumes-empty", "after SIGCONT %s answered again in %v and holds no pod: %v (error: %v)",
+			hangName, time.Since(tc).Round(time.Millisecond), held, err)
 	}
 
 	// Every scx_tt ends cleanly on SIGTERM (the stopped one after SIGCONT).
 	var unclean []string
+	var slowest time.Duration
 	for _, n := range names {
-		if err, ok := nodes[n].terminate(10 * time.Second); !ok || err != nil {
-			unclean = append(unclean, fmt.Sprintf("%s: %v (ended by itself: %v)", n, err, ok))
+		tt := time.Now()
+		err, ok := nodes[n].terminate(10 * time.Second)
+		if !ok || err != nil {
+			unclean = append(unclean, fmt.Sprintf("%s: %v (ended by itself within 10 s: %v)", n, err, ok))
+		}
+		if d := time.Since(tt); d > slowest {
+			slowest = d
 		}
 	}
-	res.check(len(unclean) == 0, "nodes-end-on-sigterm", "every scx_tt exited with status 0 on SIGTERM; others: %v", unclean)
+	out["sigterm_exit_max_ms"] = ms(slowest)
+	res.check(len(unclean) == 0, "nodes-end-on-sigterm", "every scx_tt exited with status 0 on SIGTERM, the slowest in %v; others: %v", slowest.Round(time.Millisecond), unclean)
 
 	fmt.Printf("%d passed, %d failed\n", len(res.checks), len(res.failures))
 	out["passed"], out["failed"] = len(res.checks), res.failures

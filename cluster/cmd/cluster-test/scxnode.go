@@ -38,7 +38,9 @@ type scxNode struct {
 
 // planJSON is the node's plan: slotUS-long slots, a frame of frameSlots,
 // managed CPUs 1..cpus (housekeeping CPU 0) and, with base, one small plan
-// task on CPU 1 reserving frameSlots/12 slots per frame.
+// task on CPU 1 reserving frameSlots/12 slots per frame (scx_tt refuses an
+// empty task list, and a comm longer than the kernel's 15 characters: the
+// simulated node never looks for the thread).
 func planJSON(cpus int, base bool) []byte {
 	managed := make([]int, cpus)
 	for i := range managed {
@@ -46,7 +48,7 @@ func planJSON(cpus int, base bool) []byte {
 	}
 	tasks := []map[string]any{}
 	if base {
-		tasks = append(tasks, map[string]any{"name": "base", "class": "tt", "cpu": 1, "period": 12, "wcet": 1, "comm": "nonexistent-base"})
+		tasks = append(tasks, map[string]any{"name": "base", "class": "tt", "cpu": 1, "period": 12, "wcet": 1, "comm": "no-such-thread"})
 	}
 	b, _ := json.MarshalIndent(map[string]any{"version": 1, "slot_us": slotUS, "frame_slots": frameSlots,
 		"cpus": map[string]any{"managed": managed, "housekeeping": []int{0}}, "tasks": tasks}, "", "  ")
