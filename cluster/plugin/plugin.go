@@ -125,23 +125,29 @@ func (p *ScxTT) watchPods() error {
 	p.nodes = f.Core().V1().Nodes().Lister()
 	f.Core().V1().Nodes().Informer() // registered with the factory (the scheduler has it already)
 	_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1.Pod)
-			n, ok2 := newObj.(*v1.Pod)
-			if ok1 && ok2 && ended(n) && !ended(o) {
-				p.release(n, "ended ("+string(n.Status.Phase)+")")
-			}
-		},
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if pod, ok := obj.(*v1.Pod); ok {
-				p.release(pod, "deleted")
-			}
-		},
+		UpdateFunc: p.onPodUpdate,
+		DeleteFunc: p.onPodDelete,
 	})
 	return err
+}
+
+// onPodUpdate releases a pod whose phase became Succeeded or Failed.
+func (p *ScxTT) onPodUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Pod)
+	n, ok2 := newObj.(*v1.Pod)
+	if ok1 && ok2 && ended(n) && !ended(o) {
+		p.release(n, "ended ("+string(n.Status.Phase)+")")
+	}
+}
+
+// onPodDelete releases a deleted pod (also one known only by its tombstone).
+func (p *ScxTT) onPodDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok {
+		p.release(pod, "deleted")
+	}
 }
 
 func ended(p *v1.Pod) bool {
