@@ -47,12 +47,18 @@ type Args struct {
 	// without being asked for this long (default 2000; 0 keeps the default,
 	// a negative value turns it off).
 	DownCooldownMs int `json:"downCooldownMs"`
+	// ReserveTimeoutMs bounds Reserve's admit and Unreserve's remove on the
+	// one node chosen, which has just answered its dry run (default 5 x
+	// timeoutMs). An admit that does not answer in time may still have been
+	// applied: Unreserve then removes it.
+	ReserveTimeoutMs int `json:"reserveTimeoutMs"`
 }
 
 // ScxTT is the plugin.
 type ScxTT struct {
 	token    string
 	timeout  time.Duration
+	rtimeout time.Duration // Reserve's admit, Unreserve's remove
 	cooldown time.Duration
 	http     *http.Client
 	handle   fwk.Handle
@@ -96,14 +102,21 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if args.DownCooldownMs == 0 {
 		args.DownCooldownMs = 2000
 	}
+	if args.ReserveTimeoutMs == 0 {
+		args.ReserveTimeoutMs = 5 * args.TimeoutMs
+	}
+	if args.ReserveTimeoutMs < 0 {
+		return nil, fmt.Errorf("%s args: reserveTimeoutMs must be > 0, got %d", Name, args.ReserveTimeoutMs)
+	}
 	timeout := time.Duration(args.TimeoutMs) * time.Millisecond
 	p := &ScxTT{
 		token:    token,
 		timeout:  timeout,
+		rtimeout: time.Duration(args.ReserveTimeoutMs) * time.Millisecond,
 		cooldown: time.Duration(args.DownCooldownMs) * time.Millisecond,
 		// The per-call contexts carry the deadline; the client's own
 		// timeout is only a backstop.
-		http:   nodeapi.NewHTTPClient(2 * timeout),
+		http:   nodeapi.NewHTTPClient(2 * max(timeout, time.Duration(args.ReserveTimeoutMs)*time.Millisecond)),
 		handle: h,
 		down:   map[string]time.Time{},
 	}
@@ -206,6 +219,9 @@ type state struct {
 	// admittedOn is the node on which Reserve admitted the pod in this
 	// cycle; Unreserve removes only that admission.
 	admittedOn string
+	// uncertain: the admit did not answer in time, so the node may or may
+	// not hold the pod (or may admit it a moment later).
+	uncertain bool
 }
 
 func (s *state) Clone() fwk.StateData { c := *s; return &c }
@@ -340,10 +356,17 @@ func (p *ScxTT) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 		return st
 	}
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	cctx, cancel := context.WithTimeout(ctx, p.rtimeout)
 	defer cancel()
 	r, err := c.Admit(cctx, s.req)
 	if err != nil {
+		var se *nodeapi.StatusError
+		if !errors.As(err, &se) {
+			// No answer: the node may have admitted the pod (or may
+			// still); Unreserve, which the framework runs after a failed
+			// Reserve, removes it.
+			s.admittedOn, s.uncertain = nodeName, true
+		}
 		return p.callFailed(ctx, nodeName, c.Endpoint, "admit", start, err)
 	}
 	if !r.Admitted {
@@ -370,14 +393,38 @@ func (p *ScxTT) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if st != nil {
 		return
 	}
-	// The cycle's context may be cancelled already: the removal gets its own.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
-	defer cancel()
-	if _, err := c.Remove(cctx, s.req.Name); err != nil {
-		logger.Error(err, "scx_tt unreserve: remove failed; the node keeps the reservation", "pod", s.req.Name, "node", nodeName)
-		return
+	p.unreserveOn(ctx, s, nodeName, c)
+}
+
+// unreserveOn removes s's admission through c.
+func (p *ScxTT) unreserveOn(ctx context.Context, s *state, nodeName string, c *nodeapi.Client) {
+	logger := klog.FromContext(ctx)
+	// After an admit that did not answer, "removed": false may mean that
+	// the admit has not been applied yet: ask again a little later, three
+	// times in all. The cycle's context may be cancelled already: each
+	// removal gets its own.
+	attempts := 1
+	if s.uncertain {
+		attempts = 3
 	}
-	s.admittedOn = ""
+	for i := 1; i <= attempts; i++ {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.rtimeout)
+		r, err := c.Remove(cctx, s.req.Name)
+		cancel()
+		if err == nil && (r.Removed || !s.uncertain) {
+			s.admittedOn, s.uncertain = "", false
+			return
+		}
+		if i == attempts {
+			if err != nil {
+				logger.Error(err, "scx_tt unreserve: remove failed; the node may keep the reservation", "pod", s.req.Name, "node", nodeName, "uncertain", s.uncertain)
+			} else {
+				logger.Info("scx_tt unreserve: the admit that did not answer was not found on the node", "pod", s.req.Name, "node", nodeName, "attempts", attempts)
+			}
+			return
+		}
+		time.Sleep(p.timeout)
+	}
 }
 
 func (p *ScxTT) nodeInfo(_ context.Context, nodeName string) (*v1.Node, error) {

@@ -166,3 +166,31 @@ func TestReleaseOnDeleteAndEnd(t *testing.T) {
 		t.Fatalf("plain or unbound pod released: %v", s.Capacity())
 	}
 }
+
+func TestUnreserveRemovesAnAdmitThatAnsweredLate(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := fakenode.New("n1", []int{1, 2}, "tok")
+	s.LateAdmit = 300 * time.Millisecond
+	ep, _ := s.Serve(ctx, "127.0.0.1:0")
+	p := newPlugin(t, `,"timeoutMs":50,"reserveTimeoutMs":100`)
+	cs := framework.NewCycleState()
+	if _, st := p.PreFilter(ctx, cs, pod(rt), nil); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	c := &nodeapi.Client{HTTP: p.http, Endpoint: ep, Token: "tok"}
+	// Reserve through the client directly (no snapshot lister in a unit
+	// test): the admit is applied but its answer comes after the deadline.
+	st, _ := getState(cs)
+	cctx, cc := context.WithTimeout(ctx, p.rtimeout)
+	_, err := c.Admit(cctx, st.req)
+	cc()
+	if err == nil {
+		t.Fatal("admit answered within the deadline")
+	}
+	st.admittedOn, st.uncertain = "n1", true
+	p.unreserveOn(ctx, st, "n1", c)
+	if n := len(s.Capacity().CPUs[0].Tasks) + len(s.Capacity().CPUs[1].Tasks); n != 0 {
+		t.Fatalf("after Unreserve the node still holds %d tasks: %+v", n, s.Capacity())
+	}
+}

@@ -52,6 +52,9 @@ type Server struct {
 	// (a node whose API does not answer). Holds records how long each
 	// request was held before the client went away.
 	Hang bool
+	// LateAdmit delays the answer of POST /v1/admit after the admission is
+	// applied (a node slower than the client's deadline).
+	LateAdmit time.Duration
 
 	mu         sync.Mutex
 	generation uint64
@@ -150,6 +153,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rep, conflict := s.Admit(&req)
+		s.mu.Lock()
+		late := s.LateAdmit
+		s.mu.Unlock()
+		// The admission is applied; the answer comes late (or never
+		// reaches a client that gave up).
+		time.Sleep(late)
 		if conflict {
 			writeJSON(w, http.StatusConflict, nodeapi.ErrorReply{Message: fmt.Sprintf("%s is already admitted", req.Name)})
 			return
