@@ -1132,6 +1132,7 @@ profiles:
 	// Every scx_tt ends cleanly on SIGTERM (the stopped one after SIGCONT).
 	var unclean []string
 	var slowest time.Duration
+	slowestName := ""
 	for _, n := range names {
 		tt := time.Now()
 		err, ok := nodes[n].terminate(10 * time.Second)
@@ -1139,11 +1140,11 @@ profiles:
 			unclean = append(unclean, fmt.Sprintf("%s: %v (ended by itself within 10 s: %v)", n, err, ok))
 		}
 		if d := time.Since(tt); d > slowest {
-			slowest = d
+			slowest, slowestName = d, n
 		}
 	}
 	out["sigterm_exit_max_ms"] = ms(slowest)
-	res.check(len(unclean) == 0, "nodes-end-on-sigterm", "every scx_tt exited with status 0 on SIGTERM, the slowest in %v; others: %v", slowest.Round(time.Millisecond), unclean)
+	res.check(len(unclean) == 0, "nodes-end-on-sigterm", "every scx_tt exited with status 0 on SIGTERM, the slowest (%s) in %v; others: %v", slowestName, slowest.Round(time.Millisecond), unclean)
 
 	fmt.Printf("%d passed, %d failed\n", len(res.checks), len(res.failures))
 	out["passed"], out["failed"] = len(res.checks), res.failures
