@@ -638,8 +638,8 @@ profiles:
 		owner := map[string]string{}             // task -> node it is bound to
 		for name, p := range pods {
 			pi := info[name]
-			if pi == nil || p.Spec.NodeName == "" {
-				continue
+			if pi == nil || p.Spec.NodeName == "" || p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed {
+				continue // not a real-time pod, not bound, or ended (released)
 			}
 			if want[p.Spec.NodeName] == nil {
 				want[p.Spec.NodeName] = map[string]*podInfo{}
@@ -986,7 +986,53 @@ profiles:
 		res.check(nAgainRefusedBefore > 0 && len(unplacedFits) == 0 && len(und) == 0, "freed-room-placed",
 			"%d copies of the deleted pods submitted as new pods: %d bound, %d of them refused by a dry run on every node before the delete; not placed: %v; of those, admitted by a dry run now (must be none): %v",
 			len(again), nAgain, nAgainRefusedBefore, notPlaced, unplacedFits)
-		_, problems = checkState("after the delete and resubmit")
+		// A pod that ends (no kubelet here: the driver sets its phase to
+		// Succeeded) must be released the same way.
+		var ender string
+		for _, name := range boundRT {
+			if !copyRefused[name] && pods[name] != nil && pods[name].Spec.NodeName != "" && !strings.HasPrefix(name, "again-") {
+				isVictim := false
+				for _, v := range victims {
+					isVictim = isVictim || v == name
+				}
+				if !isVictim {
+					ender = name
+					break
+				}
+			}
+		}
+		if ender != "" {
+			p := pods[ender].DeepCopy()
+			n := p.Spec.NodeName
+			p.Status.Phase = v1.PodSucceeded
+			te := time.Now()
+			_, err := cs.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{})
+			tasks := nodeapi.TaskNames(info[ender].req.Name, info[ender].req.VCPUs)
+			var endedIn time.Duration = -1
+			for err == nil && time.Since(te) < 15*time.Second && ctx.Err() == nil {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				capy, cerr := on(n).Capacity(cctx)
+				cancel()
+				if cerr == nil {
+					held := false
+					for _, c := range capy.CPUs {
+						for _, t := range c.Tasks {
+							for _, w := range tasks {
+								held = held || t == w
+							}
+						}
+					}
+					if !held {
+						endedIn = time.Since(te)
+						break
+					}
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			out["end_freed_ms"] = ms(endedIn)
+			res.check(err == nil && endedIn >= 0, "end-frees-capacity", "%s on %s set to phase Succeeded: its tasks left the node after %v (error: %v)", ender, n, endedIn.Round(time.Millisecond), err)
+		}
+		_, problems = checkState("after the delete, resubmit and end")
 		res.check(len(problems) == 0, "no-over-admission-after-delete", "node state == plan + recomputed bound pods; problems: %v", problems)
 	}
 
