@@ -990,7 +990,7 @@ profiles:
 		// Succeeded) must be released the same way.
 		var ender string
 		for _, name := range boundRT {
-			if !copyRefused[name] && pods[name] != nil && pods[name].Spec.NodeName != "" && !strings.HasPrefix(name, "again-") {
+			if pods[name] != nil && pods[name].Spec.NodeName != "" {
 				isVictim := false
 				for _, v := range victims {
 					isVictim = isVictim || v == name
@@ -1001,7 +1001,9 @@ profiles:
 				}
 			}
 		}
-		if ender != "" {
+		if ender == "" {
+			res.check(false, "end-frees-capacity", "no bound real-time pod left to end")
+		} else {
 			p := pods[ender].DeepCopy()
 			n := p.Spec.NodeName
 			p.Status.Phase = v1.PodSucceeded
