@@ -2,9 +2,9 @@
 // "scx_tt.node/v1", JSON over HTTP/1.1) and a small client for it.
 //
 // The kube-scheduler plugin (package plugin) is the client; each node's
-// scx_tt serves the API (today: the Go stand-in in internal/fakenode; later
-// scx_tt itself, as `--simulated-node` and on real nodes). docs/cluster.md
-// describes the endpoints.
+// scx_tt serves the API (`scx_tt --simulated-node` in cmd/cluster-test, the
+// scx_tt daemon on real nodes; internal/fakenode is a Go stand-in kept for
+// the plugin's unit tests). docs/cluster.md describes the endpoints.
 package nodeapi
 
 import (
@@ -31,7 +31,11 @@ const (
 	AnnotationEndpoint = "scx-tt.io/endpoint"
 )
 
-// Timing is a task's timing: utilisation (0 < util <= 1) of each vCPU and
+// UtilRule is scx_tt's rule for timing.util: a share of one CPU per vCPU,
+// open at both ends (a whole CPU is not a time-triggered reservation).
+const UtilRule = "0 < util < 1"
+
+// Timing is a task's timing: utilisation (0 < util < 1) of each vCPU and
 // its latency bound in microseconds.
 type Timing struct {
 	Util      float64 `json:"util"`
@@ -71,12 +75,18 @@ type RemoveReply struct {
 	Generation uint64 `json:"generation,omitempty"`
 }
 
-// CPU is one CPU of GET /v1/capacity: its admitted utilisation and the
-// reservations on it, each "namespace/name#i" for vCPU i of that task.
+// CPU is one CPU of GET /v1/capacity: its reservation and the tasks on it.
+// utilisation = reserved_slots / frame_slots. A task of one vCPU is named
+// "namespace/name"; a task of N > 1 vCPUs has one entry per vCPU,
+// "namespace/name/vcpu0" .. "namespace/name/vcpu{N-1}", each on a distinct
+// CPU (see TaskNames). The plan's own tasks are listed by their plan names.
 type CPU struct {
-	CPU         int      `json:"cpu"`
-	Utilisation float64  `json:"utilisation"`
-	Tasks       []string `json:"tasks"`
+	CPU           int      `json:"cpu"`
+	Utilisation   float64  `json:"utilisation"`
+	ReservedSlots int64    `json:"reserved_slots"`
+	FirmSlots     int64    `json:"firm_slots"`
+	SpareSlots    int64    `json:"spare_slots"`
+	Tasks         []string `json:"tasks"`
 }
 
 // Capacity answers GET /v1/capacity.
@@ -84,7 +94,23 @@ type Capacity struct {
 	API        string `json:"api"`
 	Node       string `json:"node"`
 	Generation uint64 `json:"generation"`
+	SlotUS     int64  `json:"slot_us,omitempty"`
+	FrameSlots int64  `json:"frame_slots,omitempty"`
 	CPUs       []CPU  `json:"cpus"`
+}
+
+// TaskNames are the names under which a node lists the vCPUs of a request
+// named name in GET /v1/capacity: name itself for one vCPU, name/vcpu0 ..
+// name/vcpu{N-1} for N > 1.
+func TaskNames(name string, vcpus int) []string {
+	if vcpus <= 1 {
+		return []string{name}
+	}
+	out := make([]string, vcpus)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s/vcpu%d", name, i)
+	}
+	return out
 }
 
 // Event is one line of GET /v1/watch?since=G (newline-delimited JSON).
@@ -96,7 +122,7 @@ type Event struct {
 }
 
 // FieldError is the body of an HTTP 400 answer:
-// {"error":{"field":"timing.util","value":"1.5","rule":"0 < util <= 1"}}.
+// {"error":{"field":"timing.util","value":"1.5","rule":"0 < util < 1"}}.
 type FieldError struct {
 	Field string `json:"field"`
 	Value string `json:"value"`
@@ -107,7 +133,10 @@ func (e *FieldError) Error() string {
 	return fmt.Sprintf("%s = %s breaks %s", e.Field, e.Value, e.Rule)
 }
 
-// ErrorReply wraps a FieldError (HTTP 400) or a message (other statuses).
+// ErrorReply wraps a FieldError (HTTP 400) or a message (other statuses:
+// 409 a name already admitted, 410 a watch from a generation the node does
+// not have, 422 a refusal by the node's engine for a reason other than the
+// timing not fitting).
 type ErrorReply struct {
 	Error   *FieldError `json:"error,omitempty"`
 	Message string      `json:"message,omitempty"`
@@ -120,8 +149,8 @@ func (r *Request) Validate() *FieldError {
 		return &FieldError{Field: "name", Value: r.Name, Rule: "namespace/name"}
 	case r.VCPUs < 1:
 		return &FieldError{Field: "vcpus", Value: strconv.Itoa(r.VCPUs), Rule: "vcpus >= 1"}
-	case !(r.Timing.Util > 0 && r.Timing.Util <= 1):
-		return &FieldError{Field: "timing.util", Value: strconv.FormatFloat(r.Timing.Util, 'g', -1, 64), Rule: "0 < util <= 1"}
+	case !(r.Timing.Util > 0 && r.Timing.Util < 1):
+		return &FieldError{Field: "timing.util", Value: strconv.FormatFloat(r.Timing.Util, 'g', -1, 64), Rule: UtilRule}
 	case r.Timing.LatencyUS <= 0:
 		return &FieldError{Field: "timing.latency_us", Value: strconv.FormatInt(r.Timing.LatencyUS, 10), Rule: "latency_us > 0"}
 	}
@@ -136,6 +165,25 @@ type StatusError struct {
 
 func (e *StatusError) Error() string {
 	return fmt.Sprintf("node API answered HTTP %d: %s", e.Status, strings.TrimSpace(e.Body))
+}
+
+// Detail is the answer's message or field error, else its body (trimmed,
+// at most 300 bytes).
+func (e *StatusError) Detail() string {
+	var r ErrorReply
+	if json.Unmarshal([]byte(e.Body), &r) == nil {
+		if r.Error != nil {
+			return r.Error.Error()
+		}
+		if r.Message != "" {
+			return r.Message
+		}
+	}
+	b := strings.TrimSpace(e.Body)
+	if len(b) > 300 {
+		b = b[:300] + "..."
+	}
+	return b
 }
 
 // Client calls one node's API. Every call is bounded by the context's
@@ -227,8 +275,8 @@ func FromAnnotations(name string, ann map[string]string) (req *Request, ours boo
 	}
 	req = &Request{Name: name, VCPUs: 1}
 	util, err := strconv.ParseFloat(strings.TrimSpace(u), 64)
-	if err != nil || !(util > 0 && util <= 1) {
-		return nil, true, &FieldError{Field: AnnotationUtil, Value: u, Rule: "0 < util <= 1"}
+	if err != nil || !(util > 0 && util < 1) {
+		return nil, true, &FieldError{Field: AnnotationUtil, Value: u, Rule: UtilRule}
 	}
 	req.Timing.Util = util
 	l, ok := ann[AnnotationLatencyUS]

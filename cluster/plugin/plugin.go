@@ -25,6 +25,8 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -45,15 +47,23 @@ type Args struct {
 	// without being asked for this long (default 2000; 0 keeps the default,
 	// a negative value turns it off).
 	DownCooldownMs int `json:"downCooldownMs"`
+	// ReserveTimeoutMs bounds Reserve's admit and Unreserve's remove on the
+	// one node chosen, which has just answered its dry run (default 5 x
+	// timeoutMs). An admit that does not answer in time may still have been
+	// applied: Unreserve then removes it.
+	ReserveTimeoutMs int `json:"reserveTimeoutMs"`
 }
 
 // ScxTT is the plugin.
 type ScxTT struct {
 	token    string
 	timeout  time.Duration
+	rtimeout time.Duration // Reserve's admit, Unreserve's remove
 	cooldown time.Duration
 	http     *http.Client
 	handle   fwk.Handle
+
+	nodes corelisters.NodeLister // from the handle's informer factory; nil without a handle
 
 	mu   sync.Mutex
 	down map[string]time.Time // endpoint -> filtered out without asking until
@@ -92,17 +102,111 @@ func New(_ context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error
 	if args.DownCooldownMs == 0 {
 		args.DownCooldownMs = 2000
 	}
+	if args.ReserveTimeoutMs == 0 {
+		args.ReserveTimeoutMs = 5 * args.TimeoutMs
+	}
+	if args.ReserveTimeoutMs < 0 {
+		return nil, fmt.Errorf("%s args: reserveTimeoutMs must be > 0, got %d", Name, args.ReserveTimeoutMs)
+	}
 	timeout := time.Duration(args.TimeoutMs) * time.Millisecond
-	return &ScxTT{
+	p := &ScxTT{
 		token:    token,
 		timeout:  timeout,
+		rtimeout: time.Duration(args.ReserveTimeoutMs) * time.Millisecond,
 		cooldown: time.Duration(args.DownCooldownMs) * time.Millisecond,
 		// The per-call contexts carry the deadline; the client's own
 		// timeout is only a backstop.
-		http:   nodeapi.NewHTTPClient(2 * timeout),
+		http:   nodeapi.NewHTTPClient(2 * max(timeout, time.Duration(args.ReserveTimeoutMs)*time.Millisecond)),
 		handle: h,
 		down:   map[string]time.Time{},
-	}, nil
+	}
+	if h != nil && h.SharedInformerFactory() != nil {
+		if err := p.watchPods(); err != nil {
+			return nil, fmt.Errorf("%s: pod informer: %w", Name, err)
+		}
+	}
+	return p, nil
+}
+
+// watchPods registers the handlers that give a pod's admission back to its
+// node when the pod is deleted or ends. The scheduler's pod informer leaves
+// out pods that ended (its field selector drops phases Succeeded and
+// Failed), so a pod that ends usually arrives here as a delete; the update
+// handler covers an informer without that selector.
+func (p *ScxTT) watchPods() error {
+	f := p.handle.SharedInformerFactory()
+	p.nodes = f.Core().V1().Nodes().Lister()
+	f.Core().V1().Nodes().Informer() // registered with the factory (the scheduler has it already)
+	_, err := f.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: p.onPodUpdate,
+		DeleteFunc: p.onPodDelete,
+	})
+	return err
+}
+
+// onPodUpdate releases a pod whose phase became Succeeded or Failed.
+func (p *ScxTT) onPodUpdate(oldObj, newObj any) {
+	o, ok1 := oldObj.(*v1.Pod)
+	n, ok2 := newObj.(*v1.Pod)
+	if ok1 && ok2 && ended(n) && !ended(o) {
+		p.release(n, "ended ("+string(n.Status.Phase)+")")
+	}
+}
+
+// onPodDelete releases a deleted pod (also one known only by its tombstone).
+func (p *ScxTT) onPodDelete(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if pod, ok := obj.(*v1.Pod); ok {
+		p.release(pod, "deleted")
+	}
+}
+
+func ended(p *v1.Pod) bool {
+	return p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed
+}
+
+// release calls POST /v1/remove on the node of a bound real-time pod. It
+// runs in the plugin's own informer handler (each handler has its own
+// goroutine), so a slow node delays only later releases, never a
+// scheduling cycle. A call that does not answer is retried twice, a second
+// apart; a node that answers (removed or not) is not asked again.
+func (p *ScxTT) release(pod *v1.Pod, why string) {
+	if pod.Spec.NodeName == "" {
+		return
+	}
+	req, ours, ferr := nodeapi.FromAnnotations(pod.Namespace+"/"+pod.Name, pod.Annotations)
+	if !ours || ferr != nil {
+		return
+	}
+	logger := klog.Background().WithValues("pod", req.Name, "node", pod.Spec.NodeName, "why", why)
+	node, err := p.nodes.Get(pod.Spec.NodeName)
+	if err != nil {
+		logger.Error(err, "scx_tt release: node not found; the node keeps the reservation")
+		return
+	}
+	c, st := p.client(node)
+	if st != nil {
+		logger.Info("scx_tt release: " + st.Message())
+		return
+	}
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), p.timeout)
+		r, err := c.Remove(ctx, req.Name)
+		cancel()
+		var se *nodeapi.StatusError
+		if err == nil {
+			logger.V(2).Info("scx_tt released", "removed", r.Removed, "generation", r.Generation, "elapsed", time.Since(start))
+			return
+		}
+		if errors.As(err, &se) || attempt == 3 {
+			logger.Error(err, "scx_tt release: remove failed; the node keeps the reservation", "attempt", attempt)
+			return
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // Name returns the plugin's name.
@@ -115,6 +219,9 @@ type state struct {
 	// admittedOn is the node on which Reserve admitted the pod in this
 	// cycle; Unreserve removes only that admission.
 	admittedOn string
+	// uncertain: the admit did not answer in time, so the node may or may
+	// not hold the pod (or may admit it a moment later).
+	uncertain bool
 }
 
 func (s *state) Clone() fwk.StateData { c := *s; return &c }
@@ -190,8 +297,9 @@ func (p *ScxTT) markUp(ep string) {
 func (p *ScxTT) callFailed(ctx context.Context, node, ep, call string, start time.Time, err error) *fwk.Status {
 	var se *nodeapi.StatusError
 	if errors.As(err, &se) {
-		// The node answered, but not with 200: not a timeout.
-		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("scx_tt: node API %s answered HTTP %d", call, se.Status))
+		// The node answered, but not with 200: not a timeout. (422: its
+		// engine refused for a reason other than the timing not fitting.)
+		return fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("scx_tt: node API %s answered HTTP %d: %s", call, se.Status, se.Detail()))
 	}
 	p.markDown(ep)
 	klog.FromContext(ctx).Info("scx_tt node API did not answer", "node", node, "endpoint", ep,
@@ -248,10 +356,17 @@ func (p *ScxTT) Reserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, nod
 		return st
 	}
 	start := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
+	cctx, cancel := context.WithTimeout(ctx, p.rtimeout)
 	defer cancel()
 	r, err := c.Admit(cctx, s.req)
 	if err != nil {
+		var se *nodeapi.StatusError
+		if !errors.As(err, &se) {
+			// No answer: the node may have admitted the pod (or may
+			// still); Unreserve, which the framework runs after a failed
+			// Reserve, removes it.
+			s.admittedOn, s.uncertain = nodeName, true
+		}
 		return p.callFailed(ctx, nodeName, c.Endpoint, "admit", start, err)
 	}
 	if !r.Admitted {
@@ -278,14 +393,38 @@ func (p *ScxTT) Unreserve(ctx context.Context, cs fwk.CycleState, pod *v1.Pod, n
 	if st != nil {
 		return
 	}
-	// The cycle's context may be cancelled already: the removal gets its own.
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.timeout)
-	defer cancel()
-	if _, err := c.Remove(cctx, s.req.Name); err != nil {
-		logger.Error(err, "scx_tt unreserve: remove failed; the node keeps the reservation", "pod", s.req.Name, "node", nodeName)
-		return
+	p.unreserveOn(ctx, s, nodeName, c)
+}
+
+// unreserveOn removes s's admission through c.
+func (p *ScxTT) unreserveOn(ctx context.Context, s *state, nodeName string, c *nodeapi.Client) {
+	logger := klog.FromContext(ctx)
+	// After an admit that did not answer, "removed": false may mean that
+	// the admit has not been applied yet: ask again a little later, three
+	// times in all. The cycle's context may be cancelled already: each
+	// removal gets its own.
+	attempts := 1
+	if s.uncertain {
+		attempts = 3
 	}
-	s.admittedOn = ""
+	for i := 1; i <= attempts; i++ {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.rtimeout)
+		r, err := c.Remove(cctx, s.req.Name)
+		cancel()
+		if err == nil && (r.Removed || !s.uncertain) {
+			s.admittedOn, s.uncertain = "", false
+			return
+		}
+		if i == attempts {
+			if err != nil {
+				logger.Error(err, "scx_tt unreserve: remove failed; the node may keep the reservation", "pod", s.req.Name, "node", nodeName, "uncertain", s.uncertain)
+			} else {
+				logger.Info("scx_tt unreserve: the admit that did not answer was not found on the node", "pod", s.req.Name, "node", nodeName, "attempts", attempts)
+			}
+			return
+		}
+		time.Sleep(p.timeout)
+	}
 }
 
 func (p *ScxTT) nodeInfo(_ context.Context, nodeName string) (*v1.Node, error) {

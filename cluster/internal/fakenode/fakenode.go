@@ -1,7 +1,7 @@
-// Package fakenode is a STAND-IN for scx_tt's node API, written for the
-// cluster spike only. It is to be replaced by scx_tt itself serving the same
-// API (scx_tt --simulated-node, and on real nodes the scx_tt daemon): the
-// control-plane test then starts scx_tt processes instead of this server.
+// Package fakenode is a STAND-IN for scx_tt's node API, kept for the
+// plugin's unit tests only: cmd/cluster-test drives real scx_tt processes
+// (scx_tt --simulated-node). It speaks the same wire types but not scx_tt's
+// slot accounting (no reserved_slots, no latency).
 //
 // Its admission test is the exact per-CPU check for implicit-deadline tasks
 // under EDF on one CPU: a vCPU of utilisation u fits on a CPU when the
@@ -52,6 +52,9 @@ type Server struct {
 	// (a node whose API does not answer). Holds records how long each
 	// request was held before the client went away.
 	Hang bool
+	// LateAdmit delays the answer of POST /v1/admit after the admission is
+	// applied (a node slower than the client's deadline).
+	LateAdmit time.Duration
 
 	mu         sync.Mutex
 	generation uint64
@@ -150,6 +153,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rep, conflict := s.Admit(&req)
+		s.mu.Lock()
+		late := s.LateAdmit
+		s.mu.Unlock()
+		// The admission is applied; the answer comes late (or never
+		// reaches a client that gave up).
+		time.Sleep(late)
 		if conflict {
 			writeJSON(w, http.StatusConflict, nodeapi.ErrorReply{Message: fmt.Sprintf("%s is already admitted", req.Name)})
 			return
@@ -239,9 +248,10 @@ func (s *Server) Admit(req *nodeapi.Request) (rep nodeapi.AdmitReply, conflict b
 		return nodeapi.AdmitReply{Admitted: false, Reason: reason}, false
 	}
 	u := ToMicro(req.Timing.Util)
+	names := nodeapi.TaskNames(req.Name, req.VCPUs)
 	for i, c := range cpus {
 		s.load[c] += u
-		s.onCPU[c] = append(s.onCPU[c], fmt.Sprintf("%s#%d", req.Name, i))
+		s.onCPU[c] = append(s.onCPU[c], names[i])
 	}
 	s.tasks[req.Name] = &task{vcpus: req.VCPUs, util: u, cpus: cpus, timing: req.Timing}
 	g := s.bump(nodeapi.Event{Event: "admitted", Name: req.Name, CPUs: cpus})
@@ -256,11 +266,12 @@ func (s *Server) Remove(name string) nodeapi.RemoveReply {
 	if !ok {
 		return nodeapi.RemoveReply{Removed: false}
 	}
-	for _, c := range t.cpus {
+	names := nodeapi.TaskNames(name, t.vcpus)
+	for i, c := range t.cpus {
 		s.load[c] -= t.util
 		kept := s.onCPU[c][:0]
 		for _, n := range s.onCPU[c] {
-			if !strings.HasPrefix(n, name+"#") {
+			if n != names[i] {
 				kept = append(kept, n)
 			}
 		}

@@ -75,7 +75,7 @@ func TestErrors(t *testing.T) {
 		t.Fatalf("wrong token: %v", err)
 	}
 	if _, err := c.DryRun(ctx, req("default/a", 1, 1.5)); !errors.As(err, &se) || se.Status != 400 ||
-		!strings.Contains(se.Body, `{"error":{"field":"timing.util","value":"1.5","rule":"0 < util <= 1"}}`) {
+		!strings.Contains(se.Body, `{"error":{"field":"timing.util","value":"1.5","rule":"0 < util < 1"}}`) {
 		t.Fatalf("util 1.5: %v", err)
 	}
 	if r, err := c.Admit(ctx, req("default/a", 1, 0.5)); err != nil || !r.Admitted {
