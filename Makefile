@@ -3,7 +3,10 @@
 #                       per-slot timeline and summary: directly on a sched_ext host, else in a VM;
 #                       then its HTML report (target/demo/report.html, docs/report.md)
 #   make report-demo    the demo's report and its screenshot in headless chromium
-#   make test           unit and integration tests, then make test-vm-all (what .ci/run calls)
+#   make test           unit and integration tests, the benchmarks' build, the reduced cluster
+#                       test (1 node, 20 pods), then make test-vm-all (what .ci/run calls)
+#   make test-cluster   the full cluster test: a real etcd, kube-apiserver and kube-scheduler
+#                       with the ScxTT plugin, 5 scx_tt --simulated-node nodes, 200 pods
 #   make test-vm-all    the VM tests on the default kernel, then the core set on the rt, lts and
 #                       lts-rt kernels, which are fetched and built beside them (issue 32)
 #   make test-vm        the VM tests on the default kernel only, then their summary table
@@ -32,7 +35,7 @@ VM_TESTS := --test vm
 # One row per VM test, appended by the harness as each test ends (docs/vm-harness.md).
 VM_SUMMARY := target/vm/summary.tsv
 
-.PHONY: deps build demo report-demo test unit test-vm test-vm-all test-vm-loaded test-scale test-kernels test-kernel vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
+.PHONY: deps build demo report-demo test test-cluster unit test-vm test-vm-all test-vm-loaded test-scale test-kernels test-kernel vm-kernel vm-initrd bench bench-lateness bench-demos fmt install deb
 deps:
 	bash scripts/install-deps.sh
 
@@ -142,6 +145,13 @@ test-vm-all: vm-initrd
 TEST_KERNELS ?= lts-rt
 test: deps vm-kernel
 	bash scripts/test-vm-all.sh --unit $(TEST_KERNELS)
+
+# The Kubernetes integration's full test (issue 35, docs/cluster.md): a real etcd, kube-apiserver
+# and kube-scheduler with the ScxTT plugin, 5 scx_tt --simulated-node nodes and a stopped one,
+# 200 pods. make test runs the reduced form (1 node, 20 pods).
+test-cluster:
+	$(CARGO) build $(RELEASE) --bin scx_tt
+	SCX_TT=$(CURDIR)/target/release/scx_tt bash cluster/test.sh
 
 # The pure benchmarks (no VM); bench-lateness boots the VM.
 bench: build
