@@ -112,6 +112,10 @@ pub struct Daemon<'a> {
     pub(super) procfs: ProcFs,
     /// `--control`: bound by the system checks, removed when dropped.
     pub(super) socket: Option<ControlSocket>,
+    /// `--node-api`: the node admission API, whose requests go through `socket` (declared
+    /// after it: the socket is closed first, so a request in flight fails at once).
+    #[allow(dead_code)] // held for its threads, stopped when dropped
+    pub(super) node_api: Option<scx_tt::node_api::NodeApi>,
     /// The machine's online CPUs (its other CPUs than the managed ones do housekeeping).
     pub(super) online: Vec<u32>,
     /// The guard band: `--guard-us`, or calibrated at start (kept by restarts).
@@ -147,6 +151,7 @@ impl<'a> Daemon<'a> {
         // 1. the machine, the journals of a killed run, the control socket
         let (online, access) = system_checks(args, plan, &sysfs)?;
         let (socket, resume) = open_control(args, &access)?;
+        let node_api = super::simulated::start_node_api(args, None)?;
         // 2. the configuration is checked before anything is spawned; the calibrated guard
         // band lies in its bound, below the slot, so it passes the same check
         let provisional = args
@@ -165,6 +170,7 @@ impl<'a> Daemon<'a> {
             sysfs,
             procfs,
             socket,
+            node_api,
             online,
             guard,
             cfg,

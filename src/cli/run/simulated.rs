@@ -272,24 +272,7 @@ pub fn run(args: &RunArgs, plan: &Plan) -> Result<i32> {
     if args.resume {
         resume(args, &mut control, &mut engine)?;
     }
-    let api = match &args.node_api {
-        Some(listen) => {
-            let api = node_api::NodeApi::start(node_api::Config {
-                listen: *listen,
-                token_file: args
-                    .node_token_file
-                    .clone()
-                    .context("--node-api needs --node-token-file")?,
-                node: node_name(args),
-                control: sock_path.clone(),
-                procs: Some(procs.clone()),
-            })
-            .map_err(anyhow::Error::msg)?;
-            eprintln!("scx_tt: node API listening on {}", api.addr);
-            Some(api)
-        }
-        None => None,
-    };
+    let api = start_node_api(args, Some(procs.clone()))?;
     eprintln!(
         "scx_tt: simulated node: {} managed CPUs, slots of {} us, frame {} slots, planner {policy}, control socket {}",
         plan.managed.len(),
@@ -334,6 +317,30 @@ pub fn run(args: &RunArgs, plan: &Plan) -> Result<i32> {
     planned?;
     eprintln!("scx_tt: simulated node stopped");
     Ok(0)
+}
+
+/// `--node-api`: the node admission API on the `--control` socket (a simulated node's with its
+/// processes), or nothing without the flag.
+pub fn start_node_api(
+    args: &RunArgs,
+    procs: Option<Arc<Processes>>,
+) -> Result<Option<node_api::NodeApi>> {
+    let Some(listen) = args.node_api else {
+        return Ok(None);
+    };
+    let api = node_api::NodeApi::start(node_api::Config {
+        listen,
+        token_file: args
+            .node_token_file
+            .clone()
+            .context("--node-api needs --node-token-file")?,
+        node: node_name(args),
+        control: args.control.clone().context("--node-api needs --control")?,
+        procs,
+    })
+    .map_err(anyhow::Error::msg)?;
+    eprintln!("scx_tt: node API listening on {}", api.addr);
+    Ok(Some(api))
 }
 
 /// `--node-name`, else the host name.
