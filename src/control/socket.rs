@@ -171,16 +171,9 @@ impl ControlSocket {
     /// [`Self::serve`]. The run loop serves this way when it woke for the socket, and calls
     /// `serve` on its 10 ms turn: a request costs its own connection's reads, not a pass over
     /// every connection.
-    pub fn serve_ready(&mut self, mut handle: impl FnMut(&str) -> Option<String>) {
-        let now = Instant::now();
-        if std::mem::take(&mut self.listener_ready) {
-            self.accept_all(now);
-        }
-        let mut budget = MAX_REQUESTS_PER_TURN;
-        self.conns.retain_mut(|c| {
-            let due = std::mem::take(&mut c.ready) || (!c.waiting && c.buf.contains(&b'\n'));
-            !due || c.serve(now, &mut budget, &mut handle) == Keep::Open
-        });
+    pub fn serve_ready(&mut self, handle: impl FnMut(&str) -> Option<String>) {
+        let accept = std::mem::take(&mut self.listener_ready);
+        self.serve_turn(Instant::now(), false, accept, handle);
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
@@ -205,13 +198,42 @@ impl ControlSocket {
     }
 
     /// `serve` with the time given (tests step it).
-    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> Option<String>) {
+    fn serve_at(&mut self, now: Instant, handle: impl FnMut(&str) -> Option<String>) {
         self.listener_ready = false;
-        self.accept_all(now);
+        self.serve_turn(now, true, true, handle);
+    }
+
+    /// One turn: the connections we have first (every one when `all`, else those due), so that
+    /// those whose client hung up give their slot back before new ones are counted against
+    /// `MAX_CONNECTIONS` (with a connection per request, a client that closed after its reply
+    /// would otherwise have a newcomer refused as one too many); then, when `accept`, the
+    /// pending connections, each served at once (a request sent with the connect is answered
+    /// in this turn).
+    fn serve_turn(
+        &mut self,
+        now: Instant,
+        all: bool,
+        accept: bool,
+        mut handle: impl FnMut(&str) -> Option<String>,
+    ) {
         let mut budget = MAX_REQUESTS_PER_TURN;
         self.conns.retain_mut(|c| {
-            c.ready = false;
-            c.serve(now, &mut budget, &mut handle) == Keep::Open
+            let ready = std::mem::take(&mut c.ready);
+            let due = all || ready || (!c.waiting && c.buf.contains(&b'\n'));
+            !due || c.serve(now, &mut budget, &mut handle) == Keep::Open
+        });
+        if !accept {
+            return;
+        }
+        let old = self.conns.len();
+        self.accept_all(now);
+        let mut i = 0;
+        self.conns.retain_mut(|c| {
+            i += 1;
+            i <= old || {
+                c.ready = false;
+                c.serve(now, &mut budget, &mut handle) == Keep::Open
+            }
         });
     }
 

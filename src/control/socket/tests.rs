@@ -711,3 +711,40 @@ fn a_flood_of_connects_is_accepted_a_bounded_number_per_turn() {
     sock.serve(|_| None);
     assert_eq!(refused(&clients), 8);
 }
+
+#[test]
+fn connections_that_hung_up_give_their_slots_to_newcomers_in_the_same_turn() {
+    let path = temp_path("slots");
+    let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+    let ok = |_: &str| Some("{\"ok\":true}\n".to_string());
+    for full in [false, true] {
+        // a connection per request: MAX_CONNECTIONS clients asked, were answered and closed...
+        let old: Vec<_> = (0..MAX_CONNECTIONS)
+            .map(|_| {
+                let c = UnixStream::connect(&path).expect("connect");
+                (&c).write_all(b"status\n").expect("write");
+                c
+            })
+            .collect();
+        sock.serve(ok);
+        assert_eq!(sock.conns.len(), MAX_CONNECTIONS);
+        for c in &old {
+            assert_eq!(read_line(c), "{\"ok\":true}\n");
+        }
+        drop(old);
+        // ... before the loop's next turn, a newcomer connects and asks: it is served, not
+        // refused as one too many, on either kind of turn
+        let new = UnixStream::connect(&path).expect("connect");
+        (&new).write_all(b"status\n").expect("write");
+        assert!(sock.wait(Duration::from_secs(1)));
+        match full {
+            false => sock.serve_ready(ok),
+            true => sock.serve(ok),
+        }
+        assert_eq!(read_line(&new), "{\"ok\":true}\n", "full turn: {full}");
+        assert_eq!(sock.conns.len(), 1);
+        drop(new);
+        sock.serve(|_| None);
+        assert!(sock.conns.is_empty());
+    }
+}
