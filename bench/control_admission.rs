@@ -63,7 +63,9 @@
 //! SCHED_FIFO 5 (below the planner thread). Per socket case: the time in the handler, the
 //! planner lock's wait and hold, the server thread's CPU time and how often it was preempted
 //! (involuntary context switches), the longest loop turn, the replies later than 1 ms (and in
-//! how many 10 ms windows: the tail comes in bursts), how late the SCHED_FIFO planner thread
+//! how many 10 ms windows: the tail comes in bursts), with a connection per request the
+//! client's own connect (`socket`, `connect` and the two timeouts, inside the round trip: `scx_tt
+//! ctl` pays it too) and its close (after the reply, outside it), how late the SCHED_FIFO planner thread
 //! woke after each slot boundary (a stall no thread priority avoids shows there), and the
 //! machine's CPU time taken by this bench, by other processes and by the hypervisor (steal,
 //! /proc/stat), which move the tail from run to run on a shared machine.

@@ -20,6 +20,8 @@ struct Sample {
     sched: u64,
     sent: u64,
     done: u64,
+    /// ns in `socket` + `connect` + the two timeouts (0 on a connection already open).
+    connect_ns: u64,
     outcome: Outcome,
 }
 
@@ -30,20 +32,26 @@ pub(crate) struct ClientOut {
     unsent: u64,
     first_refusal: Option<String>,
     first_loss: Option<String>,
+    /// ns in `close` per connection (a connection per request).
+    close_ns: Vec<u64>,
 }
 
-/// One exchange on `conn` (connected first when `None`): the reply line.
+/// One exchange on `conn` (connected first when `None`, the time that took into
+/// `connect_ns`): the reply line.
 fn exchange(
     path: &Path,
     conn: &mut Option<BufReader<UnixStream>>,
     line: &str,
+    connect_ns: &mut u64,
 ) -> std::io::Result<String> {
     if conn.is_none() {
+        let t0 = monotonic_ns();
         let s = UnixStream::connect(path)?;
         let t = Some(Duration::from_nanos(REPLY_TIMEOUT_NS));
         s.set_read_timeout(t)?;
         s.set_write_timeout(t)?;
         *conn = Some(BufReader::new(s));
+        *connect_ns = monotonic_ns() - t0;
     }
     let r = conn.as_mut().expect("connected");
     r.get_mut().write_all(line.as_bytes())?;
@@ -77,7 +85,8 @@ pub(crate) fn client(path: &Path, c: usize, start: u64, per_request: bool) -> Cl
         }
         sleep_until_ns(sched);
         let sent = monotonic_ns();
-        let reply = exchange(path, &mut conn, &line);
+        let mut connect_ns = 0;
+        let reply = exchange(path, &mut conn, &line, &mut connect_ns);
         let done = monotonic_ns();
         let outcome = match reply {
             Ok(_) if done - sent > REPLY_TIMEOUT_NS => Outcome::Lost,
@@ -93,13 +102,19 @@ pub(crate) fn client(path: &Path, c: usize, start: u64, per_request: bool) -> Cl
             }
         };
         if outcome == Outcome::Lost || per_request {
-            // out of step (or done): the next request connects anew
+            // out of step (or done): the next request connects anew (the close is timed, off
+            // the round trip: the client's reply is in)
+            let t0 = monotonic_ns();
             conn = None;
+            if per_request {
+                out.close_ns.push(monotonic_ns() - t0);
+            }
         }
         out.samples.push(Sample {
             sched,
             sent,
             done,
+            connect_ns,
             outcome,
         });
     }
@@ -122,6 +137,10 @@ pub(crate) struct Tally {
     pub(crate) from_due: Vec<u64>,
     /// How late each request was sent (behind a late reply, or the client's own wakeup).
     pub(crate) send_late: Vec<u64>,
+    /// A connection per request: the client's connect (socket, connect, timeouts), inside the
+    /// round trip, and its close after the reply, outside it; ns.
+    pub(crate) connect_ns: Vec<u64>,
+    pub(crate) close_ns: Vec<u64>,
     pub(crate) first_refusal: Option<String>,
     pub(crate) first_loss: Option<String>,
     /// Requests sent per second, measured.
@@ -143,6 +162,7 @@ pub(crate) fn tally(outs: Vec<ClientOut>) -> Tally {
         t.unsent += o.unsent;
         t.first_refusal = t.first_refusal.or(o.first_refusal);
         t.first_loss = t.first_loss.or(o.first_loss);
+        t.close_ns.extend(o.close_ns);
         let mut prev_done = 0;
         for s in o.samples {
             let start = if prev_done > s.sched { s.sched } else { s.sent };
@@ -150,6 +170,9 @@ pub(crate) fn tally(outs: Vec<ClientOut>) -> Tally {
             first = first.min(s.sched);
             last = last.max(s.sent);
             t.send_late.push(s.sent - s.sched);
+            if s.connect_ns > 0 {
+                t.connect_ns.push(s.connect_ns);
+            }
             match s.outcome {
                 Outcome::Lost => {
                     t.lost += 1;

@@ -112,6 +112,16 @@ pub(crate) fn server_lines(name: &str, r: &mut SocketRun) {
         &mut r.planner.wake_late_ns,
     );
     dist("client: send behind schedule", &mut r.tally.send_late);
+    if !r.tally.close_ns.is_empty() {
+        dist(
+            "client: connect (socket, connect, 2 timeouts), in the RTT",
+            &mut r.tally.connect_ns,
+        );
+        dist(
+            "client: close after the reply, outside the RTT",
+            &mut r.tally.close_ns,
+        );
+    }
     if let Some(e) = &r.tally.first_loss {
         println!("    first loss: {e}");
     }

@@ -1,8 +1,9 @@
 //! The socket of `--control PATH` (docs/control.md): a unix stream socket, mode 0600 (0660
 //! with its group set to `--control-group`), served from the run loop without ever blocking
 //! it. Every connection's peer credentials (SO_PEERCRED, SO_PEERGROUPS) are checked when it is
-//! accepted ([`authorize`]): root, scx_tt's own user and members of the control group are
-//! served, anyone else gets one refusal line and is closed before a byte is read. Non-blocking accept and reads; one JSON request
+//! accepted ([`check_peer`], [`authorize`]'s rule; SO_PEERGROUPS is read only when the rule
+//! needs it): root, scx_tt's own user and members of the control group are served, anyone
+//! else gets one refusal line and is closed before a byte is read. Non-blocking accept and reads; one JSON request
 //! per line, answered by the caller's handler (`Control::serve` over the run's engine); a line
 //! over `MAX_REQUEST_BYTES` or a connection idle for `IDLE_TIMEOUT` is answered or closed. The
 //! work of one call is bounded whatever clients send: at most `MAX_REQUESTS_PER_TURN` requests
@@ -16,7 +17,7 @@
 use super::{Reply, RequestError, MAX_REQUEST_BYTES};
 use anyhow::{Context, Result};
 use std::io::{ErrorKind, Read, Write};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -32,11 +33,13 @@ const READ_BUDGET: usize = MAX_REQUEST_BYTES + 4096;
 const MAX_REQUESTS_PER_TURN: usize = 16;
 /// A connection is closed this long after it was accepted, whatever it sends.
 const MAX_CONN_AGE: Duration = Duration::from_secs(30);
+/// Connections accepted (or refused) per call: a flood of connects cannot hold one turn.
+const MAX_ACCEPTS_PER_TURN: usize = 2 * MAX_CONNECTIONS;
 
 mod access;
 mod placement;
 
-pub use access::{authorize, peer_of, Access, Group, Peer};
+pub use access::{authorize, check_peer, needs_groups, peer_of, Access, Group, Peer};
 pub use placement::{check_dir, check_free, dir_risk, DirRisk};
 
 pub struct ControlSocket {
@@ -168,16 +171,9 @@ impl ControlSocket {
     /// [`Self::serve`]. The run loop serves this way when it woke for the socket, and calls
     /// `serve` on its 10 ms turn: a request costs its own connection's reads, not a pass over
     /// every connection.
-    pub fn serve_ready(&mut self, mut handle: impl FnMut(&str) -> Option<String>) {
-        let now = Instant::now();
-        if std::mem::take(&mut self.listener_ready) {
-            self.accept_all(now);
-        }
-        let mut budget = MAX_REQUESTS_PER_TURN;
-        self.conns.retain_mut(|c| {
-            let due = std::mem::take(&mut c.ready) || (!c.waiting && c.buf.contains(&b'\n'));
-            !due || c.serve(now, &mut budget, &mut handle) == Keep::Open
-        });
+    pub fn serve_ready(&mut self, handle: impl FnMut(&str) -> Option<String>) {
+        let accept = std::mem::take(&mut self.listener_ready);
+        self.serve_turn(Instant::now(), false, accept, handle);
     }
 
     /// Accepts new connections and answers every complete request line with `handle`'s reply
@@ -202,57 +198,102 @@ impl ControlSocket {
     }
 
     /// `serve` with the time given (tests step it).
-    fn serve_at(&mut self, now: Instant, mut handle: impl FnMut(&str) -> Option<String>) {
+    fn serve_at(&mut self, now: Instant, handle: impl FnMut(&str) -> Option<String>) {
         self.listener_ready = false;
-        self.accept_all(now);
+        self.serve_turn(now, true, true, handle);
+    }
+
+    /// One turn: the connections we have first (every one when `all`, else those due), so that
+    /// those whose client hung up give their slot back before new ones are counted against
+    /// `MAX_CONNECTIONS` (with a connection per request, a client that closed after its reply
+    /// would otherwise have a newcomer refused as one too many); then, when `accept`, the
+    /// pending connections, each served at once (a request sent with the connect is answered
+    /// in this turn).
+    fn serve_turn(
+        &mut self,
+        now: Instant,
+        all: bool,
+        accept: bool,
+        mut handle: impl FnMut(&str) -> Option<String>,
+    ) {
         let mut budget = MAX_REQUESTS_PER_TURN;
         self.conns.retain_mut(|c| {
-            c.ready = false;
-            c.serve(now, &mut budget, &mut handle) == Keep::Open
+            let ready = std::mem::take(&mut c.ready);
+            let due = all || ready || (!c.waiting && c.buf.contains(&b'\n'));
+            !due || c.serve(now, &mut budget, &mut handle) == Keep::Open
+        });
+        if !accept {
+            return;
+        }
+        let old = self.conns.len();
+        self.accept_all(now);
+        let mut i = 0;
+        self.conns.retain_mut(|c| {
+            i += 1;
+            i <= old || {
+                c.ready = false;
+                c.serve(now, &mut budget, &mut handle) == Keep::Open
+            }
         });
     }
 
-    /// Accepts every pending connection: refused ones (peer credentials, too many) get their
-    /// line and are closed.
+    /// Accepts the pending connections, at most `MAX_ACCEPTS_PER_TURN` (the rest wait in the
+    /// listener's backlog, which keeps the listener ready for the next [`Self::wait`]): refused
+    /// ones (peer credentials, too many) get their line and are closed.
     fn accept_all(&mut self, now: Instant) {
-        loop {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if stream.set_nonblocking(true).is_err() {
-                        continue;
-                    }
-                    let allowed = peer_of(&stream)
-                        .map_err(|e| format!("reading the peer's credentials: {e}"))
-                        .and_then(|p| authorize(&p, self.euid, self.access.group.as_ref()));
-                    if let Err(why) = allowed {
-                        // one line, then closed: nothing it sends is read
-                        let _ = (&stream).write_all(Reply::Err(why).to_line().as_bytes());
-                        continue;
-                    }
-                    if self.conns.len() >= MAX_CONNECTIONS {
-                        let busy =
-                            Reply::Err(format!("too many connections (at most {MAX_CONNECTIONS})"));
-                        let _ = (&stream).write_all(busy.to_line().as_bytes());
-                        continue;
-                    }
-                    self.conns.push(Conn {
-                        stream,
-                        buf: Vec::new(),
-                        opened: now,
-                        last_request: now,
-                        waiting: false,
-                        // a request sent with the connect is read at once
-                        ready: true,
-                    });
-                }
+        for _ in 0..MAX_ACCEPTS_PER_TURN {
+            let stream = match self.accept() {
+                Ok(stream) => stream,
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                // the client gave up before we got to it: nothing to serve
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => continue,
                 Err(e) => {
                     eprintln!("scx_tt: warning: control socket accept: {e}");
                     break;
                 }
+            };
+            let allowed = check_peer(&stream, self.euid, self.access.group.as_ref());
+            if let Err(why) = allowed {
+                // one line, then closed: nothing it sends is read
+                let _ = (&stream).write_all(Reply::Err(why).to_line().as_bytes());
+                continue;
             }
+            if self.conns.len() >= MAX_CONNECTIONS {
+                let busy = Reply::Err(format!("too many connections (at most {MAX_CONNECTIONS})"));
+                let _ = (&stream).write_all(busy.to_line().as_bytes());
+                continue;
+            }
+            self.conns.push(Conn {
+                stream,
+                buf: Vec::new(),
+                opened: now,
+                last_request: now,
+                waiting: false,
+                // a request sent with the connect is read at once
+                ready: true,
+            });
         }
+    }
+
+    /// One pending connection, non-blocking and close-on-exec from the start (accept4: no
+    /// fcntl per connection).
+    fn accept(&self) -> std::io::Result<UnixStream> {
+        let flags = libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC;
+        // SAFETY: the listener's fd is open; null address and length are allowed.
+        let fd = unsafe {
+            libc::accept4(
+                self.listener.as_raw_fd(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                flags,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: accept4 returned a new socket fd that nothing else owns.
+        Ok(unsafe { UnixStream::from_raw_fd(fd) })
     }
 }
 

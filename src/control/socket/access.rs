@@ -96,8 +96,41 @@ pub fn authorize(peer: &Peer, euid: u32, group: Option<&Group>) -> std::result::
 /// SO_PEERGROUPS (asm-generic/socket.h; the libc crate does not export it on every arch).
 const SO_PEERGROUPS: libc::c_int = 59;
 
+/// Whether `authorize` needs the peer's supplementary groups to decide: only with a control
+/// group, for a peer that is neither root, scx_tt's user nor of the group by its primary gid.
+pub fn needs_groups(peer: &Peer, euid: u32, group: Option<&Group>) -> bool {
+    match group {
+        Some(g) => peer.uid != 0 && peer.uid != euid && peer.gid != g.gid,
+        None => false,
+    }
+}
+
+/// [`authorize`] of the peer of `stream`, reading only what the rule needs: SO_PEERCRED, and
+/// SO_PEERGROUPS only when [`needs_groups`] (a connection per request, as `scx_tt ctl` makes,
+/// otherwise pays a second getsockopt and a 1 KiB buffer for groups nobody looks at). The
+/// decision is `authorize(&peer_of(stream)?, ..)`'s.
+pub fn check_peer(
+    stream: &UnixStream,
+    euid: u32,
+    group: Option<&Group>,
+) -> std::result::Result<(), String> {
+    let why = |e: std::io::Error| format!("reading the peer's credentials: {e}");
+    let mut peer = peer_cred(stream).map_err(why)?;
+    if needs_groups(&peer, euid, group) {
+        peer.groups = peer_groups(stream).map_err(why)?;
+    }
+    authorize(&peer, euid, group)
+}
+
 /// The peer credentials of a connected unix socket.
 pub fn peer_of(stream: &UnixStream) -> std::io::Result<Peer> {
+    let mut peer = peer_cred(stream)?;
+    peer.groups = peer_groups(stream)?;
+    Ok(peer)
+}
+
+/// SO_PEERCRED: the peer's pid, uid and gid (no supplementary groups).
+fn peer_cred(stream: &UnixStream) -> std::io::Result<Peer> {
     let fd = stream.as_raw_fd();
     let mut cred = libc::ucred {
         pid: 0,
@@ -118,6 +151,17 @@ pub fn peer_of(stream: &UnixStream) -> std::io::Result<Peer> {
     if rc != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    Ok(Peer {
+        pid: cred.pid,
+        uid: cred.uid,
+        gid: cred.gid,
+        groups: Vec::new(),
+    })
+}
+
+/// SO_PEERGROUPS: the peer's supplementary groups.
+fn peer_groups(stream: &UnixStream) -> std::io::Result<Vec<u32>> {
+    let fd = stream.as_raw_fd();
     // NGROUPS_MAX is 65536; the kernel says how much room it needs (ERANGE) when 256 is short
     let mut groups = vec![0u32; 256];
     loop {
@@ -134,7 +178,7 @@ pub fn peer_of(stream: &UnixStream) -> std::io::Result<Peer> {
         };
         if rc == 0 {
             groups.truncate(len as usize / 4);
-            break;
+            return Ok(groups);
         }
         let e = std::io::Error::last_os_error();
         let need = len as usize / 4;
@@ -144,10 +188,4 @@ pub fn peer_of(stream: &UnixStream) -> std::io::Result<Peer> {
         }
         return Err(e);
     }
-    Ok(Peer {
-        pid: cred.pid,
-        uid: cred.uid,
-        gid: cred.gid,
-        groups,
-    })
 }

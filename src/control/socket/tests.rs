@@ -435,16 +435,17 @@ fn peer_credentials_are_the_connecting_process() {
     assert_eq!(theirs, mine);
 }
 
-/// Connects to `path` from a thread whose own credentials are (euid, egid) with no
-/// supplementary group (a raw setresuid/setresgid/setgroups changes only the calling
+/// Connects to `path` from a thread whose own credentials are (euid, egid) with the
+/// supplementary `groups` (a raw setresuid/setresgid/setgroups changes only the calling
 /// thread), sends `status` and returns what came back.
-fn as_user(path: &Path, euid: u32, egid: u32) -> String {
+fn as_user(path: &Path, euid: u32, egid: u32, groups: &[u32]) -> String {
     let path = path.to_path_buf();
+    let groups = groups.to_vec();
     std::thread::spawn(move || {
         // SAFETY: raw syscalls on this thread's credentials only; the thread ends after.
         unsafe {
             assert_eq!(
-                libc::syscall(libc::SYS_setgroups, 0, std::ptr::null::<u32>()),
+                libc::syscall(libc::SYS_setgroups, groups.len(), groups.as_ptr()),
                 0
             );
             assert_eq!(libc::syscall(libc::SYS_setresgid, -1, egid, -1), 0);
@@ -490,9 +491,9 @@ fn another_user_is_refused_and_a_group_member_served() {
     let meta = std::fs::metadata(&path).expect("socket");
     assert_eq!((meta.mode() & 0o777, meta.gid()), (0o660, 4242));
     let served = std::sync::atomic::AtomicUsize::new(0);
-    let serve = |sock: &mut ControlSocket, euid: u32, egid: u32| {
+    let serve = |sock: &mut ControlSocket, euid: u32, egid: u32, groups: &[u32]| {
         std::thread::scope(|s| {
-            let client = s.spawn(|| as_user(&path, euid, egid));
+            let client = s.spawn(|| as_user(&path, euid, egid, groups));
             while !client.is_finished() {
                 sock.serve(|_| {
                     served.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -504,15 +505,18 @@ fn another_user_is_refused_and_a_group_member_served() {
         })
     };
     // the file mode keeps a stranger out...
-    let stranger = serve(&mut sock, 65534, 65534);
+    let stranger = serve(&mut sock, 65534, 65534, &[7]);
     assert!(stranger.contains("Permission denied"), "{stranger}");
     // ... a member of the group is served ...
-    let member = serve(&mut sock, 65534, 4242);
+    let member = serve(&mut sock, 65534, 4242, &[]);
+    assert_eq!(member, "{\"ok\":true}\n");
+    // ... and so is a member by a supplementary group only (SO_PEERGROUPS read for it)
+    let member = serve(&mut sock, 65534, 65534, &[7, 4242]);
     assert_eq!(member, "{\"ok\":true}\n");
     // ... and a socket made world-writable by mistake still refuses a stranger, by its
     // peer credentials, before reading a byte
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
-    let stranger = serve(&mut sock, 65534, 65534);
+    let stranger = serve(&mut sock, 65534, 65534, &[7]);
     assert!(
         stranger.contains("\"ok\":false")
             && stranger.contains("permission denied: uid 65534")
@@ -521,8 +525,8 @@ fn another_user_is_refused_and_a_group_member_served() {
     );
     assert_eq!(
         served.load(std::sync::atomic::Ordering::Relaxed),
-        1,
-        "only the member's request"
+        2,
+        "only the members' requests"
     );
 }
 
@@ -606,4 +610,141 @@ fn wait_returns_when_a_client_sends_and_sleeps_otherwise() {
     });
     assert_eq!(answered, 1);
     assert_eq!(read_line(&client), "{}\n");
+}
+
+#[test]
+fn accepted_connections_are_non_blocking_and_close_on_exec() {
+    let path = temp_path("flags");
+    let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+    let _client = UnixStream::connect(&path).expect("connect");
+    sock.serve(|_| None);
+    assert_eq!(sock.conns.len(), 1);
+    let fd = sock.conns[0].stream.as_raw_fd();
+    // SAFETY: fcntl reads the flags of an open fd.
+    let (fl, fdfl) = unsafe {
+        (
+            libc::fcntl(fd, libc::F_GETFL),
+            libc::fcntl(fd, libc::F_GETFD),
+        )
+    };
+    assert!(fl & libc::O_NONBLOCK != 0, "not non-blocking: {fl:#o}");
+    assert!(fdfl & libc::FD_CLOEXEC != 0, "not close-on-exec: {fdfl:#o}");
+}
+
+#[test]
+fn supplementary_groups_are_read_only_when_the_rule_needs_them() {
+    let tt = Group {
+        gid: 500,
+        name: "tt".into(),
+    };
+    // (peer, scx_tt's euid, group, groups needed)
+    let cases = [
+        (peer(0, 0, &[]), 1000, Some(&tt), false),
+        (peer(1000, 1000, &[]), 1000, Some(&tt), false),
+        (peer(1000, 500, &[]), 0, Some(&tt), false),
+        (peer(1000, 1000, &[]), 0, None, false),
+        (peer(1000, 1000, &[]), 0, Some(&tt), true),
+    ];
+    for (p, euid, g, needed) in cases {
+        assert_eq!(needs_groups(&p, euid, g), needed, "{p:?} euid {euid} {g:?}");
+        // whenever they are not read, the rule decides the same without them
+        if !needed {
+            let with = peer(p.uid, p.gid, &[500, 7]);
+            assert_eq!(authorize(&p, euid, g), authorize(&with, euid, g), "{p:?}");
+        }
+    }
+}
+
+#[test]
+fn check_peer_decides_as_authorize_over_all_credentials() {
+    let (a, _b) = UnixStream::pair().expect("pair");
+    let full = peer_of(&a).expect("peer");
+    let groups = [
+        full.gid,
+        full.groups.first().copied().unwrap_or(full.gid),
+        4_000_000,
+    ];
+    for euid in [full.uid, full.uid.wrapping_add(1)] {
+        for gid in groups {
+            let g = Group {
+                gid,
+                name: "g".into(),
+            };
+            for group in [None, Some(&g)] {
+                assert_eq!(
+                    check_peer(&a, euid, group),
+                    authorize(&full, euid, group),
+                    "euid {euid} group {group:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_flood_of_connects_is_accepted_a_bounded_number_per_turn() {
+    let path = temp_path("flood");
+    let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+    let n = MAX_ACCEPTS_PER_TURN + 8;
+    let clients: Vec<_> = (0..n)
+        .map(|_| UnixStream::connect(&path).expect("connect"))
+        .collect();
+    sock.serve(|_| None);
+    assert_eq!(sock.conns.len(), MAX_CONNECTIONS);
+    let refused = |clients: &[UnixStream]| {
+        clients
+            .iter()
+            .filter(|c| {
+                c.set_nonblocking(true).expect("non-blocking");
+                let mut b = [0u8; 256];
+                matches!((&**c).read(&mut b), Ok(k) if k > 0 && b[..k].starts_with(b"{\"ok\":false"))
+            })
+            .count()
+    };
+    assert_eq!(
+        refused(&clients),
+        MAX_ACCEPTS_PER_TURN - MAX_CONNECTIONS,
+        "one turn accepts (or refuses) at most MAX_ACCEPTS_PER_TURN"
+    );
+    // the rest wait in the backlog, and the listener stays ready for the next turn
+    assert!(sock.wait(Duration::from_secs(1)));
+    sock.serve(|_| None);
+    assert_eq!(refused(&clients), 8);
+}
+
+#[test]
+fn connections_that_hung_up_give_their_slots_to_newcomers_in_the_same_turn() {
+    let path = temp_path("slots");
+    let mut sock = ControlSocket::bind(&path, &Access::default()).expect("bind");
+    let ok = |_: &str| Some("{\"ok\":true}\n".to_string());
+    for full in [false, true] {
+        // a connection per request: MAX_CONNECTIONS clients asked, were answered and closed...
+        let old: Vec<_> = (0..MAX_CONNECTIONS)
+            .map(|_| {
+                let c = UnixStream::connect(&path).expect("connect");
+                (&c).write_all(b"status\n").expect("write");
+                c
+            })
+            .collect();
+        sock.serve(ok);
+        assert_eq!(sock.conns.len(), MAX_CONNECTIONS);
+        for c in &old {
+            assert_eq!(read_line(c), "{\"ok\":true}\n");
+        }
+        drop(old);
+        // ... before the loop's next turn, a newcomer connects and asks: it is served, not
+        // refused as one too many, on either kind of turn
+        let new = UnixStream::connect(&path).expect("connect");
+        (&new).write_all(b"status\n").expect("write");
+        assert!(sock.wait(Duration::from_secs(1)));
+        match full {
+            false => sock.serve_ready(ok),
+            true => sock.serve(ok),
+        }
+        assert_eq!(read_line(&new), "{\"ok\":true}\n", "full turn: {full}");
+        assert_eq!(sock.conns.len(), 1);
+        drop(new);
+        sock.serve(|_| None);
+        assert!(sock.conns.is_empty());
+    }
 }
