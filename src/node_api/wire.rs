@@ -2,6 +2,7 @@
 //! their checks. The Go client's types are `cluster/nodeapi/nodeapi.go`; the two are kept the
 //! same field for field.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The value of `api` in `GET /v1/capacity`.
@@ -16,20 +17,24 @@ pub const MAX_NAME: usize = 200;
 
 /// A task's timing: the share `util` of one CPU per vCPU, in (0, 1), and the longest time
 /// `latency_us` it may wait for the CPU (> 0).
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Timing {
+    /// A share of one CPU per vCPU: 0 < util < 1.
     pub util: f64,
+    /// The longest the task may wait for its CPU, microseconds (> 0).
+    #[schemars(range(min = 1))]
     pub latency_us: u64,
 }
 
 /// The body of `POST /v1/dry-run` and `POST /v1/admit`.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Request {
     /// `namespace/name` of the pod or VM; its tasks are named after it.
     pub name: String,
     /// One reservation per vCPU, each on a CPU of its own.
+    #[schemars(range(min = 1))]
     pub vcpus: u32,
     pub timing: Timing,
     /// The threads (the control protocol's `select`, e.g. `{"qemu_name":"vm"}`); a simulated
@@ -39,14 +44,14 @@ pub struct Request {
 }
 
 /// The body of `POST /v1/remove`.
-#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RemoveRequest {
     pub name: String,
 }
 
 /// `POST /v1/dry-run`'s answer; nothing changed on the node.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct DryRunReply {
     pub admit: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -56,7 +61,7 @@ pub struct DryRunReply {
 }
 
 /// `POST /v1/admit`'s answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct AdmitReply {
     pub admitted: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,7 +73,7 @@ pub struct AdmitReply {
 }
 
 /// `POST /v1/remove`'s answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RemoveReply {
     pub removed: bool,
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -76,7 +81,7 @@ pub struct RemoveReply {
 }
 
 /// One managed CPU of `GET /v1/capacity`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Cpu {
     pub cpu: u32,
     /// `reserved_slots / frame_slots`.
@@ -90,7 +95,7 @@ pub struct Cpu {
 }
 
 /// `GET /v1/capacity`'s answer.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Capacity {
     pub api: String,
     pub node: String,
@@ -101,7 +106,7 @@ pub struct Capacity {
 }
 
 /// One line of `GET /v1/watch?since=G` (newline-delimited JSON).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Event {
     pub generation: u64,
     /// `admitted` or `removed`.
@@ -112,7 +117,7 @@ pub struct Event {
 }
 
 /// A refused value: `{"error":{"field":..,"value":..,"rule":..}}` with HTTP 400.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct FieldError {
     pub field: String,
     pub value: String,
@@ -130,12 +135,44 @@ impl FieldError {
 }
 
 /// The body of an answer other than 200: a field error (400) or a message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ErrorReply {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<FieldError>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,
+}
+
+/// The JSON Schema (draft 2020-12) of every message, generated from these types: the API's
+/// versioned contract, committed as docs/node-api.schema.json (a test keeps the two equal).
+pub fn schema() -> serde_json::Value {
+    let defs: serde_json::Map<String, serde_json::Value> = [
+        ("Request", schemars::schema_for!(Request)),
+        ("RemoveRequest", schemars::schema_for!(RemoveRequest)),
+        ("DryRunReply", schemars::schema_for!(DryRunReply)),
+        ("AdmitReply", schemars::schema_for!(AdmitReply)),
+        ("RemoveReply", schemars::schema_for!(RemoveReply)),
+        ("Capacity", schemars::schema_for!(Capacity)),
+        ("Event", schemars::schema_for!(Event)),
+        ("ErrorReply", schemars::schema_for!(ErrorReply)),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), serde_json::to_value(v).unwrap_or_default()))
+    .collect();
+    serde_json::json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": API,
+        "title": "scx_tt node admission API, scx_tt.node/v1 (docs/cluster.md)",
+        "endpoints": {
+            "GET /v1/capacity": {"200": "Capacity"},
+            "POST /v1/dry-run": {"body": "Request", "200": "DryRunReply"},
+            "POST /v1/admit": {"body": "Request", "200": "AdmitReply", "409": "ErrorReply"},
+            "POST /v1/remove": {"body": "RemoveRequest", "200": "RemoveReply"},
+            "GET /v1/watch?since=G": {"200": "Event, one per line", "410": "ErrorReply"},
+            "any": {"400": "ErrorReply (error)", "401": "ErrorReply", "422": "ErrorReply", "503": "ErrorReply"}
+        },
+        "$defs": defs,
+    })
 }
 
 fn is_zero(v: &u64) -> bool {
@@ -148,11 +185,15 @@ pub fn parse<T: for<'de> Deserialize<'de>>(body: &[u8]) -> Result<T, FieldError>
     let value: T = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { "body".into() } else { path };
-        FieldError {
-            field,
-            value: String::new(),
-            rule: e.inner().to_string(),
-        }
+        let rule = e.inner().to_string();
+        // serde names the offending value between backticks: "invalid value: integer `-1`"
+        let value = rule
+            .split('`')
+            .nth(1)
+            .filter(|_| !rule.starts_with("unknown field") && !rule.starts_with("missing field"))
+            .unwrap_or_default()
+            .to_string();
+        FieldError { field, value, rule }
     })?;
     de.end()
         .map_err(|e| FieldError::new("body", "", &format!("one JSON object: {e}")))?;
@@ -296,8 +337,30 @@ mod tests {
         ] {
             let e = req(body).expect_err(body);
             assert_eq!(e.field, field, "{body}: {e:?}");
+            if body.contains(":-") {
+                assert!(e.value.starts_with('-'), "{body}: {e:?}");
+            }
             assert!(!e.rule.is_empty(), "{body}: {e:?}");
         }
+    }
+
+    #[test]
+    fn the_committed_schema_is_the_generated_one() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/node-api.schema.json");
+        let want = serde_json::to_string_pretty(&schema()).unwrap() + "\n";
+        if std::env::var_os("SCX_TT_WRITE_SCHEMA").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "{path} is not the schema of src/node_api/wire.rs: regenerate it with \
+             SCX_TT_WRITE_SCHEMA=1 cargo test --release --lib node_api::wire"
+        );
+        // every field of a request is in it, with its rule where the schema can say it
+        let req = &schema()["$defs"]["Request"];
+        assert_eq!(req["properties"]["vcpus"]["minimum"], 1, "{req}");
+        assert_eq!(req["additionalProperties"], false, "{req}");
     }
 
     #[test]
