@@ -16,6 +16,9 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin"
+# no VCS stamping (a clone in a directory owned by another user would fail it); no toolchain
+# download (go.mod asks 1.26.0, the machines have 1.26.8)
+export GOFLAGS="${GOFLAGS:--buildvcs=false}" GOTOOLCHAIN="${GOTOOLCHAIN:-local}"
 BUILD=1 RUN=1
 case "${1:-}" in
 	--build-only) RUN=""; shift ;;
