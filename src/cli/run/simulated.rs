@@ -287,24 +287,7 @@ pub fn run(args: &RunArgs, plan: &Plan) -> Result<i32> {
         if thread.is_finished() {
             break;
         }
-        let ready = sock.wait(TURN);
-        let mut serve = |line: &str| {
-            let r = control.serve(line, &mut engine).map(|r| r.to_line());
-            store(args, &mut control);
-            r
-        };
-        match ready {
-            true => sock.serve_ready(&mut serve),
-            false => sock.serve(&mut serve),
-        }
-        if let Some(reply) = control.poll(&mut engine) {
-            sock.deliver(&reply.to_line());
-        }
-        let p = procs.clone();
-        control.reap(&mut engine, |tid| p.alive(tid));
-        control.finish_jobs(&mut engine);
-        control.take_added();
-        store(args, &mut control);
+        turn(args, &mut sock, &mut control, &mut engine);
     }
     // the socket first: a node API request still in flight then fails at once instead of
     // waiting out its timeout on a socket nobody serves
@@ -317,6 +300,29 @@ pub fn run(args: &RunArgs, plan: &Plan) -> Result<i32> {
     planned?;
     eprintln!("scx_tt: simulated node stopped");
     Ok(0)
+}
+
+/// One turn of the loop: wait up to [`TURN`] for the socket, serve it, deliver a deferred
+/// reply, reap the tasks whose simulated processes stopped, journal what changed.
+fn turn(args: &RunArgs, sock: &mut ControlSocket, control: &mut Control, engine: &mut SimEngine) {
+    let ready = sock.wait(TURN);
+    let mut serve = |line: &str| {
+        let r = control.serve(line, engine).map(|r| r.to_line());
+        store(args, control);
+        r
+    };
+    match ready {
+        true => sock.serve_ready(&mut serve),
+        false => sock.serve(&mut serve),
+    }
+    if let Some(reply) = control.poll(engine) {
+        sock.deliver(&reply.to_line());
+    }
+    let procs = engine.procs.clone();
+    control.reap(engine, |tid| procs.alive(tid));
+    control.finish_jobs(engine);
+    control.take_added();
+    store(args, control);
 }
 
 /// `--node-api`: the node admission API on the `--control` socket (a simulated node's with its
