@@ -297,28 +297,7 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
         }
     }
     if let Some(idx) = cpu.edf_top() {
-        let freq_ppm = match policy {
-            Policy::Bss | Policy::Dpm => max,
-            Policy::Dvfs | Policy::DpmDvfs => {
-                let a = available_slack(cpu, idx, policy == Policy::Dvfs);
-                freqs.for_work(cpu.job(idx).rem, a)
-            }
-        };
-        let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
-        cpu.consume(Running::Job {
-            idx,
-            credited: 0,
-            freq_ppm,
-        });
-        return Decision {
-            run: Run::Job {
-                task,
-                kind,
-                job: idx,
-            },
-            freq_ppm,
-            idle_until: None,
-        };
+        return run_job(cpu, idx, policy, freqs);
     }
     match policy {
         Policy::Bss | Policy::Dvfs => {
@@ -344,6 +323,72 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
                 idle_until: Some(until),
             }
         }
+    }
+}
+
+/// Runs job `idx`, the EDF top, in the slot being decided, at the policy's frequency, and
+/// charges the slot.
+pub(crate) fn run_job(cpu: &mut CpuState, idx: usize, policy: Policy, freqs: &Freqs) -> Decision {
+    let freq_ppm = match policy {
+        Policy::Bss | Policy::Dpm => UNIT as u32,
+        Policy::Dvfs | Policy::DpmDvfs => {
+            let a = available_slack(cpu, idx, policy == Policy::Dvfs);
+            freqs.for_work(cpu.job(idx).rem, a)
+        }
+    };
+    let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
+    cpu.consume(Running::Job {
+        idx,
+        credited: 0,
+        freq_ppm,
+    });
+    Decision {
+        run: Run::Job {
+            task,
+            kind,
+            job: idx,
+        },
+        freq_ppm,
+        idle_until: None,
+    }
+}
+
+/// The whole step of one CPU in a slot where nothing is due (the common slot), or `None` for
+/// the general path. The slot is before [`CpuState::quiet_until`]: no interval ends, no job is
+/// released, no build share is due (`advance` has nothing to do), and no admission or
+/// observation came since the last full `advance`. The one pending slot ran whole without
+/// completing (the worst case `step` applies) and reconciling it changes nothing: it was idle
+/// or best-effort, or it was a job's that still has work. Then the decision is `decide`'s; when
+/// that job goes on (no idle period or soft job comes first) it is still the EDF top — nothing
+/// entered the ready queue and it did not leave it — and runs without a look at the queue.
+pub(crate) fn step_quiet(
+    cpu: &mut CpuState,
+    slot: Slot,
+    policy: Policy,
+    freqs: &Freqs,
+) -> Option<Decision> {
+    if slot >= cpu.quiet_until.0 {
+        return None;
+    }
+    match cpu.pending.only()? {
+        Running::Other => {
+            cpu.pending.pop_front();
+            cpu.now = slot;
+            Some(decide(cpu, slot, policy, freqs))
+        }
+        Running::Job { idx, .. } => {
+            let j = cpu.jobs.get(idx.checked_sub(cpu.job_base)?)?;
+            if j.done || j.rem == 0 {
+                return None;
+            }
+            cpu.pending.pop_front();
+            cpu.now = slot;
+            if slot < cpu.idle_until || !cpu.soft.is_empty() {
+                return Some(decide(cpu, slot, policy, freqs));
+            }
+            Some(run_job(cpu, idx, policy, freqs))
+        }
+        Running::Soft { .. } => None,
     }
 }
 

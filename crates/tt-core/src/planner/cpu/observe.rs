@@ -14,19 +14,10 @@ impl CpuState {
         self.ivs[0].sc -= 1;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
-                let e = (freq_ppm as u64).min(self.job(idx).rem);
-                let j = self.job_mut(idx);
-                j.rem -= e;
-                j.res += e;
-                if j.rem == 0 && !j.parked {
-                    j.parked = true;
-                    let top = self.ready.pop();
-                    debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
-                }
-                self.convert(idx);
+                let credited = self.charge(idx, freq_ppm);
                 Running::Job {
                     idx,
-                    credited: e,
+                    credited,
                     freq_ppm,
                 }
             }
@@ -37,6 +28,31 @@ impl CpuState {
             run,
         });
         run
+    }
+
+    /// Job `seq` runs a slot at `freq_ppm`: up to that much of its remaining work moves to its
+    /// reserved capacity, whose whole slots return to its interval (`convert` of the module
+    /// doc). Returns the units credited.
+    fn charge(&mut self, seq: usize, freq_ppm: u32) -> u64 {
+        let j = &mut self.jobs[seq - self.job_base];
+        let e = (freq_ppm as u64).min(j.rem);
+        j.rem -= e;
+        j.res += e;
+        let park = j.rem == 0 && !j.parked;
+        j.parked |= park;
+        let whole = j.res / UNIT;
+        j.res -= whole * UNIT;
+        let deadline = j.deadline;
+        if park {
+            let top = self.ready.pop();
+            debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(seq));
+        }
+        if whole > 0 {
+            let i = self.iv_of(deadline);
+            self.iv_hint.0 = (deadline, i);
+            self.add_sc(i, whole as i64);
+        }
+        e
     }
 
     /// The oldest decided slot whose observation is pending.
@@ -223,15 +239,6 @@ impl CpuState {
             self.add_sc(i, -(slots as i64));
         }
         units - give
-    }
-
-    fn convert(&mut self, seq: usize) {
-        let whole = self.job(seq).res / UNIT;
-        if whole > 0 {
-            self.job_mut(seq).res -= whole * UNIT;
-            let i = self.iv_of(self.job(seq).deadline);
-            self.add_sc(i, whole as i64);
-        }
     }
 
     /// Frees what a finished job still holds.
