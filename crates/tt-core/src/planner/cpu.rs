@@ -100,6 +100,19 @@ impl<T> std::fmt::Debug for Cached<T> {
     }
 }
 
+/// What the last decision of a CPU found, for the quiet path (`policy::step_quiet`): the next
+/// slot with nothing due finds the same, as long as nothing changed outside `step`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Nothing known: the general decision.
+    #[default]
+    No,
+    /// No soft job queued, no job ready, no idle period (`bss`, `dvfs`): best-effort or idle.
+    Idle,
+    /// No soft job queued, no idle period: the EDF top ran.
+    Job,
+}
+
 /// [`CpuState::iv_hint`] when it names no interval.
 pub(crate) const NO_HINT: (Slot, usize) = (Slot::MAX, 0);
 
@@ -204,7 +217,9 @@ pub enum JobEvent {
 pub(crate) enum Running {
     Job {
         idx: usize,
-        credited: u64,
+        /// Units credited: at most `freq_ppm`, so at most [`UNIT`] (32 bits keep a pending slot
+        /// at 32 bytes, two of the CPU's hot lines hold the whole queue).
+        credited: u32,
         freq_ppm: u32,
     },
     Soft {
@@ -224,6 +239,7 @@ pub(crate) struct Pending {
 /// oldest entry is kept inline. With observations applied by each `step` (the step-by-step
 /// protocol) at most one slot is pending, so the queue never leaves the CPU's hot lines.
 #[derive(Clone, Debug, Default)]
+#[repr(align(64))]
 pub(crate) struct PendingQueue {
     /// The oldest pending slot (`None` only when the queue is empty).
     head: Option<Pending>,
@@ -298,21 +314,23 @@ pub struct CpuState {
     /// [`Self::iv_of`] answers it without a search until `ivs` is popped or split
     /// ([`NO_HINT`] then).
     pub(crate) iv_hint: Cached<(Slot, usize)>,
+    /// What the last decision found (reset with `quiet_until`, and by a soft job's arrival).
+    pub(crate) quiet: Cached<Quiet>,
+    /// Whether best-effort work may run in this CPU's slack.
+    pub has_be: bool,
+    /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
+    /// the observation window when observations arrive late).
+    pub(crate) pending: PendingQueue,
+    /// Intervals from the current one on: the horizon, then the frame being built.
+    pub(crate) ivs: VecDeque<Iv>,
+    pub(crate) jobs: VecDeque<LiveJob>,
+    pub(crate) soft: VecDeque<SoftJob>,
+    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
+    pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
     /// Slots of work per frame in the template (offline jobs plus admitted periodic tasks).
     pub(crate) template_slots: u64,
     /// WCET slots of the firm jobs guaranteed here and not finished.
     pub(crate) firm_slots: u64,
-    pub(crate) jobs: VecDeque<LiveJob>,
-    /// Intervals from the current one on: the horizon, then the frame being built.
-    pub(crate) ivs: VecDeque<Iv>,
-    /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
-    /// the observation window when observations arrive late).
-    pub(crate) pending: PendingQueue,
-    pub(crate) soft: VecDeque<SoftJob>,
-    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
-    pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
-    /// Whether best-effort work may run in this CPU's slack.
-    pub has_be: bool,
     pub(crate) frame: Slot,
     /// Frames before this one are complete: the horizon ends at `next_frame · frame`.
     pub(crate) next_frame: u64,
@@ -369,6 +387,7 @@ impl CpuState {
             now: 0,
             quiet_until: Cached(0),
             iv_hint: Cached(NO_HINT),
+            quiet: Cached(Quiet::No),
             has_be,
             template_slots: 0,
             firm_slots: 0,
@@ -530,6 +549,13 @@ impl CpuState {
             }
             i -= 1;
         }
+    }
+
+    /// Forgets what the quiet path knows (a change outside `step`): the next step of this CPU
+    /// takes the general path.
+    pub(crate) fn forget_quiet(&mut self) {
+        self.quiet_until.0 = 0;
+        self.quiet.0 = Quiet::No;
     }
 
     /// [`Self::advance_all`], event-driven: a slot before [`Self::quiet_until`] only moves the

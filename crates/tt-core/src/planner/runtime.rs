@@ -230,7 +230,7 @@ impl Planner {
     pub fn set_reference_step(&mut self, on: bool) {
         self.reference_step = on;
         for c in &mut self.cpus {
-            c.quiet_until.0 = 0;
+            c.forget_quiet();
         }
     }
 
@@ -280,7 +280,7 @@ impl Planner {
             return Err(ObserveError::Reconciled { cpu, slot, oldest });
         }
         self.voided.clear();
-        c.quiet_until.0 = 0;
+        c.forget_quiet();
         while c.oldest_pending().is_some_and(|o| o < slot) {
             c.reconcile_into(
                 self.cfg.slot_ns,
@@ -313,6 +313,9 @@ impl Planner {
     /// only at a decision, so a change never cuts one short (`idle_until` stays in force).
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+        for c in &mut self.cpus {
+            c.forget_quiet();
+        }
     }
 
     pub fn frame(&self) -> Slot {
@@ -606,6 +609,7 @@ impl Planner {
                 (c.soft.len(), -c.ivs[0].sc, i)
             })
         })?;
+        self.cpus[target].forget_quiet();
         self.cpus[target].soft.push_back(SoftJob {
             task,
             // no guarantee to keep: a budget above the bound is cut to it instead of wrapping

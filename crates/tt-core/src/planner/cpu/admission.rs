@@ -56,7 +56,7 @@ impl CpuState {
         if wcet == 0 || wcet > MAX_JOB_SLOTS {
             return;
         }
-        self.quiet_until.0 = 0;
+        self.forget_quiet();
         self.end_idle_unless_fits(now, wcet, d);
         let i = self.first_ending_from(d);
         if self.ivs[i].end != d {

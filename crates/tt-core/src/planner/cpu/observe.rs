@@ -14,7 +14,8 @@ impl CpuState {
         self.ivs[0].sc -= 1;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
-                let credited = self.charge(idx, freq_ppm);
+                // at most `freq_ppm`
+                let credited = self.charge(idx, freq_ppm) as u32;
                 Running::Job {
                     idx,
                     credited,
@@ -93,7 +94,7 @@ impl CpuState {
                 freq_ppm,
             } => {
                 let ran = executed_units(ran_ns, slot_ns, freq_ppm);
-                self.reconcile_job(idx, credited, ran, done, events, voided);
+                self.reconcile_job(idx, credited as u64, ran, done, events, voided);
             }
             Running::Soft { freq_ppm } => {
                 let ran = executed_units(ran_ns, slot_ns, freq_ppm);
