@@ -329,6 +329,7 @@ fn sleep_ppm(policy: Policy, freqs: &Freqs) -> u32 {
 }
 
 /// Nothing ready under `bss` or `dvfs`: best-effort work if the CPU has some, else idle.
+#[inline(always)]
 fn no_job(cpu: &mut CpuState, policy: Policy, freqs: &Freqs) -> Decision {
     cpu.consume(Running::Other);
     let (run, freq_ppm) = match cpu.has_be {
@@ -344,6 +345,7 @@ fn no_job(cpu: &mut CpuState, policy: Policy, freqs: &Freqs) -> Decision {
 
 /// Runs job `idx`, the EDF top, in the slot being decided, at the policy's frequency, and
 /// charges the slot.
+#[inline]
 pub(crate) fn run_job(cpu: &mut CpuState, idx: usize, policy: Policy, freqs: &Freqs) -> Decision {
     let freq_ppm = match policy {
         Policy::Bss | Policy::Dpm => UNIT as u32,
@@ -377,6 +379,7 @@ pub(crate) fn run_job(cpu: &mut CpuState, idx: usize, policy: Policy, freqs: &Fr
 /// or best-effort, or it was a job's that still has work. Then the decision is `decide`'s; when
 /// that job goes on (no idle period or soft job comes first) it is still the EDF top — nothing
 /// entered the ready queue and it did not leave it — and runs without a look at the queue.
+#[inline(always)]
 pub(crate) fn step_quiet(
     cpu: &mut CpuState,
     slot: Slot,

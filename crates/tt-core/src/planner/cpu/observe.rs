@@ -10,6 +10,7 @@ impl CpuState {
     /// runs in it; the slot stays pending until its observation is applied. A job whose whole
     /// remaining work is now credited leaves the ready queue (it is *parked*, it must be the
     /// EDF top the decision took) until a reconciliation gives work back.
+    #[inline(always)]
     pub(crate) fn consume(&mut self, run: Running) -> Running {
         self.ivs[0].sc -= 1;
         let run = match run {
@@ -34,6 +35,7 @@ impl CpuState {
     /// Job `seq` runs a slot at `freq_ppm`: up to that much of its remaining work moves to its
     /// reserved capacity, whose whole slots return to its interval (`convert` of the module
     /// doc). Returns the units credited.
+    #[inline(always)]
     fn charge(&mut self, seq: usize, freq_ppm: u32) -> u64 {
         let j = &mut self.jobs[seq - self.job_base];
         let e = (freq_ppm as u64).min(j.rem);
