@@ -88,6 +88,34 @@ pub const UNIT: u64 = 1_000_000;
 /// with the field's name (docs/planner.md, "Limits").
 pub const MAX_JOB_SLOTS: u64 = u32::MAX as u64;
 
+/// A value derived from the rest of a CPU's state only to skip work (a cache): left out of
+/// `Debug`, so that states that differ only in what they have cached print the same (the
+/// control tests compare planner states by their `Debug` text).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Cached<T>(pub(crate) T);
+
+impl<T> std::fmt::Debug for Cached<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("_")
+    }
+}
+
+/// What the last decision of a CPU found, for the quiet path (`policy::step_quiet`): the next
+/// slot with nothing due finds the same, as long as nothing changed outside `step`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Quiet {
+    /// Nothing known: the general decision.
+    #[default]
+    No,
+    /// No soft job queued, no job ready, no idle period (`bss`, `dvfs`): best-effort or idle.
+    Idle,
+    /// No soft job queued, no idle period: the EDF top ran.
+    Job,
+}
+
+/// [`CpuState::iv_hint`] when it names no interval.
+pub(crate) const NO_HINT: (Slot, usize) = (Slot::MAX, 0);
+
 /// How a guaranteed job came to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum JobKind {
@@ -189,7 +217,9 @@ pub enum JobEvent {
 pub(crate) enum Running {
     Job {
         idx: usize,
-        credited: u64,
+        /// Units credited: at most `freq_ppm`, so at most [`UNIT`] (32 bits keep a pending slot
+        /// at 32 bytes, two of the CPU's hot lines hold the whole queue).
+        credited: u32,
         freq_ppm: u32,
     },
     Soft {
@@ -205,6 +235,59 @@ pub(crate) struct Pending {
     pub(crate) run: Running,
 }
 
+/// The decided slots of a CPU whose observations are pending, oldest first: a deque whose
+/// oldest entry is kept inline. With observations applied by each `step` (the step-by-step
+/// protocol) at most one slot is pending, so the queue never leaves the CPU's hot lines.
+#[derive(Clone, Debug, Default)]
+#[repr(align(64))]
+pub(crate) struct PendingQueue {
+    /// The oldest pending slot (`None` only when the queue is empty).
+    head: Option<Pending>,
+    rest: VecDeque<Pending>,
+}
+
+impl PendingQueue {
+    pub(crate) fn len(&self) -> usize {
+        self.head.is_some() as usize + self.rest.len()
+    }
+
+    pub(crate) fn front(&self) -> Option<&Pending> {
+        self.head.as_ref()
+    }
+
+    pub(crate) fn push_back(&mut self, p: Pending) {
+        if self.head.is_none() {
+            self.head = Some(p);
+        } else {
+            self.rest.push_back(p);
+        }
+    }
+
+    /// What runs in the one pending slot, if exactly one slot is pending.
+    pub(crate) fn only(&self) -> Option<Running> {
+        match self.head {
+            Some(p) if self.rest.is_empty() => Some(p.run),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn pop_front(&mut self) -> Option<Pending> {
+        let front = self.head.take();
+        if !self.rest.is_empty() {
+            self.head = self.rest.pop_front();
+        }
+        front
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Pending> + '_ {
+        self.head.iter().chain(self.rest.iter())
+    }
+
+    pub(crate) fn iter_mut(&mut self) -> impl Iterator<Item = &mut Pending> + '_ {
+        self.head.iter_mut().chain(self.rest.iter_mut())
+    }
+}
+
 /// The online state of one managed CPU.
 ///
 /// Intervals and jobs live in deques: the front interval is the current one (past intervals are
@@ -212,8 +295,57 @@ pub(crate) struct Pending {
 /// `jobs`; finished jobs are popped from the front). The frame after next is built a few
 /// intervals and jobs per slot during the current frame, so no slot pays for a whole frame.
 #[derive(Clone, Debug)]
+// `repr(C)`, aligned: the fields every `step` reads come first, in the first cache lines of the
+// state (the compiler's own order scattered them over all seven), so that a slot with nothing
+// due touches few lines of each CPU. The cold ones (template, build cursors) follow.
+#[repr(C, align(64))]
 pub struct CpuState {
+    /// `advance` has nothing to do before this slot (no interval ends, no job is released or
+    /// due, no share of the build): the first slot something is due, computed by the last full
+    /// `advance` ([`Self::next_due`]); 0 = unknown. Every change outside `step` resets it.
+    pub(crate) quiet_until: Cached<Slot>,
+    /// First slot not promised to a DPM idle period.
+    pub(crate) idle_until: Slot,
+    /// The slot of the last `advance` (the slot being decided).
+    pub(crate) now: Slot,
+    /// Sequence number of `jobs[0]`.
+    pub(crate) job_base: usize,
+    /// `(deadline, index in ivs)` of the interval a job last charged in `consume` ended at:
+    /// [`Self::iv_of`] answers it without a search until `ivs` is popped or split
+    /// ([`NO_HINT`] then).
+    pub(crate) iv_hint: Cached<(Slot, usize)>,
+    /// What the last decision found (reset with `quiet_until`, and by a soft job's arrival).
+    pub(crate) quiet: Cached<Quiet>,
+    /// Whether best-effort work may run in this CPU's slack.
+    pub has_be: bool,
+    /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
+    /// the observation window when observations arrive late).
+    pub(crate) pending: PendingQueue,
+    /// Intervals from the current one on: the horizon, then the frame being built.
+    pub(crate) ivs: VecDeque<Iv>,
+    pub(crate) jobs: VecDeque<LiveJob>,
+    pub(crate) soft: VecDeque<SoftJob>,
+    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
+    pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
+    /// Slots of work per frame in the template (offline jobs plus admitted periodic tasks).
+    pub(crate) template_slots: u64,
+    /// WCET slots of the firm jobs guaranteed here and not finished.
+    pub(crate) firm_slots: u64,
     pub(crate) frame: Slot,
+    /// Frames before this one are complete: the horizon ends at `next_frame · frame`.
+    pub(crate) next_frame: u64,
+    /// Offset in the frame from which this CPU builds the frame after next (see
+    /// [`Self::stagger_build`]).
+    pub(crate) build_offset: Slot,
+    /// Unreleased jobs (seq) in release order.
+    pub(crate) unreleased: VecDeque<usize>,
+    /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
+    pub(crate) build_iv: usize,
+    pub(crate) build_job: usize,
+    /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`).
+    pub(crate) build_per_slot: usize,
+    /// Extra job slots of the job rings beyond three frames plus 64 (see [`Self::stagger_build`]).
+    pub(crate) ring_pad: usize,
     /// Frame template: offline jobs plus admitted periodic tasks.
     pub(crate) template: Vec<Job>,
     pub(crate) template_kind: Vec<JobKind>,
@@ -225,41 +357,6 @@ pub struct CpuState {
     /// per-interval job lists, which are cold after half a frame without a build.
     pub(crate) build_ivs: Vec<Iv>,
     pub(crate) build_jobs: Vec<LiveJob>,
-    /// Intervals from the current one on: the horizon, then the frame being built.
-    pub(crate) ivs: VecDeque<Iv>,
-    pub(crate) jobs: VecDeque<LiveJob>,
-    /// Sequence number of `jobs[0]`.
-    pub(crate) job_base: usize,
-    /// Released unfinished jobs by (deadline, seq); finished ones are dropped lazily.
-    pub(crate) ready: BinaryHeap<Reverse<(Slot, usize)>>,
-    /// Unreleased jobs (seq) in release order.
-    pub(crate) unreleased: VecDeque<usize>,
-    pub(crate) soft: VecDeque<SoftJob>,
-    /// Frames before this one are complete: the horizon ends at `next_frame · frame`.
-    pub(crate) next_frame: u64,
-    /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
-    pub(crate) build_iv: usize,
-    pub(crate) build_job: usize,
-    /// Offset in the frame from which this CPU builds the frame after next (see
-    /// [`Self::stagger_build`]).
-    pub(crate) build_offset: Slot,
-    /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`).
-    pub(crate) build_per_slot: usize,
-    /// Extra job slots of the job rings beyond three frames plus 64 (see [`Self::stagger_build`]).
-    pub(crate) ring_pad: usize,
-    /// First slot not promised to a DPM idle period.
-    pub(crate) idle_until: Slot,
-    /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
-    /// the observation window when observations arrive late).
-    pub(crate) pending: VecDeque<Pending>,
-    /// The slot of the last `advance` (the slot being decided).
-    pub(crate) now: Slot,
-    /// Whether best-effort work may run in this CPU's slack.
-    pub has_be: bool,
-    /// Slots of work per frame in the template (offline jobs plus admitted periodic tasks).
-    pub(crate) template_slots: u64,
-    /// WCET slots of the firm jobs guaranteed here and not finished.
-    pub(crate) firm_slots: u64,
 }
 
 impl CpuState {
@@ -286,8 +383,11 @@ impl CpuState {
             build_per_slot: 1,
             ring_pad: 0,
             idle_until: 0,
-            pending: VecDeque::new(),
+            pending: PendingQueue::default(),
             now: 0,
+            quiet_until: Cached(0),
+            iv_hint: Cached(NO_HINT),
+            quiet: Cached(Quiet::No),
             has_be,
             template_slots: 0,
             firm_slots: 0,
@@ -369,6 +469,11 @@ impl CpuState {
 
     /// Index of the interval ending at `deadline` (every live job's interval ends at its deadline).
     pub(crate) fn iv_of(&self, deadline: Slot) -> usize {
+        let Cached((hint_deadline, hint)) = self.iv_hint;
+        if hint_deadline == deadline {
+            debug_assert_eq!(self.ivs[hint].end, deadline);
+            return hint;
+        }
         // Running jobs are mostly due within the next few intervals: probe those first.
         let near = self.ivs.iter().take(8).position(|iv| iv.end >= deadline);
         let i = near.unwrap_or_else(|| self.first_ending_from(deadline));
@@ -446,9 +551,47 @@ impl CpuState {
         }
     }
 
+    /// Forgets what the quiet path knows (a change outside `step`): the next step of this CPU
+    /// takes the general path.
+    pub(crate) fn forget_quiet(&mut self) {
+        self.quiet_until.0 = 0;
+        self.quiet.0 = Quiet::No;
+    }
+
+    /// [`Self::advance_all`], event-driven: a slot before [`Self::quiet_until`] only moves the
+    /// clock (nothing is due in it), the others advance fully and find the next due slot.
+    pub(crate) fn advance(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
+        if slot < self.quiet_until.0 {
+            self.now = slot;
+            return;
+        }
+        self.advance_all(slot, pos, events);
+        self.quiet_until.0 = self.next_due(slot);
+    }
+
+    /// The first slot after `slot` (the slot of a full `advance`) at which `advance` has
+    /// something to do: the current interval ends (every live job's deadline is an interval
+    /// end, so no miss comes earlier; the ready top is counted too, conservatively), the next
+    /// job is released, or this CPU's share of the build of the frame after next starts.
+    pub(crate) fn next_due(&self, slot: Slot) -> Slot {
+        let mut due = self.ivs.front().map_or(slot + 1, |iv| iv.end);
+        if let Some(&Reverse((deadline, _))) = self.ready.peek() {
+            due = due.min(deadline);
+        }
+        if let Some(&seq) = self.unreleased.front() {
+            due = due.min(match self.is_done(seq) {
+                true => slot + 1,
+                false => self.job(seq).release,
+            });
+        }
+        // Frame `next_frame` is built from offset `build_offset` of frame `next_frame - 2` on.
+        let build = self.next_frame.saturating_sub(2) * self.frame + self.build_offset;
+        due.min(build).max(slot + 1)
+    }
+
     /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
     /// next, releases jobs.
-    pub(crate) fn advance(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
+    pub(crate) fn advance_all(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
         self.now = slot;
         while let Some(&Reverse((deadline, seq))) = self.ready.peek() {
             if deadline > slot && !self.is_done(seq) {
@@ -471,6 +614,7 @@ impl CpuState {
         }
         while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
             self.ivs.pop_front();
+            self.iv_hint.0 = NO_HINT;
         }
         // `slot / frame` and `slot % frame`, the same for every CPU: computed once per step.
         let (k, offset) = pos;

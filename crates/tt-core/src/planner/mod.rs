@@ -12,6 +12,8 @@
 //! a clock or a BPF map (the simulation driver is `crate::sim`, the kernel edge `src/cli/run`).
 
 pub mod cpu;
+#[cfg(test)]
+mod equivalence_tests;
 pub mod interface;
 pub mod kernel_path;
 pub mod late_writes;

@@ -50,7 +50,7 @@
 //!    keeps exact after each slot; admissions made during an idle period see the idle slots as
 //!    already spent.
 
-use super::cpu::{CpuState, JobKind, Running, UNIT};
+use super::cpu::{CpuState, JobKind, Quiet, Running, UNIT};
 use super::offline::Slot;
 use crate::energy::estimate::IdleGovernor;
 
@@ -273,15 +273,12 @@ pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 
 /// Decides slot `slot` for one CPU and charges it to the spare capacity.
 pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Freqs) -> Decision {
     let max = UNIT as u32;
-    let sleep_ppm = match policy {
-        Policy::Bss | Policy::Dpm => max,
-        Policy::Dvfs | Policy::DpmDvfs => freqs.min_ppm(),
-    };
+    cpu.quiet.0 = Quiet::No;
     if slot < cpu.idle_until {
         cpu.consume(Running::Other);
         return Decision {
             run: Run::Idle,
-            freq_ppm: sleep_ppm,
+            freq_ppm: sleep_ppm(policy, freqs),
             idle_until: Some(cpu.idle_until),
         };
     }
@@ -297,42 +294,18 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
         }
     }
     if let Some(idx) = cpu.edf_top() {
-        let freq_ppm = match policy {
-            Policy::Bss | Policy::Dpm => max,
-            Policy::Dvfs | Policy::DpmDvfs => {
-                let a = available_slack(cpu, idx, policy == Policy::Dvfs);
-                freqs.for_work(cpu.job(idx).rem, a)
-            }
+        cpu.quiet.0 = match cpu.soft.is_empty() {
+            true => Quiet::Job,
+            false => Quiet::No,
         };
-        let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
-        cpu.consume(Running::Job {
-            idx,
-            credited: 0,
-            freq_ppm,
-        });
-        return Decision {
-            run: Run::Job {
-                task,
-                kind,
-                job: idx,
-            },
-            freq_ppm,
-            idle_until: None,
-        };
+        return run_job(cpu, idx, policy, freqs);
     }
     match policy {
         Policy::Bss | Policy::Dvfs => {
-            cpu.consume(Running::Other);
-            let (run, freq_ppm) = if cpu.has_be {
-                (Run::Be, max)
-            } else {
-                (Run::Idle, sleep_ppm)
-            };
-            Decision {
-                run,
-                freq_ppm,
-                idle_until: None,
+            if cpu.soft.is_empty() {
+                cpu.quiet.0 = Quiet::Idle;
             }
+            no_job(cpu, policy, freqs)
         }
         Policy::Dpm | Policy::DpmDvfs => {
             let until = slot + idle_duration(cpu).max(1);
@@ -340,10 +313,107 @@ pub(crate) fn decide(cpu: &mut CpuState, slot: Slot, policy: Policy, freqs: &Fre
             cpu.consume(Running::Other);
             Decision {
                 run: Run::Idle,
-                freq_ppm: sleep_ppm,
+                freq_ppm: sleep_ppm(policy, freqs),
                 idle_until: Some(until),
             }
         }
+    }
+}
+
+/// The frequency of an idle slot: the minimum under the DVFS policies.
+fn sleep_ppm(policy: Policy, freqs: &Freqs) -> u32 {
+    match policy {
+        Policy::Bss | Policy::Dpm => UNIT as u32,
+        Policy::Dvfs | Policy::DpmDvfs => freqs.min_ppm(),
+    }
+}
+
+/// Nothing ready under `bss` or `dvfs`: best-effort work if the CPU has some, else idle.
+#[inline(always)]
+fn no_job(cpu: &mut CpuState, policy: Policy, freqs: &Freqs) -> Decision {
+    cpu.consume(Running::Other);
+    let (run, freq_ppm) = match cpu.has_be {
+        true => (Run::Be, UNIT as u32),
+        false => (Run::Idle, sleep_ppm(policy, freqs)),
+    };
+    Decision {
+        run,
+        freq_ppm,
+        idle_until: None,
+    }
+}
+
+/// Runs job `idx`, the EDF top, in the slot being decided, at the policy's frequency, and
+/// charges the slot.
+#[inline]
+pub(crate) fn run_job(cpu: &mut CpuState, idx: usize, policy: Policy, freqs: &Freqs) -> Decision {
+    let freq_ppm = match policy {
+        Policy::Bss | Policy::Dpm => UNIT as u32,
+        Policy::Dvfs | Policy::DpmDvfs => {
+            let a = available_slack(cpu, idx, policy == Policy::Dvfs);
+            freqs.for_work(cpu.job(idx).rem, a)
+        }
+    };
+    let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
+    cpu.consume(Running::Job {
+        idx,
+        credited: 0,
+        freq_ppm,
+    });
+    Decision {
+        run: Run::Job {
+            task,
+            kind,
+            job: idx,
+        },
+        freq_ppm,
+        idle_until: None,
+    }
+}
+
+/// The whole step of one CPU in a slot where nothing is due (the common slot), or `None` for
+/// the general path. The slot is before [`CpuState::quiet_until`]: no interval ends, no job is
+/// released, no build share is due (`advance` has nothing to do), and no admission or
+/// observation came since the last full `advance`. The one pending slot ran whole without
+/// completing (the worst case `step` applies) and reconciling it changes nothing: it was idle
+/// or best-effort, or it was a job's that still has work. Then the decision is `decide`'s; when
+/// that job goes on (no idle period or soft job comes first) it is still the EDF top — nothing
+/// entered the ready queue and it did not leave it — and runs without a look at the queue.
+#[inline(always)]
+pub(crate) fn step_quiet(
+    cpu: &mut CpuState,
+    slot: Slot,
+    policy: Policy,
+    freqs: &Freqs,
+) -> Option<Decision> {
+    if slot >= cpu.quiet_until.0 {
+        return None;
+    }
+    match (cpu.pending.only()?, cpu.quiet.0) {
+        // Still nothing ready: no release came, no soft job, no reconciliation gave work back.
+        (Running::Other, Quiet::Idle) if matches!(policy, Policy::Bss | Policy::Dvfs) => {
+            cpu.pending.pop_front();
+            cpu.now = slot;
+            Some(no_job(cpu, policy, freqs))
+        }
+        (Running::Other, _) => {
+            cpu.pending.pop_front();
+            cpu.now = slot;
+            Some(decide(cpu, slot, policy, freqs))
+        }
+        (Running::Job { idx, .. }, quiet) => {
+            let j = cpu.jobs.get(idx.checked_sub(cpu.job_base)?)?;
+            if j.done || j.rem == 0 {
+                return None;
+            }
+            cpu.pending.pop_front();
+            cpu.now = slot;
+            if quiet != Quiet::Job && (slot < cpu.idle_until || !cpu.soft.is_empty()) {
+                return Some(decide(cpu, slot, policy, freqs));
+            }
+            Some(run_job(cpu, idx, policy, freqs))
+        }
+        (Running::Soft { .. }, _) => None,
     }
 }
 

@@ -49,7 +49,7 @@
 //! horizon"). A removal changes the template the same way and also frees the capacity its live
 //! jobs still hold at once.
 
-use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, MAX_JOB_SLOTS, UNIT};
+use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, MAX_JOB_SLOTS, NO_HINT, UNIT};
 use super::offline::{Job, Miss, Slot};
 use super::policy::{self, Decision, Freqs, Policy};
 
@@ -188,6 +188,10 @@ pub struct Planner {
     unobserved: u64,
     /// Slots voided by the last [`Self::observe`].
     voided: Vec<Slot>,
+    /// `step` as it was before the event-driven advance (every CPU advanced fully every slot):
+    /// kept for the benchmark's before/after rows and the equivalence tests
+    /// ([`Self::set_reference_step`]).
+    reference_step: bool,
 }
 
 impl Planner {
@@ -215,6 +219,18 @@ impl Planner {
             window: 0,
             unobserved: 0,
             voided: Vec::new(),
+            reference_step: false,
+        }
+    }
+
+    /// Steps every CPU through the full `advance` in every slot, as before the event-driven
+    /// step (decisions are identical either way): the baseline of bench/planner_step.rs and
+    /// of the equivalence tests.
+    #[doc(hidden)]
+    pub fn set_reference_step(&mut self, on: bool) {
+        self.reference_step = on;
+        for c in &mut self.cpus {
+            c.forget_quiet();
         }
     }
 
@@ -264,6 +280,7 @@ impl Planner {
             return Err(ObserveError::Reconciled { cpu, slot, oldest });
         }
         self.voided.clear();
+        c.forget_quiet();
         while c.oldest_pending().is_some_and(|o| o < slot) {
             c.reconcile_into(
                 self.cfg.slot_ns,
@@ -296,6 +313,9 @@ impl Planner {
     /// only at a decision, so a change never cuts one short (`idle_until` stays in force).
     pub fn set_policy(&mut self, policy: Policy) {
         self.cfg.policy = policy;
+        for c in &mut self.cpus {
+            c.forget_quiet();
+        }
     }
 
     pub fn frame(&self) -> Slot {
@@ -338,7 +358,20 @@ impl Planner {
             done: false,
         };
         let pos = (slot / self.frame, slot % self.frame);
+        // The quiet path reconciles the slot before as run whole, not completed: only when
+        // `step` reconciles it and the observation (if any) says so.
+        let quiet = !self.reference_step && self.window == 0 && self.cfg.slot_ns > 0;
+        let whole = |o: &Observation| o.ran_ns >= full.ran_ns && !o.done;
         for (i, cpu) in self.cpus.iter_mut().enumerate() {
+            if quiet && obs.get(i).is_none_or(whole) {
+                if let Some(d) = policy::step_quiet(cpu, slot, self.cfg.policy, &self.cfg.freqs) {
+                    self.decisions.push(d);
+                    continue;
+                }
+            }
+            if self.reference_step {
+                cpu.iv_hint.0 = NO_HINT;
+            }
             if let Some(o) = obs.get(i) {
                 cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
             } else if self.window == 0 {
@@ -348,7 +381,11 @@ impl Planner {
                 cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
                 self.unobserved += 1;
             }
-            cpu.advance(slot, pos, &mut self.scratch);
+            if self.reference_step {
+                cpu.advance_all(slot, pos, &mut self.scratch);
+            } else {
+                cpu.advance(slot, pos, &mut self.scratch);
+            }
             if !self.scratch.is_empty() {
                 self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
             }
@@ -572,6 +609,7 @@ impl Planner {
                 (c.soft.len(), -c.ivs[0].sc, i)
             })
         })?;
+        self.cpus[target].forget_quiet();
         self.cpus[target].soft.push_back(SoftJob {
             task,
             // no guarantee to keep: a budget above the bound is cut to it instead of wrapping

@@ -56,6 +56,7 @@ impl CpuState {
         if wcet == 0 || wcet > MAX_JOB_SLOTS {
             return;
         }
+        self.forget_quiet();
         self.end_idle_unless_fits(now, wcet, d);
         let i = self.first_ending_from(d);
         if self.ivs[i].end != d {
@@ -97,6 +98,7 @@ impl CpuState {
     /// Splits interval `i`, [s, e) with d < e, at `d`, the deadline of a new firm job.
     fn split_interval(&mut self, i: usize, d: Slot, now: Slot) {
         // Split [s, e) at d: the part before d keeps the free slots that lie before d.
+        self.iv_hint.0 = super::NO_HINT;
         let iv = self.ivs[i];
         let s_eff = iv.start.max(now) as i64;
         let before = (d as i64 - s_eff).min(iv.sc);

@@ -10,23 +10,16 @@ impl CpuState {
     /// runs in it; the slot stays pending until its observation is applied. A job whose whole
     /// remaining work is now credited leaves the ready queue (it is *parked*, it must be the
     /// EDF top the decision took) until a reconciliation gives work back.
+    #[inline(always)]
     pub(crate) fn consume(&mut self, run: Running) -> Running {
         self.ivs[0].sc -= 1;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
-                let e = (freq_ppm as u64).min(self.job(idx).rem);
-                let j = self.job_mut(idx);
-                j.rem -= e;
-                j.res += e;
-                if j.rem == 0 && !j.parked {
-                    j.parked = true;
-                    let top = self.ready.pop();
-                    debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
-                }
-                self.convert(idx);
+                // at most `freq_ppm`
+                let credited = self.charge(idx, freq_ppm) as u32;
                 Running::Job {
                     idx,
-                    credited: e,
+                    credited,
                     freq_ppm,
                 }
             }
@@ -37,6 +30,32 @@ impl CpuState {
             run,
         });
         run
+    }
+
+    /// Job `seq` runs a slot at `freq_ppm`: up to that much of its remaining work moves to its
+    /// reserved capacity, whose whole slots return to its interval (`convert` of the module
+    /// doc). Returns the units credited.
+    #[inline(always)]
+    fn charge(&mut self, seq: usize, freq_ppm: u32) -> u64 {
+        let j = &mut self.jobs[seq - self.job_base];
+        let e = (freq_ppm as u64).min(j.rem);
+        j.rem -= e;
+        j.res += e;
+        let park = j.rem == 0 && !j.parked;
+        j.parked |= park;
+        let whole = j.res / UNIT;
+        j.res -= whole * UNIT;
+        let deadline = j.deadline;
+        if park {
+            let top = self.ready.pop();
+            debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(seq));
+        }
+        if whole > 0 {
+            let i = self.iv_of(deadline);
+            self.iv_hint.0 = (deadline, i);
+            self.add_sc(i, whole as i64);
+        }
+        e
     }
 
     /// The oldest decided slot whose observation is pending.
@@ -77,7 +96,7 @@ impl CpuState {
                 freq_ppm,
             } => {
                 let ran = executed_units(ran_ns, slot_ns, freq_ppm);
-                self.reconcile_job(idx, credited, ran, done, events, voided);
+                self.reconcile_job(idx, credited as u64, ran, done, events, voided);
             }
             Running::Soft { freq_ppm } => {
                 let ran = executed_units(ran_ns, slot_ns, freq_ppm);
@@ -223,15 +242,6 @@ impl CpuState {
             self.add_sc(i, -(slots as i64));
         }
         units - give
-    }
-
-    fn convert(&mut self, seq: usize) {
-        let whole = self.job(seq).res / UNIT;
-        if whole > 0 {
-            self.job_mut(seq).res -= whole * UNIT;
-            let i = self.iv_of(self.job(seq).deadline);
-            self.add_sc(i, whole as i64);
-        }
     }
 
     /// Frees what a finished job still holds.

@@ -27,6 +27,7 @@ impl CpuState {
     }
 
     pub(crate) fn rebuild_template(&mut self) {
+        self.forget_quiet();
         self.template_ivs = offline::intervals(&self.template, self.frame);
         self.template_slots = self.template.iter().map(|j| j.wcet).sum();
         let mut order: Vec<usize> = (0..self.template.len())
@@ -165,6 +166,7 @@ impl CpuState {
         let mut jobs = self.template.clone();
         jobs.extend_from_slice(instances);
         offline::edf(&jobs, self.frame)?;
+        self.forget_quiet();
         self.finish_build();
         self.template = jobs;
         self.template_kind
@@ -176,6 +178,7 @@ impl CpuState {
     /// Finishes every live job of `task` (its capacity returns) and drops it from the template
     /// (the frame being built is completed first, with the old template).
     pub fn remove_task(&mut self, task: usize) -> bool {
+        self.forget_quiet();
         self.finish_build();
         let before = self.template.len();
         let mut keep = Vec::new();

@@ -1,0 +1,248 @@
+//! The event-driven step (quiet slots skip `advance` and the reconciliation, the interval of the
+//! running job is cached) against the reference step (`Planner::set_reference_step`: every CPU
+//! reconciled, advanced and decided in full every slot, no cache): two planners fed the same
+//! random plans, admissions, soft jobs, removals, policy swaps and observations (by `step`, late
+//! by `observe`, or none) must take the same decisions, report the same events and admissions
+//! and hold the same state (`Debug` of every CPU, caches left out) after every slot.
+
+use super::offline::Job;
+use super::runtime::CpuInput;
+use super::{Observation, Placement, Planner, PlannerConfig, Policy};
+use proptest::prelude::*;
+
+const SLOT_NS: u64 = 1000;
+
+/// `n` jobs in a frame of `frame` slots, as bench/planner_common.rs builds them: job k released
+/// at the start of segment k, at most half a segment of work, due 0–3 segments after its own
+/// segment ends: always EDF-feasible.
+fn frame_jobs(n: u64, frame: u64, seed: u64, wcet_of: &[u64]) -> Vec<Job> {
+    let seg = (frame / n).max(2);
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n.min(frame / seg))
+        .map(|k| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            Job {
+                task: k as usize,
+                instance: 0,
+                release: k * seg,
+                deadline: ((k + 1 + x % 4) * seg).min(frame),
+                wcet: 1 + wcet_of[k as usize % wcet_of.len()] % (seg / 2).max(1),
+            }
+        })
+        .collect()
+}
+
+/// One thing done between two steps, with its random parameters.
+#[derive(Clone, Debug)]
+enum Op {
+    Nothing,
+    Firm {
+        wcet: u64,
+        rel: u64,
+        cpu: usize,
+        only: bool,
+    },
+    Soft {
+        wcet: u64,
+        cpu: Option<usize>,
+    },
+    Periodic {
+        wcet: u64,
+        period_ix: usize,
+    },
+    Remove {
+        task: usize,
+    },
+    Policy(usize),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => Just(Op::Nothing),
+        3 => (1..6u64, 1..80u64, 0..3usize, any::<bool>())
+            .prop_map(|(wcet, rel, cpu, only)| Op::Firm { wcet, rel, cpu, only }),
+        1 => (1..5u64, proptest::option::of(0..3usize))
+            .prop_map(|(wcet, cpu)| Op::Soft { wcet, cpu }),
+        1 => (1..4u64, 0..4usize).prop_map(|(wcet, period_ix)| Op::Periodic { wcet, period_ix }),
+        1 => (0..12usize).prop_map(|task| Op::Remove { task }),
+        1 => (0..4usize).prop_map(Op::Policy),
+    ]
+}
+
+/// How observations reach the planners.
+#[derive(Clone, Copy, Debug)]
+enum Feed {
+    /// `step(s, &[])`: every slot ran whole.
+    None,
+    /// `step(s, obs)` with random observations.
+    Step,
+    /// `defer_observations(2)` and `observe` of slot `s − 2`.
+    Late,
+}
+
+/// Applies `op` to both planners; the replies must agree.
+fn apply(a: &mut Planner, b: &mut Planner, op: &Op, next_task: &mut usize) {
+    let n = a.cpus().len();
+    match *op {
+        Op::Nothing => {}
+        Op::Firm {
+            wcet,
+            rel,
+            cpu,
+            only,
+        } => {
+            let place = match only {
+                true => Placement::Only(cpu % n),
+                false => Placement::Prefer(cpu % n),
+            };
+            let d = a.now() + rel;
+            *next_task += 1;
+            let ra = a.admit_firm(*next_task, wcet, d, place);
+            assert_eq!(ra, b.admit_firm(*next_task, wcet, d, place), "admit_firm");
+        }
+        Op::Soft { wcet, cpu } => {
+            *next_task += 1;
+            let ra = a.submit_soft(*next_task, wcet, cpu);
+            assert_eq!(ra, b.submit_soft(*next_task, wcet, cpu), "submit_soft");
+        }
+        Op::Periodic { wcet, period_ix } => {
+            let period = [5, 10, 15, 30][period_ix];
+            *next_task += 1;
+            let ra = a.admit_periodic(*next_task, wcet, period, Placement::Any);
+            assert_eq!(
+                ra,
+                b.admit_periodic(*next_task, wcet, period, Placement::Any),
+                "admit_periodic"
+            );
+        }
+        Op::Remove { task } => assert_eq!(a.remove_task(task), b.remove_task(task), "remove"),
+        Op::Policy(p) => {
+            a.set_policy(Policy::ALL[p]);
+            b.set_policy(Policy::ALL[p]);
+        }
+    }
+}
+
+/// Every CPU's state as `Debug` text, with the ready queue as its sorted live entries: the queue
+/// drops finished jobs lazily, when they reach its top, and the reference step (which advances
+/// every slot) looks at the top more often; the live entries, hence the order in which jobs are
+/// picked, are the same.
+fn state(p: &Planner) -> String {
+    let mut out = String::new();
+    for c in p.cpus() {
+        let mut c = c.clone();
+        let (base, jobs) = (c.job_base, c.jobs.clone());
+        let live = |seq: usize| seq >= base && !jobs[seq - base].done;
+        let ready: Vec<_> = std::mem::take(&mut c.ready)
+            .into_sorted_vec()
+            .into_iter()
+            .filter(|r| live(r.0 .1))
+            .collect();
+        out += &format!("{c:?} ready {ready:?}\n");
+    }
+    out
+}
+
+/// A random observation from two draws.
+fn observation(r: u64) -> Observation {
+    Observation {
+        ran_ns: [0, SLOT_NS / 3, SLOT_NS, SLOT_NS, SLOT_NS][(r % 5) as usize],
+        done: (r / 5).is_multiple_of(4),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run(
+    cpus: usize,
+    jobs: u64,
+    frames: u64,
+    policy: usize,
+    wcets: &[u64],
+    ops: &[Op],
+    draws: &[u64],
+    feed: Feed,
+) {
+    let frame = 30;
+    let inputs: Vec<CpuInput> = (0..cpus)
+        .map(|c| CpuInput {
+            jobs: frame_jobs(jobs, frame, c as u64 + 1, wcets),
+            has_be: c % 2 == 1,
+        })
+        .collect();
+    let cfg = PlannerConfig {
+        policy: Policy::ALL[policy],
+        freqs: super::Freqs::xeon_default(),
+        slot_ns: SLOT_NS,
+    };
+    let mut a = Planner::new(&inputs, frame, cfg.clone());
+    let mut b = Planner::new(&inputs, frame, cfg);
+    b.set_reference_step(true);
+    if let Feed::Late = feed {
+        a.defer_observations(2);
+        b.defer_observations(2);
+    }
+    let mut next_task = 1000;
+    let mut draw = draws.iter().copied().cycle();
+    for s in 0..frames * frame {
+        let obs: Vec<Observation> = match feed {
+            Feed::Step if s > 0 => (0..cpus)
+                .map(|_| observation(draw.next().unwrap()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Feed::Late = feed {
+            for c in 0..cpus {
+                let o = observation(draw.next().unwrap());
+                if s >= 2 {
+                    let va = a.observe(c, s - 2, o).map(<[u64]>::to_vec);
+                    assert_eq!(va, b.observe(c, s - 2, o).map(<[u64]>::to_vec), "observe");
+                }
+            }
+        }
+        let da = a.step(s, &obs).expect("in order").to_vec();
+        let db = b.step(s, &obs).expect("in order").to_vec();
+        assert_eq!(da, db, "decisions of slot {s}");
+        assert_eq!(a.events(), b.events(), "events of slot {s}");
+        apply(&mut a, &mut b, &ops[s as usize % ops.len()], &mut next_task);
+        assert_eq!(state(&a), state(&b), "state after slot {s}");
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn the_event_driven_step_decides_as_the_reference_step(
+        cpus in 1..4usize,
+        jobs in 1..8u64,
+        frames in 2..6u64,
+        policy in 0..4usize,
+        wcets in proptest::collection::vec(0..20u64, 1..6),
+        ops in proptest::collection::vec(op(), 1..40),
+        draws in proptest::collection::vec(any::<u64>(), 1..50),
+        feed in prop_oneof![Just(Feed::None), Just(Feed::Step), Just(Feed::Late)],
+    ) {
+        run(cpus, jobs, frames, policy, &wcets, &ops, &draws, feed);
+    }
+}
+
+/// The bench's shape (many quiet slots), every policy, no arrivals: the same decisions.
+#[test]
+fn bench_like_plans_decide_the_same_under_every_policy() {
+    for policy in 0..4 {
+        for feed in [Feed::None, Feed::Step, Feed::Late] {
+            run(
+                4,
+                6,
+                4,
+                policy,
+                &[7, 3, 11],
+                &[Op::Nothing],
+                &[2, 3, 7, 2, 2],
+                feed,
+            );
+        }
+    }
+}
