@@ -20,7 +20,7 @@
 # body of a non-2xx answer (it only says "server returned error"), so the requests that must be
 # refused go over busybox nc as raw HTTP/1.1 (NAME.http: the whole answer).
 . /tt/lib.sh
-DEFAULT_DURATION_S=10
+DEFAULT_DURATION_S=11
 PLAN=/tt/scenarios/admit/admit.json
 PORT=7443
 API=http://127.0.0.1:$PORT
