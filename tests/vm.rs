@@ -49,6 +49,8 @@ mod faults;
 mod freq;
 #[path = "vm/scenarios/multicore/check.rs"]
 mod multicore;
+#[path = "vm/scenarios/node_api/check.rs"]
+mod node_api;
 #[path = "vm/scenarios/planner/check.rs"]
 mod planner;
 #[path = "vm/scenarios/planner_admit/check.rs"]
