@@ -11,13 +11,12 @@ use super::engine::RunEngine;
 use super::every::Every;
 use super::plan_loader::PlanLoader;
 use super::planner_loop::{self, DemosSeq, PlannerLoop};
+use super::simulated::store_control_state;
 use super::stats::Stats;
-use super::RunArgs;
 use anyhow::{Context, Result};
 use libbpf_rs::{OpenObject, RingBuffer};
 use scx_tt::accounting::{EnergySummary, ExitReason, RunFacts, TaskInfo, TaskState};
 use scx_tt::clock::{monotonic_ns, SlotClock};
-use scx_tt::control::journal as control_journal;
 use scx_tt::control::Control;
 use scx_tt::energy::estimate::IdleGovernor;
 use scx_tt::metrics::{Metrics, MetricsServer};
@@ -777,26 +776,6 @@ fn counters(sched: &Scheduler, nr_tasks: usize) -> Counters {
 fn secs_ns(s: f64) -> u64 {
     Duration::try_from_secs_f64(s.max(0.0))
         .map_or(u64::MAX, |d| d.as_nanos().min(u128::from(u64::MAX)) as u64)
-}
-
-/// Stores the control state when a request changed it (scx_tt::control::journal); a failure
-/// is warned about (the change itself holds).
-fn store_control_state(args: &RunArgs, control: &mut Control) {
-    let Some(requests) = control.take_journal() else {
-        return;
-    };
-    let state = control_journal::State {
-        format: control_journal::FORMAT.into(),
-        table: args
-            .table
-            .as_deref()
-            .map(|t| t.display().to_string())
-            .unwrap_or_default(),
-        requests,
-    };
-    if let Err(e) = control_journal::store(&args.run_dir, &state) {
-        eprintln!("scx_tt: warning: the control state: {e} (a restart with --resume would not bring this change back)");
-    }
 }
 
 /// What a turn of the run loop does with the control socket, after writing and answering a

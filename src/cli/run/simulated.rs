@@ -165,8 +165,9 @@ fn planner_thread(
     Ok(())
 }
 
-/// Stores the control state when a request changed it (as the kernel run does).
-fn store(args: &RunArgs, control: &mut Control) {
+/// Stores the control state when a request changed it (scx_tt::control::journal), for the
+/// kernel run and the simulated node alike; a failure is warned about (the change itself holds).
+pub(super) fn store_control_state(args: &RunArgs, control: &mut Control) {
     let Some(requests) = control.take_journal() else {
         return;
     };
@@ -214,7 +215,7 @@ fn resume(args: &RunArgs, control: &mut Control, engine: &mut SimEngine) -> Resu
         }
     }
     eprintln!("scx_tt: --resume: {held} of {total} journaled requests hold again");
-    store(args, control);
+    store_control_state(args, control);
     Ok(())
 }
 
@@ -308,7 +309,7 @@ fn turn(args: &RunArgs, sock: &mut ControlSocket, control: &mut Control, engine:
     let ready = sock.wait(TURN);
     let mut serve = |line: &str| {
         let r = control.serve(line, engine).map(|r| r.to_line());
-        store(args, control);
+        store_control_state(args, control);
         r
     };
     match ready {
@@ -322,7 +323,7 @@ fn turn(args: &RunArgs, sock: &mut ControlSocket, control: &mut Control, engine:
     control.reap(engine, |tid| procs.alive(tid));
     control.finish_jobs(engine);
     control.take_added();
-    store(args, control);
+    store_control_state(args, control);
 }
 
 /// `--node-api`: the node admission API on the `--control` socket (a simulated node's with its
