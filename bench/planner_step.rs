@@ -29,7 +29,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 /// From-scratch spare capacities of every CPU (the baseline).
-fn recompute_all(p: &Planner, now: u64) -> i64 {
+fn recompute_all(p: &mut Planner, now: u64) -> i64 {
     let mut acc = 0;
     let mut committed: HashMap<u64, i64> = HashMap::new();
     for cpu in p.cpus() {
@@ -151,13 +151,13 @@ fn run(cpus: usize, frame: u64, jobs: u64, policy: Policy, frames: u64, baseline
 fn report(cpus: usize, frame: u64, jobs: u64, policy: Policy, side: Side, baseline: bool) {
     let slots = side.floor.len();
     let floor = side.floor;
-    let (mut samples, p) = side.best.expect("at least one run");
+    let (mut samples, mut p) = side.best.expect("at least one run");
     let mut base = Vec::new();
     if baseline {
         // Same final state, measured after the run so that it does not disturb the caches.
         for _ in 0..(slots as u64 / 10).max(50) {
             let t0 = Instant::now();
-            black_box(recompute_all(&p, slots as u64));
+            black_box(recompute_all(&mut p, slots as u64));
             base.push(t0.elapsed().as_nanos() as u64);
         }
     }

@@ -39,6 +39,7 @@ fn planner() -> Planner {
 
 /// The free slots of every CPU's horizon, the planner's whole guarantee state.
 fn spare(p: &Planner) -> Vec<Vec<(u64, u64, i64)>> {
+    let mut p = p.clone(); // `cpus()` charges quiet runs: read a copy
     p.cpus()
         .iter()
         .map(|c| c.intervals().map(|i| (i.start, i.end, i.sc)).collect())

@@ -58,7 +58,7 @@ fn case() -> impl Strategy<Value = (Tasks, Vec<Arrival>)> {
 }
 
 /// The load figure recomputed from scratch: template work plus unfinished firm jobs.
-fn load_from_scratch(p: &Planner, inputs: &[CpuInput], cpu: usize) -> u64 {
+fn load_from_scratch(p: &mut Planner, inputs: &[CpuInput], cpu: usize) -> u64 {
     let template: u64 = inputs[cpu].jobs.iter().map(|j| j.wcet).sum();
     let firm: u64 = p.cpus()[cpu]
         .live_jobs()
@@ -98,9 +98,10 @@ proptest! {
             let d = p.step(slot, &obs).expect("in order");
             prop_assert_eq!(d.len(), cpus);
             for c in 0..cpus {
+                let load = p.cpus()[c].load_slots();
                 prop_assert_eq!(
-                    p.cpus()[c].load_slots(),
-                    load_from_scratch(&p, &inputs, c),
+                    load,
+                    load_from_scratch(&mut p, &inputs, c),
                     "load of CPU {} at slot {}", c, slot
                 );
             }

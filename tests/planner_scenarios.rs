@@ -35,6 +35,7 @@ fn planner(jobs: Vec<Job>, frame: u64, policy: Policy, freqs: Freqs) -> Planner 
 }
 
 fn ivs(p: &Planner) -> Vec<(u64, u64, i64)> {
+    let mut p = p.clone(); // `cpus()` charges quiet runs: read a copy
     p.cpus()[0]
         .intervals()
         .map(|i| (i.start, i.end, i.sc))

@@ -342,7 +342,8 @@ pub struct CpuState {
     /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
     pub(crate) build_iv: usize,
     pub(crate) build_job: usize,
-    /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`).
+    /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`, at least
+    /// 64).
     pub(crate) build_per_slot: usize,
     /// Extra job slots of the job rings beyond three frames plus 64 (see [`Self::stagger_build`]).
     pub(crate) ring_pad: usize,
@@ -551,6 +552,38 @@ impl CpuState {
         }
     }
 
+    /// Asks the cache for the lines of this CPU's state a full `step` reads first (the struct's
+    /// hot fields): issued a few CPUs ahead by `Planner::step`, so that the misses of the CPUs
+    /// due in one slot overlap instead of following one another.
+    #[inline(always)]
+    pub(crate) fn prefetch_state(&self) {
+        let p = (self as *const Self).cast::<u8>();
+        prefetch(p);
+        prefetch(p.wrapping_add(64));
+        prefetch(p.wrapping_add(128));
+    }
+
+    /// [`Self::prefetch_state`]'s second stage (the state's lines are in the cache by now):
+    /// the lines its deques point at — the current interval and the next ones, the ready
+    /// heap's top, the next job to release and its entry.
+    #[inline(always)]
+    pub(crate) fn prefetch_data(&self) {
+        if let Some(iv) = self.ivs.front() {
+            let p = (iv as *const Iv).cast::<u8>();
+            prefetch(p);
+            prefetch(p.wrapping_add(64));
+        }
+        prefetch(self.ready.as_slice().as_ptr().cast());
+        if let Some(seq) = self.unreleased.front() {
+            if let Some(j) = self.jobs.get(seq.wrapping_sub(self.job_base)) {
+                prefetch((j as *const LiveJob).cast());
+            }
+        }
+        if let Some(j) = self.jobs.front() {
+            prefetch((j as *const LiveJob).cast());
+        }
+    }
+
     /// Forgets what the quiet path knows (a change outside `step`): the next step of this CPU
     /// takes the general path.
     pub(crate) fn forget_quiet(&mut self) {
@@ -646,6 +679,19 @@ impl CpuState {
         }
         None
     }
+}
+
+/// A hint that the line holding `p` is read soon (no effect on the program's state).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` never faults and changes no architectural state, whatever the
+    // address (it is a hint: an invalid address is ignored); SSE is part of x86_64's baseline.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 #[cfg(test)]

@@ -273,11 +273,7 @@ impl KernelPlanner {
     /// Capacity intervals, live jobs and template jobs over every CPU: what an admission or a
     /// removal walks, moves or rebuilds (its lock hold grows with this; `planner::shared`).
     pub fn size_items(&self) -> u64 {
-        self.planner
-            .cpus()
-            .iter()
-            .map(|c| (c.ivs.len() + c.jobs.len() + c.template.len()) as u64)
-            .sum()
+        self.planner.size_items()
     }
 
     /// The next slot the planner decides; an admission now can affect slots from here on.

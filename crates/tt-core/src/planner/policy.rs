@@ -417,6 +417,41 @@ pub(crate) fn step_quiet(
     }
 }
 
+/// After `cpu` decided `slot` as `d` (step-by-step protocol, no observation pending but that
+/// slot's): the first slot whose decision may differ from `d` or that has something due, so
+/// that every slot before it repeats `d` and would take [`step_quiet`] with the same outcome,
+/// charging the same way. `Planner::step` leaves those slots' CPU state untouched and charges
+/// them at once later ([`CpuState::charge_quiet_run`]). `slot + 1` (no such run) unless
+/// - `d` runs a job at full speed (`bss`, `dpm`) found the quiet way (no soft job queued):
+///   it goes on while it has work, `⌈rem/UNIT⌉` more slots;
+/// - `d` is `bss`/`dvfs` best-effort or idle with nothing ready and no soft job;
+/// - `d` is a slot of a DPM idle period: it goes on until `idle_until`;
+///
+/// each at most until [`CpuState::quiet_until`], the next slot `advance` has something to do
+/// (a release, an interval end, a share of the build).
+pub(crate) fn quiet_run_end(cpu: &CpuState, d: &Decision, slot: Slot, policy: Policy) -> Slot {
+    let due = cpu.quiet_until.0;
+    if due <= slot + 1 || cpu.pending.len() != 1 {
+        return slot + 1;
+    }
+    let end = match (d.run, policy, cpu.quiet.0) {
+        (Run::Job { job, .. }, Policy::Bss | Policy::Dpm, Quiet::Job) => {
+            let j = cpu.job(job);
+            match j.done {
+                true => slot + 1,
+                false => slot + 1 + j.rem.div_ceil(UNIT),
+            }
+        }
+        (Run::Idle | Run::Be, Policy::Bss | Policy::Dvfs, Quiet::Idle) => due,
+        (Run::Idle, Policy::Dpm | Policy::DpmDvfs, _) => match d.idle_until {
+            Some(until) if until > slot + 1 => until,
+            _ => slot + 1,
+        },
+        _ => slot + 1,
+    };
+    end.min(due)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -49,9 +49,11 @@
 //! horizon"). A removal changes the template the same way and also frees the capacity its live
 //! jobs still hold at once.
 
-use super::cpu::{Capacity, CpuState, JobEvent, JobKind, SoftJob, MAX_JOB_SLOTS, NO_HINT, UNIT};
+use super::cpu::{
+    Capacity, CpuState, JobEvent, JobKind, Running, SoftJob, MAX_JOB_SLOTS, NO_HINT, UNIT,
+};
 use super::offline::{Job, Miss, Slot};
-use super::policy::{self, Decision, Freqs, Policy};
+use super::policy::{self, Decision, Freqs, Policy, Run};
 
 /// Planner parameters.
 #[derive(Clone, Debug)]
@@ -168,10 +170,27 @@ impl std::fmt::Display for Rejection {
     }
 }
 
+/// How many due CPUs ahead `step` prefetches a CPU's deque lines (and twice as many, its
+/// state's hot lines).
+const PREFETCH_AHEAD: usize = 3;
+
+/// A CPU's quiet run (`policy::quiet_run_end`): `step` decides the slots in `[.., until)` as
+/// it decided the slot before `from` without touching the CPU's state; slots `from..` of them
+/// are not charged yet ([`Planner::sync`] charges them). `until == 0`: no run.
+#[derive(Clone, Copy, Debug, Default)]
+struct QuietRun {
+    from: Slot,
+    until: Slot,
+}
+
 /// The planner of all managed CPUs.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Planner {
     cpus: Vec<CpuState>,
+    /// Per CPU, dense: the slots `step` skips (a cache: left out of `Debug`).
+    runs: Vec<QuietRun>,
+    /// The CPU indices `step` visits in the slot being decided (scratch).
+    due: Vec<u32>,
     cfg: PlannerConfig,
     frame: Slot,
     next_slot: Slot,
@@ -207,13 +226,20 @@ impl Planner {
                 s
             })
             .collect::<Vec<CpuState>>();
+        let idle = Decision {
+            run: Run::Idle,
+            freq_ppm: UNIT as u32,
+            idle_until: None,
+        };
         Planner {
             loads: states.iter().map(CpuState::load_slots).collect(),
+            runs: vec![QuietRun::default(); states.len()],
+            due: Vec::with_capacity(states.len()),
             cpus: states,
             cfg,
             frame,
             next_slot: 0,
-            decisions: Vec::with_capacity(cpus.len()),
+            decisions: vec![idle; cpus.len()],
             events: Vec::new(),
             scratch: Vec::new(),
             window: 0,
@@ -228,6 +254,7 @@ impl Planner {
     /// of the equivalence tests.
     #[doc(hidden)]
     pub fn set_reference_step(&mut self, on: bool) {
+        self.touch_all();
         self.reference_step = on;
         for c in &mut self.cpus {
             c.forget_quiet();
@@ -238,6 +265,7 @@ impl Planner {
     /// worst case, every decided slot waits for [`Self::observe`] — up to `window` slots per
     /// CPU; older ones are reconciled with the worst case (counted, [`Self::unobserved`]).
     pub fn defer_observations(&mut self, window: usize) {
+        self.touch_all();
         self.window = window;
     }
 
@@ -249,7 +277,12 @@ impl Planner {
 
     /// The oldest decided slot of CPU `cpu` whose observation is pending.
     pub fn oldest_pending(&self, cpu: usize) -> Option<Slot> {
-        self.cpus.get(cpu)?.oldest_pending()
+        let run = self.runs.get(cpu)?;
+        match run.until.min(self.next_slot) > run.from {
+            // a quiet run's slots: the last one decided is the one pending
+            true => Some(run.until.min(self.next_slot) - 1),
+            false => self.cpus[cpu].oldest_pending(),
+        }
     }
 
     /// Applies what slot `slot` did on CPU index `cpu` (a slot already decided): the late
@@ -266,9 +299,11 @@ impl Planner {
         obs: Observation,
     ) -> Result<&[Slot], ObserveError> {
         let cpus = self.cpus.len();
-        let Some(c) = self.cpus.get_mut(cpu) else {
+        if cpu >= cpus {
             return Err(ObserveError::NoCpu { cpu, cpus });
-        };
+        }
+        self.touch(cpu);
+        let c = &mut self.cpus[cpu];
         if slot >= self.next_slot {
             return Err(ObserveError::NotDecided {
                 slot,
@@ -312,6 +347,7 @@ impl Planner {
     /// guarantee given before the change holds after it; the DPM policies' idle periods start
     /// only at a decision, so a change never cuts one short (`idle_until` stays in force).
     pub fn set_policy(&mut self, policy: Policy) {
+        self.touch_all();
         self.cfg.policy = policy;
         for c in &mut self.cpus {
             c.forget_quiet();
@@ -322,8 +358,68 @@ impl Planner {
         self.frame
     }
 
-    pub fn cpus(&self) -> &[CpuState] {
+    /// Every CPU's state, with the slots of quiet runs charged ([`Self::sync`]).
+    pub fn cpus(&mut self) -> &[CpuState] {
+        self.sync_all();
         &self.cpus
+    }
+
+    /// Managed CPUs.
+    pub fn cpu_count(&self) -> usize {
+        self.cpus.len()
+    }
+
+    /// The frame template of CPU index `cpu` (plan jobs and admitted periodic tasks).
+    pub fn template(&self, cpu: usize) -> Option<&[Job]> {
+        Some(&self.cpus.get(cpu)?.template)
+    }
+
+    /// Whether best-effort work may use CPU index `cpu`'s slack.
+    pub fn has_be(&self, cpu: usize) -> bool {
+        self.cpus.get(cpu).is_some_and(|c| c.has_be)
+    }
+
+    /// Whether planner task `task` has a guaranteed job on some CPU that still needs slots.
+    pub fn has_unfinished(&self, task: usize) -> bool {
+        // `done` changes only by a reconciliation or a removal, never in a quiet run.
+        self.cpus.iter().any(|c| c.has_unfinished(task))
+    }
+
+    /// Capacity intervals, live jobs and template jobs over every CPU (quiet runs add none).
+    pub fn size_items(&self) -> u64 {
+        self.cpus
+            .iter()
+            .map(|c| (c.ivs.len() + c.jobs.len() + c.template.len()) as u64)
+            .sum()
+    }
+
+    /// Charges CPU index `i`'s quiet-run slots decided so far: its state becomes what
+    /// per-slot steps would have left (`CpuState::charge_quiet_run`); the run goes on.
+    fn sync(&mut self, i: usize) {
+        catch_up(
+            &mut self.cpus[i],
+            &mut self.runs[i],
+            &self.decisions[i],
+            self.next_slot,
+        );
+    }
+
+    fn sync_all(&mut self) {
+        for i in 0..self.cpus.len() {
+            self.sync(i);
+        }
+    }
+
+    /// [`Self::sync`] before CPU index `i`'s state changes outside `step`: its run ends.
+    fn touch(&mut self, i: usize) {
+        self.sync(i);
+        self.runs[i].until = 0;
+    }
+
+    fn touch_all(&mut self) {
+        for i in 0..self.cpus.len() {
+            self.touch(i);
+        }
     }
 
     /// The next slot `step` expects; admissions made now guarantee from this slot on.
@@ -352,7 +448,6 @@ impl Planner {
             });
         }
         self.events.clear();
-        self.decisions.clear();
         let full = Observation {
             ran_ns: self.cfg.slot_ns,
             done: false,
@@ -361,37 +456,68 @@ impl Planner {
         // The quiet path reconciles the slot before as run whole, not completed: only when
         // `step` reconciles it and the observation (if any) says so.
         let quiet = !self.reference_step && self.window == 0 && self.cfg.slot_ns > 0;
+        // Quiet runs: with no observation at all, a CPU in a run repeats its decision and is
+        // not touched (its slots are charged when the run ends or its state is read).
+        let runs = quiet && obs.is_empty();
         let whole = |o: &Observation| o.ran_ns >= full.ran_ns && !o.done;
-        for (i, cpu) in self.cpus.iter_mut().enumerate() {
-            if quiet && obs.get(i).is_none_or(whole) {
-                if let Some(d) = policy::step_quiet(cpu, slot, self.cfg.policy, &self.cfg.freqs) {
-                    self.decisions.push(d);
-                    continue;
+        // The CPUs due in this slot, then their steps with the state of the ones a few places
+        // ahead prefetched (in two stages: the struct, then the deque lines it points at).
+        self.due.clear();
+        for (i, r) in self.runs.iter().enumerate() {
+            if !runs || r.until <= slot {
+                self.due.push(i as u32);
+            }
+        }
+        for k in 0..self.due.len() {
+            if let Some(&j) = self.due.get(k + 2 * PREFETCH_AHEAD) {
+                self.cpus[j as usize].prefetch_state();
+            }
+            if let Some(&j) = self.due.get(k + PREFETCH_AHEAD) {
+                self.cpus[j as usize].prefetch_data();
+            }
+            let i = self.due[k] as usize;
+            let cpu = &mut self.cpus[i];
+            catch_up(cpu, &mut self.runs[i], &self.decisions[i], slot);
+            let quick = match quiet && obs.get(i).is_none_or(whole) {
+                true => policy::step_quiet(cpu, slot, self.cfg.policy, &self.cfg.freqs),
+                false => None,
+            };
+            let d = match quick {
+                Some(d) => d,
+                None => {
+                    if self.reference_step {
+                        cpu.iv_hint.0 = NO_HINT;
+                    }
+                    if let Some(o) = obs.get(i) {
+                        cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
+                    } else if self.window == 0 {
+                        cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
+                    }
+                    while cpu.pending.len() > self.window {
+                        cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
+                        self.unobserved += 1;
+                    }
+                    if self.reference_step {
+                        cpu.advance_all(slot, pos, &mut self.scratch);
+                    } else {
+                        cpu.advance(slot, pos, &mut self.scratch);
+                    }
+                    if !self.scratch.is_empty() {
+                        self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
+                    }
+                    let d = policy::decide(cpu, slot, self.cfg.policy, &self.cfg.freqs);
+                    self.loads[i] = cpu.load_slots();
+                    d
                 }
-            }
-            if self.reference_step {
-                cpu.iv_hint.0 = NO_HINT;
-            }
-            if let Some(o) = obs.get(i) {
-                cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
-            } else if self.window == 0 {
-                cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
-            }
-            while cpu.pending.len() > self.window {
-                cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
-                self.unobserved += 1;
-            }
-            if self.reference_step {
-                cpu.advance_all(slot, pos, &mut self.scratch);
-            } else {
-                cpu.advance(slot, pos, &mut self.scratch);
-            }
-            if !self.scratch.is_empty() {
-                self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
-            }
-            self.decisions
-                .push(policy::decide(cpu, slot, self.cfg.policy, &self.cfg.freqs));
-            self.loads[i] = cpu.load_slots();
+            };
+            self.runs[i] = match runs {
+                true => QuietRun {
+                    from: slot + 1,
+                    until: policy::quiet_run_end(cpu, &d, slot, self.cfg.policy),
+                },
+                false => QuietRun::default(),
+            };
+            self.decisions[i] = d;
         }
         self.next_slot = slot + 1;
         Ok(&self.decisions)
@@ -467,7 +593,7 @@ impl Planner {
     /// The acceptance test alone of a firm job released now, `wcet` slots before slot
     /// `deadline` on CPU `i` (as [`Self::admit_firm`] with [`Placement::Only`] would run it;
     /// nothing changes): `Err` with the count when it does not fit.
-    pub fn firm_fits(&self, i: usize, wcet: u64, deadline: Slot) -> Result<(), Capacity> {
+    pub fn firm_fits(&mut self, i: usize, wcet: u64, deadline: Slot) -> Result<(), Capacity> {
         let refuse = || Capacity {
             needed: wcet,
             available: 0,
@@ -476,8 +602,11 @@ impl Planner {
         if wcet > MAX_JOB_SLOTS {
             return Err(refuse());
         }
-        let cpu = self.cpus.get(i).ok_or_else(refuse)?;
-        let cap = cpu.acceptance_until(self.next_slot, wcet, deadline, wcet as i64);
+        if i >= self.cpus.len() {
+            return Err(refuse());
+        }
+        self.sync(i);
+        let cap = self.cpus[i].acceptance_until(self.next_slot, wcet, deadline, wcet as i64);
         match cap.available >= wcet as i64 {
             true => Ok(()),
             false => Err(cap),
@@ -495,10 +624,12 @@ impl Planner {
         wcet: u64,
         deadline: Slot,
     ) -> Result<Admission, Capacity> {
+        self.sync(i);
         let cap = self.cpus[i].acceptance_until(now, wcet, deadline, wcet as i64);
         if cap.available < wcet as i64 {
             return Err(cap);
         }
+        self.touch(i);
         self.cpus[i].guarantee(now, task, wcet, deadline);
         self.loads[i] = self.cpus[i].load_slots();
         Ok(Admission::Accepted {
@@ -581,6 +712,7 @@ impl Planner {
         };
         let mut first_miss = None;
         for &i in &order {
+            self.touch(i);
             match self.cpus[i].add_periodic(&instances) {
                 Ok(from) => {
                     self.loads[i] = self.cpus[i].load_slots();
@@ -603,12 +735,16 @@ impl Planner {
     /// Queues a soft aperiodic job (no guarantee) on `cpu`, or on the CPU with the shortest soft
     /// queue (ties: most spare capacity in the current interval). Returns the CPU index.
     pub fn submit_soft(&mut self, task: usize, wcet: u64, cpu: Option<usize>) -> Option<usize> {
+        if cpu.is_none_or(|c| c >= self.cpus.len()) {
+            self.sync_all();
+        }
         let target = cpu.filter(|&c| c < self.cpus.len()).or_else(|| {
             (0..self.cpus.len()).min_by_key(|&i| {
                 let c = &self.cpus[i];
                 (c.soft.len(), -c.ivs[0].sc, i)
             })
         })?;
+        self.touch(target);
         self.cpus[target].forget_quiet();
         self.cpus[target].soft.push_back(SoftJob {
             task,
@@ -620,12 +756,54 @@ impl Planner {
 
     /// Removes a periodic task (or drops a firm job) everywhere; its capacity returns at once.
     pub fn remove_task(&mut self, task: usize) -> bool {
+        self.touch_all();
         let mut found = false;
         for (c, load) in self.cpus.iter_mut().zip(&mut self.loads) {
             found |= c.remove_task(task);
             *load = c.load_slots();
         }
         found
+    }
+}
+
+/// Charges the slots of `run` decided before `upto` and not charged yet, each as `d` ran
+/// ([`CpuState::charge_quiet_run`]).
+#[inline]
+fn catch_up(cpu: &mut CpuState, run: &mut QuietRun, d: &Decision, upto: Slot) {
+    let end = upto.min(run.until);
+    if end > run.from {
+        let running = match d.run {
+            Run::Job { job, .. } => Running::Job {
+                idx: job,
+                credited: 0,
+                freq_ppm: d.freq_ppm,
+            },
+            _ => Running::Other,
+        };
+        cpu.charge_quiet_run(run.from, end, running);
+        run.from = end;
+    }
+}
+
+impl std::fmt::Debug for Planner {
+    /// The state with every quiet run charged (what per-slot steps leave), the runs left out.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut p = self.clone();
+        p.sync_all();
+        f.debug_struct("Planner")
+            .field("cpus", &p.cpus)
+            .field("cfg", &p.cfg)
+            .field("frame", &p.frame)
+            .field("next_slot", &p.next_slot)
+            .field("decisions", &p.decisions)
+            .field("events", &p.events)
+            .field("scratch", &p.scratch)
+            .field("loads", &p.loads)
+            .field("window", &p.window)
+            .field("unobserved", &p.unobserved)
+            .field("voided", &p.voided)
+            .field("reference_step", &p.reference_step)
+            .finish()
     }
 }
 

@@ -88,7 +88,9 @@ impl<'s, 'a> Decider<VirtualClock<'s>> for Arrivals<'a> {
         let out = SlotDecisions {
             tasks: decisions.iter().map(|d| self.task_of(d.run)).collect(),
             events: self.planner.events().to_vec(),
-            has_be: self.planner.cpus().iter().map(|c| c.has_be).collect(),
+            has_be: (0..self.planner.cpu_count())
+                .map(|c| self.planner.has_be(c))
+                .collect(),
             decisions,
         };
         while self.next < self.order.len() && self.order[self.next].at_slot <= slot {

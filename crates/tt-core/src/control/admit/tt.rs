@@ -95,7 +95,7 @@ impl TtAdmission<'_> {
 
     /// An aperiodic VM's vCPUs: distinct CPUs, each chosen by the acceptance test alone, so
     /// that a rejection has changed nothing to undo (empty for a periodic timing).
-    fn aperiodic_cpus(&self, p: &KernelPlanner, cur: u64) -> Result<Vec<usize>, String> {
+    fn aperiodic_cpus(&self, p: &mut KernelPlanner, cur: u64) -> Result<Vec<usize>, String> {
         let mut chosen: Vec<usize> = Vec::new();
         let AdmitTiming::Aperiodic { wcet, deadline } = self.timing else {
             return Ok(chosen);

@@ -58,6 +58,63 @@ impl CpuState {
         e
     }
 
+    /// Charges slots `from..upto` that `Planner::step` decided without touching this CPU (a
+    /// quiet run: `policy::quiet_run_end`): each ran `run` (idle or best-effort, or job `idx`
+    /// at full speed with work left when it was decided), the one before it was reconciled as
+    /// run whole, and nothing else happened. The result is the state `k = upto − from`
+    /// per-slot steps leave, in closed form:
+    /// - every slot charges `sc(I_cur)`, so it drops by `k`;
+    /// - a job at full speed moves one slot of its work per slot to its reserved capacity, and
+    ///   `convert` returns that slot to its interval at once (`res < UNIT` before each slot, so
+    ///   `res + e` reaches `UNIT` exactly once per slot): `add_sc(I_j, +1)` `k` times, which is
+    ///   `add_sc(I_j, +k)` once (the borrowing `min(0, sc)` telescopes); its `rem` drops by `k`
+    ///   slots, the last slot taking what is left (`rem + res ≡ 0 mod UNIT`);
+    /// - the last slot is the one pending, with what it credited.
+    pub(crate) fn charge_quiet_run(&mut self, from: Slot, upto: Slot, run: Running) {
+        let k = upto - from;
+        debug_assert!(k > 0 && self.pending.len() == 1);
+        self.ivs[0].sc -= k as i64;
+        let run = match run {
+            Running::Job { idx, freq_ppm, .. } => {
+                debug_assert_eq!(freq_ppm as u64, UNIT, "only full-speed runs are quiet");
+                let j = &mut self.jobs[idx - self.job_base];
+                debug_assert!(j.res < UNIT && j.rem > (k - 1) * UNIT && !j.done);
+                let credited = match j.rem >= k * UNIT {
+                    true => {
+                        j.rem -= k * UNIT;
+                        UNIT
+                    }
+                    false => std::mem::take(&mut j.rem) - (k - 1) * UNIT,
+                };
+                let park = j.rem == 0 && !j.parked;
+                if j.rem == 0 {
+                    j.res = 0;
+                }
+                j.parked |= park;
+                let deadline = j.deadline;
+                if park {
+                    let top = self.ready.pop();
+                    debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
+                }
+                let i = self.iv_of(deadline);
+                self.iv_hint.0 = (deadline, i);
+                self.add_sc(i, k as i64);
+                Running::Job {
+                    idx,
+                    credited: credited as u32,
+                    freq_ppm,
+                }
+            }
+            other => other,
+        };
+        self.pending.pop_front();
+        self.now = upto - 1;
+        self.pending.push_back(Pending {
+            slot: self.now,
+            run,
+        });
+    }
+
     /// The oldest decided slot whose observation is pending.
     pub(crate) fn oldest_pending(&self) -> Option<Slot> {
         self.pending.front().map(|p| p.slot)

@@ -7,6 +7,9 @@ use crate::planner::offline::{self, Job, Slot};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+/// The fewest intervals (and jobs) a build slot adds to the frame after next.
+const BUILD_CHUNK: u64 = 64;
+
 impl CpuState {
     /// Staggers the build of the frame after next: CPU `index` of `cpus` starts it at offset
     /// `index · (frame/2) / cpus` of each frame instead of at the frame boundary. The first build
@@ -68,7 +71,12 @@ impl CpuState {
             })
             .collect();
         let items = self.template_ivs.len().max(self.template_by_release.len()) as u64;
-        self.build_per_slot = (items.div_ceil((self.frame / 2).max(1)) + 1) as usize;
+        // At least BUILD_CHUNK items per build slot: a CPU that builds is taken off the quiet
+        // path for that slot (its state is touched in full), so a few large shares cost less
+        // than one or two items in each of many slots (50 slots per frame for 100 jobs, when a
+        // quarter of a 256-CPU node was building in every slot).
+        let rate = items.div_ceil((self.frame / 2).max(1)) + 1;
+        self.build_per_slot = rate.max(BUILD_CHUNK) as usize;
         self.reserve_horizon();
     }
 

@@ -201,7 +201,7 @@ impl KernelPlanner {
     /// `cur` on managed CPU index `cpu` (nothing changes): `Err` with the numbers when it does
     /// not fit. An [`Self::admit_aperiodic`] of the same job right after it accepts.
     pub fn aperiodic_fits(
-        &self,
+        &mut self,
         cpu: usize,
         wcet: u64,
         deadline_slots: u64,
@@ -219,14 +219,14 @@ impl KernelPlanner {
         let id = (self.nr_plan_tasks..self.task_of.len())
             .rev()
             .find(|&id| self.task_of[id] as usize == index && self.admitted.contains(&id))?;
-        let pending = self.planner.cpus().iter().any(|c| c.has_unfinished(id));
+        let pending = self.planner.has_unfinished(id);
         (!pending).then(|| self.planner.now())
     }
 
     /// The frame's slots CPU index `cpu`'s template leaves free (placement of `admit`).
     pub fn free_template_slots(&self, cpu: usize) -> i64 {
-        self.planner.cpus().get(cpu).map_or(i64::MIN, |c| {
-            self.frame as i64 - c.template.iter().map(|j| j.wcet as i64).sum::<i64>()
+        self.planner.template(cpu).map_or(i64::MIN, |t| {
+            self.frame as i64 - t.iter().map(|j| j.wcet as i64).sum::<i64>()
         })
     }
 
@@ -276,9 +276,9 @@ impl KernelPlanner {
     /// aperiodic jobs still owed, and the spare capacity of its intervals from the next
     /// undecided slot [`Self::now`] to the end of its horizon (the acceptance test's count:
     /// what a firm job due at the horizon's end could still get). `None`: no such CPU.
-    pub fn cpu_capacity(&self, cpu: usize) -> Option<CpuCapacity> {
-        let c = self.planner.cpus().get(cpu)?;
+    pub fn cpu_capacity(&mut self, cpu: usize) -> Option<CpuCapacity> {
         let now = self.planner.now();
+        let c = self.planner.cpus().get(cpu)?;
         let until = c.horizon_end();
         Some(CpuCapacity {
             reserved_slots: c.template_slots,
