@@ -56,6 +56,12 @@ enum Op {
         task: usize,
     },
     Policy(usize),
+    /// The acceptance test alone (`firm_fits`, what the kernel path's dry runs ask).
+    Fits {
+        wcet: u64,
+        rel: u64,
+        cpu: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -68,6 +74,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1..4u64, 0..4usize).prop_map(|(wcet, period_ix)| Op::Periodic { wcet, period_ix }),
         1 => (0..12usize).prop_map(|task| Op::Remove { task }),
         1 => (0..4usize).prop_map(Op::Policy),
+        2 => (1..6u64, 1..80u64, 0..3usize)
+            .prop_map(|(wcet, rel, cpu)| Op::Fits { wcet, rel, cpu }),
     ]
 }
 
@@ -121,6 +129,11 @@ fn apply(a: &mut Planner, b: &mut Planner, op: &Op, next_task: &mut usize) {
         Op::Policy(p) => {
             a.set_policy(Policy::ALL[p]);
             b.set_policy(Policy::ALL[p]);
+        }
+        Op::Fits { wcet, rel, cpu } => {
+            let d = a.now() + rel;
+            let fa = a.firm_fits(cpu % n, wcet, d);
+            assert_eq!(fa, b.firm_fits(cpu % n, wcet, d), "firm_fits");
         }
     }
 }
@@ -210,6 +223,13 @@ fn run(
         assert_eq!(a.events(), b.events(), "events of slot {s}");
         apply(&mut a, &mut b, &ops[s as usize % ops.len()], &mut next_task);
         assert_eq!(state(&a), state(&b), "state after slot {s}");
+        for c in 0..cpus {
+            assert_eq!(
+                a.oldest_pending(c),
+                b.oldest_pending(c),
+                "oldest pending, CPU {c}"
+            );
+        }
     }
 }
 

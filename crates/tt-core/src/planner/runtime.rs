@@ -174,6 +174,10 @@ impl std::fmt::Display for Rejection {
 /// state's hot lines).
 const PREFETCH_AHEAD: usize = 3;
 
+/// The fewest due CPUs for which `step` prefetches: below it their state stays in the cache
+/// between slots and the prefetches are only instructions.
+const PREFETCH_MIN: usize = 64;
+
 /// A CPU's quiet run (`policy::quiet_run_end`): `step` decides the slots in `[.., until)` as
 /// it decided the slot before `from` without touching the CPU's state; slots `from..` of them
 /// are not charged yet ([`Planner::sync`] charges them). `until == 0`: no run.
@@ -460,22 +464,36 @@ impl Planner {
         // not touched (its slots are charged when the run ends or its state is read).
         let runs = quiet && obs.is_empty();
         let whole = |o: &Observation| o.ran_ns >= full.ran_ns && !o.done;
-        // The CPUs due in this slot, then their steps with the state of the ones a few places
-        // ahead prefetched (in two stages: the struct, then the deque lines it points at).
-        self.due.clear();
-        for (i, r) in self.runs.iter().enumerate() {
-            if !runs || r.until <= slot {
-                self.due.push(i as u32);
+        // With quiet runs, the CPUs due in this slot (the others keep their decision); on a
+        // large node their steps go with the state of the ones a few places ahead prefetched (in
+        // two stages: the struct, then the deque lines it points at), since it is not in the
+        // cache any more.
+        let count = match runs {
+            true => {
+                self.due.clear();
+                for (i, r) in self.runs.iter().enumerate() {
+                    if r.until <= slot {
+                        self.due.push(i as u32);
+                    }
+                }
+                self.due.len()
             }
-        }
-        for k in 0..self.due.len() {
-            if let Some(&j) = self.due.get(k + 2 * PREFETCH_AHEAD) {
-                self.cpus[j as usize].prefetch_state();
+            false => self.cpus.len(),
+        };
+        let prefetch = runs && count >= PREFETCH_MIN;
+        for k in 0..count {
+            if prefetch {
+                if let Some(&j) = self.due.get(k + 2 * PREFETCH_AHEAD) {
+                    self.cpus[j as usize].prefetch_state();
+                }
+                if let Some(&j) = self.due.get(k + PREFETCH_AHEAD) {
+                    self.cpus[j as usize].prefetch_data();
+                }
             }
-            if let Some(&j) = self.due.get(k + PREFETCH_AHEAD) {
-                self.cpus[j as usize].prefetch_data();
-            }
-            let i = self.due[k] as usize;
+            let i = match runs {
+                true => self.due[k] as usize,
+                false => k,
+            };
             let cpu = &mut self.cpus[i];
             catch_up(cpu, &mut self.runs[i], &self.decisions[i], slot);
             let quick = match quiet && obs.get(i).is_none_or(whole) {
@@ -510,13 +528,14 @@ impl Planner {
                     d
                 }
             };
-            self.runs[i] = match runs {
-                true => QuietRun {
+            if runs {
+                self.runs[i] = QuietRun {
                     from: slot + 1,
                     until: policy::quiet_run_end(cpu, &d, slot, self.cfg.policy),
-                },
-                false => QuietRun::default(),
-            };
+                };
+            } else if self.runs[i].until != 0 {
+                self.runs[i] = QuietRun::default();
+            }
             self.decisions[i] = d;
         }
         self.next_slot = slot + 1;
