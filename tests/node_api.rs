@@ -353,3 +353,144 @@ fn a_simulated_node_serves_the_node_api_with_its_rules_and_its_journal() {
     );
     eprintln!("node_api: SIGTERM ended the node in {took:?}");
 }
+
+/// Threads of process `pid` now.
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| d.count())
+        .unwrap_or(0)
+}
+
+/// Sends `raw` on a new connection and reads the answer's status (0: closed without one).
+fn raw_status(addr: &str, raw: &[u8]) -> u16 {
+    let mut s = TcpStream::connect(addr).expect("connects");
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let _ = s.write_all(raw);
+    let mut text = Vec::new();
+    let _ = s.read_to_end(&mut text);
+    std::str::from_utf8(text.get(9..12).unwrap_or(b"000"))
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
+/// What a client may send without a token cannot exhaust the node (docs/cluster.md, "Bounds"):
+/// 300 connections that send nothing and one that sends a byte a second add no thread to the
+/// process (tiny_http, before, spawned one per connection and never timed them out); the ones
+/// past the queue are answered 503 at once, the others are cut off with 408 after the request
+/// deadline; heads too long or with too many headers, a length that is no number and a chunked
+/// body are refused with their status; and the node answers as before once they are gone.
+#[test]
+fn idle_and_slow_connections_are_bounded_and_cut_off() {
+    let dir = fresh_temp_dir("node_api", "bounds");
+    setup(&dir);
+    let n = start(&dir, "127.0.0.1:0", false);
+    let pid = n.child.id();
+    assert_eq!(call(&n, "GET", "/v1/capacity", "").0, 200);
+    let before = threads(pid);
+
+    // Malformed requests: each refused with its status, naming the rule.
+    let long_head = format!(
+        "GET /v1/capacity HTTP/1.1\r\nX-Pad: {}\r\n\r\n",
+        "a".repeat(20_000)
+    );
+    let many: String = (0..100).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let cases: [(&str, Vec<u8>, u16); 4] = [
+        ("head over 16 KiB", long_head.into_bytes(), 431),
+        (
+            "100 headers",
+            format!("GET /v1/capacity HTTP/1.1\r\n{many}\r\n").into_bytes(),
+            431,
+        ),
+        (
+            "Content-Length not a number",
+            b"POST /v1/admit HTTP/1.1\r\nContent-Length: ten\r\n\r\n".to_vec(),
+            400,
+        ),
+        (
+            "chunked body",
+            b"POST /v1/admit HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n".to_vec(),
+            411,
+        ),
+    ];
+    for (what, raw, want) in cases {
+        assert_eq!(raw_status(&n.addr, &raw), want, "{what}");
+    }
+
+    // 300 idle connections.
+    let t0 = Instant::now();
+    let mut idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(&n.addr).expect("connects"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let during = threads(pid);
+    println!("threads of scx_tt: {before} before, {during} with 300 idle connections");
+    assert!(
+        during <= before + 1,
+        "idle connections took threads: {before} before, {during} with them"
+    );
+    let (mut busy, mut cut, mut last_cut) = (0, 0, Duration::ZERO);
+    for s in &mut idle {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut text = Vec::new();
+        let _ = s.read_to_end(&mut text);
+        match text.get(9..12) {
+            Some(b"503") => busy += 1,
+            Some(b"408") => {
+                cut += 1;
+                last_cut = t0.elapsed();
+            }
+            other => panic!(
+                "an idle connection got {:?}",
+                other.map(String::from_utf8_lossy)
+            ),
+        }
+    }
+    println!(
+        "300 idle connections: {busy} answered 503 at once, {cut} cut off with 408 (the last \
+         after {:.1} s; deadline 5 s from acceptance)",
+        last_cut.as_secs_f64()
+    );
+    // The workers (4) and the queue (64) hold the rest; the others were turned away.
+    assert!(busy >= 300 - 4 - 64 - 1, "{busy} answered 503");
+    assert!(cut >= 1, "none waited for a worker");
+    assert!(
+        last_cut < Duration::from_secs(5 + 5),
+        "the queue took {last_cut:?} to empty"
+    );
+    assert_eq!(call(&n, "GET", "/v1/capacity", "").0, 200);
+
+    // A client that sends a byte every 0.9 s is cut off at the deadline.
+    let mut s = TcpStream::connect(&n.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(900)))
+        .unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    for b in b"GET /v1/capacity HTTP/1.1\r\nHost: x\r\n".iter().cycle() {
+        if s.write_all(&[*b]).is_err() {
+            break;
+        }
+        let mut buf = [0u8; 512];
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(k) => answer.extend_from_slice(&buf[..k]),
+            Err(_) => {}
+        }
+        if !answer.is_empty() || started.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+    }
+    let took = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer).to_string();
+    println!(
+        "a client sending a byte every 0.9 s: answered after {:.1} s: {}",
+        took.as_secs_f64(),
+        answer.lines().next().unwrap_or("")
+    );
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(took < Duration::from_secs(5 + 3), "cut off after {took:?}");
+    drop(idle);
+    assert_eq!(call(&n, "GET", "/v1/capacity", "").0, 200);
+    assert!(threads(pid) <= before + 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

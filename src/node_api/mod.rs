@@ -43,7 +43,6 @@ pub struct Config {
 pub struct NodeApi {
     pub addr: SocketAddr,
     shared: Arc<http::Shared>,
-    server: Arc<tiny_http::Server>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -84,26 +83,35 @@ impl NodeApi {
     /// Binds `cfg.listen` and starts the workers and the capacity poller.
     pub fn start(cfg: Config) -> Result<Self, String> {
         let token = read_token(&cfg.token_file)?;
-        let server = tiny_http::Server::http(cfg.listen)
+        let listener = std::net::TcpListener::bind(cfg.listen)
             .map_err(|e| format!("--node-api {}: {e}", cfg.listen))?;
-        let addr = server
-            .server_addr()
-            .to_ip()
-            .ok_or_else(|| format!("--node-api {}: not an IP address", cfg.listen))?;
-        let server = Arc::new(server);
+        let addr = listener
+            .local_addr()
+            .map_err(|e| format!("--node-api {}: {e}", cfg.listen))?;
         let shared = Arc::new(http::Shared::new(
             node::Node::new(cfg.control, cfg.node, cfg.procs),
             token,
         ));
+        let (tx, rx) = std::sync::mpsc::sync_channel(http::QUEUE);
+        let rx = Arc::new(std::sync::Mutex::new(rx));
         let mut threads = Vec::new();
+        let spawn = |name: String, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new()
+                .name(name)
+                .spawn(f)
+                .map_err(|e| format!("starting the node API: {e}"))
+        };
+        let s = shared.clone();
+        threads.push(spawn(
+            "node-api-accept".into(),
+            Box::new(move || http::acceptor(s, listener, tx)),
+        )?);
         for i in 0..http::WORKERS {
-            let (s, srv) = (shared.clone(), server.clone());
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("node-api-{i}"))
-                    .spawn(move || http::worker(s, srv))
-                    .map_err(|e| format!("starting the node API: {e}"))?,
-            );
+            let (s, q) = (shared.clone(), rx.clone());
+            threads.push(spawn(
+                format!("node-api-{i}"),
+                Box::new(move || http::worker(s, q)),
+            )?);
         }
         let s = shared.clone();
         threads.push(
@@ -120,7 +128,6 @@ impl NodeApi {
         Ok(NodeApi {
             addr,
             shared,
-            server,
             threads,
         })
     }
@@ -129,10 +136,17 @@ impl NodeApi {
 impl Drop for NodeApi {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
-        self.server.unblock();
-        for _ in 1..http::WORKERS {
-            self.server.unblock();
+        // The acceptor sees `stop` at its next connection: one from here (to the loopback
+        // address when it listens on every address). It then drops the queue's sender, which
+        // ends the workers once they are done with their connection.
+        let mut wake = self.addr;
+        if wake.ip().is_unspecified() {
+            wake.set_ip(match wake {
+                SocketAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                SocketAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            });
         }
+        let _ = std::net::TcpStream::connect_timeout(&wake, Duration::from_secs(1));
         for t in self.threads.drain(..) {
             let _ = t.join();
         }
