@@ -316,18 +316,7 @@ fn reason(status: u16) -> &'static str {
 /// a short while first, so that the answer is not lost to a reset.
 fn respond_then(mut s: TcpStream, resp: Resp, drain: bool) {
     let _ = s.set_write_timeout(Some(WRITE_TIMEOUT));
-    let head = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
-         Connection: close\r\n\r\n",
-        resp.status,
-        reason(resp.status),
-        resp.body.len()
-    );
-    if s.write_all(head.as_bytes())
-        .and_then(|_| s.write_all(&resp.body))
-        .and_then(|_| s.flush())
-        .is_err()
-    {
+    if write_answer(&mut s, &resp).is_err() {
         return;
     }
     let _ = s.shutdown(Shutdown::Write);
@@ -345,6 +334,20 @@ fn respond_then(mut s: TcpStream, resp: Resp, drain: bool) {
     }
 }
 
+/// Writes `resp`'s status line, headers and body.
+fn write_answer(s: &mut TcpStream, resp: &Resp) -> std::io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+         Connection: close\r\n\r\n",
+        resp.status,
+        reason(resp.status),
+        resp.body.len()
+    );
+    s.write_all(head.as_bytes())?;
+    s.write_all(&resp.body)?;
+    s.flush()
+}
+
 /// Writes `resp` and closes the connection (the whole request was read).
 fn respond(s: TcpStream, resp: Resp) {
     respond_then(s, resp, false)
@@ -353,24 +356,24 @@ fn respond(s: TcpStream, resp: Resp) {
 /// The answer to one authorized request but a watch.
 fn route(shared: &Shared, req: &Req) -> Resp {
     let node = &shared.node;
-    let body = || req.body.clone();
+    let body = || req.body.as_deref().map_err(FieldError::clone);
     match (req.method.as_str(), req.path()) {
         ("GET", "/v1/capacity") => answer(node.capacity()),
         ("POST", "/v1/dry-run") => answer(
             body()
-                .and_then(|b| wire::parse::<Request>(&b))
+                .and_then(wire::parse::<Request>)
                 .map_err(Failure::Field)
                 .and_then(|r| node.dry_run(&r)),
         ),
         ("POST", "/v1/admit") => answer(
             body()
-                .and_then(|b| wire::parse::<Request>(&b))
+                .and_then(wire::parse::<Request>)
                 .map_err(Failure::Field)
                 .and_then(|r| node.admit(&r)),
         ),
         ("POST", "/v1/remove") => answer(
             body()
-                .and_then(|b| wire::parse::<RemoveRequest>(&b))
+                .and_then(wire::parse::<RemoveRequest>)
                 .map_err(Failure::Field)
                 .and_then(|r| node.remove(&r.name)),
         ),
@@ -468,19 +471,8 @@ pub fn acceptor(shared: Arc<Shared>, listener: TcpListener, queue: SyncSender<Qu
 /// The answer of a full queue, without reading the request (no drain: the acceptor must not
 /// wait on a client).
 fn respond_busy(mut s: TcpStream) {
-    let body = message(
-        503,
-        format!("{} connections are waiting already", QUEUE + WORKERS),
-    )
-    .body;
-    let head = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    );
-    let _ = s
-        .write_all(head.as_bytes())
-        .and_then(|_| s.write_all(&body));
+    let busy = format!("{} connections are waiting already", QUEUE + WORKERS);
+    let _ = write_answer(&mut s, &message(503, busy));
 }
 
 /// One worker: answers connections from `queue` until the node API stops.

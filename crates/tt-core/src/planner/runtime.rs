@@ -282,9 +282,10 @@ impl Planner {
     /// The oldest decided slot of CPU `cpu` whose observation is pending.
     pub fn oldest_pending(&self, cpu: usize) -> Option<Slot> {
         let run = self.runs.get(cpu)?;
-        match run.until.min(self.next_slot) > run.from {
+        let decided = run.until.min(self.next_slot);
+        match decided > run.from {
             // a quiet run's slots: the last one decided is the one pending
-            true => Some(run.until.min(self.next_slot) - 1),
+            true => Some(decided - 1),
             false => self.cpus[cpu].oldest_pending(),
         }
     }
