@@ -424,12 +424,19 @@ pub(crate) fn step_quiet(
 /// them at once later ([`CpuState::charge_quiet_run`]). `slot + 1` (no such run) unless
 /// - `d` runs a job at full speed (`bss`, `dpm`) found the quiet way (no soft job queued):
 ///   it goes on while it has work, `⌈rem/UNIT⌉` more slots;
+/// - `d` runs a job at a frequency the next slots keep (`dvfs`, `dpm+dvfs`; [`dvfs_run`]);
 /// - `d` is `bss`/`dvfs` best-effort or idle with nothing ready and no soft job;
 /// - `d` is a slot of a DPM idle period: it goes on until `idle_until`;
 ///
 /// each at most until [`CpuState::quiet_until`], the next slot `advance` has something to do
 /// (a release, an interval end, a share of the build).
-pub(crate) fn quiet_run_end(cpu: &CpuState, d: &Decision, slot: Slot, policy: Policy) -> Slot {
+pub(crate) fn quiet_run_end(
+    cpu: &CpuState,
+    d: &Decision,
+    slot: Slot,
+    policy: Policy,
+    freqs: &Freqs,
+) -> Slot {
     let due = cpu.quiet_until.0;
     if due <= slot + 1 || cpu.pending.len() != 1 {
         return slot + 1;
@@ -442,6 +449,9 @@ pub(crate) fn quiet_run_end(cpu: &CpuState, d: &Decision, slot: Slot, policy: Po
                 false => slot + 1 + j.rem.div_ceil(UNIT),
             }
         }
+        (Run::Job { job, .. }, Policy::Dvfs | Policy::DpmDvfs, Quiet::Job) => {
+            slot + 1 + dvfs_run(cpu, job, d.freq_ppm, policy, freqs)
+        }
         (Run::Idle | Run::Be, Policy::Bss | Policy::Dvfs, Quiet::Idle) => due,
         (Run::Idle, Policy::Dpm | Policy::DpmDvfs, _) => match d.idle_until {
             Some(until) if until > slot + 1 => until,
@@ -450,6 +460,109 @@ pub(crate) fn quiet_run_end(cpu: &CpuState, d: &Decision, slot: Slot, policy: Po
         _ => slot + 1,
     };
     end.min(due)
+}
+
+/// How many slots after the one just decided (job `seq` at `f` ppm, charged) [`step_quiet`]
+/// would decide the same way — `seq` at `f`, each slot crediting it `f` whole — with nothing
+/// due: 0 when it cannot tell. The frequency of a slot is Equation 3 on the state the slots
+/// before it left, `least = ⌈c·UNIT/(c + a)⌉` rounded up to a step, with `c` the job's
+/// remaining work and `a` its available slack (Algorithm 3). Within such slots
+/// - `c` drops by `f` per slot;
+/// - `c + a` drops by `d` per slot, `d = UNIT` when the slot consumed is counted in `a` (the
+///   job's own interval is the current one, or, under `dvfs`, the current interval leads the
+///   free run in front of it) and `d = 0` otherwise: charging moves work from `rem` to `res`,
+///   converting moves whole slots from `res` to the interval's spare capacity, both within `a`;
+///
+/// as long as no `max(0, ·)` of Algorithm 3 changes side and the free run keeps its intervals:
+/// the job's interval keeps `sc ≥ 0` (only conversions add to it, unless it is the current one:
+/// then `sc − m + ⌊(res + m·f)/UNIT⌋ ≥ 0` bounds `m`) and a current interval in the free run
+/// keeps `sc > 0` (at most `sc` slots); no conversion propagates (the job's interval starts
+/// with `sc ≥ 0`). Then the frequency never rises (`(c−f)/(c+a−d) ≤ c/(c+a)` when `f·(c+a) ≥ c`,
+/// Property 1) and drops below `f` at the first `m` (slots charged since this one) with
+/// `(c − m·f)·UNIT ≤ fl·(c + a − m·d)`, `fl` the step below `f`:
+/// `m = ⌈(c·UNIT − fl·(c+a)) / (f·UNIT − fl·d)⌉`. Every slot but the last credits `f` whole
+/// (at most `⌈c/f⌉` slots; the last takes what is left and parks the job).
+pub(crate) fn dvfs_run(cpu: &CpuState, seq: usize, f: u32, policy: Policy, freqs: &Freqs) -> u64 {
+    let j = cpu.job(seq);
+    if j.done || j.rem == 0 || f == 0 {
+        return 0;
+    }
+    let ij = cpu.iv_of(j.deadline);
+    let sc0 = cpu.ivs[0].sc;
+    // Algorithm 3's slack on the state the next slot decides on (in O(1) unless `dvfs` has to
+    // sum a free run in front of the job's interval).
+    let a = match (ij, policy) {
+        (0, _) | (_, Policy::DpmDvfs) => j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT,
+        _ => available_slack(cpu, seq, true),
+    };
+    // (d, the most slots the sign conditions allow)
+    let (d, mut k) = if ij == 0 {
+        // `a = res + sc·UNIT`; after `m` slots `sc` is `sc − m + ⌊(res + m·f)/UNIT⌋`, which is
+        // at least 0 exactly while `m·(UNIT − f) ≤ a`.
+        match (sc0 >= 0, UNIT.saturating_sub(f as u64)) {
+            (false, _) => return 0,
+            (true, 0) => (UNIT, u64::MAX),
+            (true, gap) => (UNIT, (a / gap).saturating_add(1)),
+        }
+    } else {
+        if cpu.ivs[ij].sc < 0 {
+            // Conversions would change the borrowing of the intervals in front of it.
+            return 0;
+        }
+        let leads_free_run = cpu.ivs[0].pending == 0 && sc0 > 0;
+        match (policy, leads_free_run) {
+            // `sc(I_cur) − m > 0` keeps it in the free run.
+            (Policy::Dvfs, true) => (UNIT, sc0 as u64),
+            _ => (0, u64::MAX),
+        }
+    };
+    // Every slot but the last credits `f` whole; the last may take what is left.
+    k = k.min(j.rem.div_ceil(f as u64));
+    // Equation 3 on this state chooses `f` iff `fl·(c + a) < c·UNIT ≤ f·(c + a)` (`fl` the step
+    // below `f`, 0 for the lowest); then the first drop is after `m` slots (see above). In 64
+    // bits when the products fit (a 128-bit division costs several times more), else in 128.
+    let steps = freqs.ppm();
+    let i = steps.partition_point(|&s| s < f);
+    if steps.get(i) != Some(&f) {
+        return 0;
+    }
+    let fl = match i {
+        0 => 0,
+        _ => steps[i - 1] as u64,
+    };
+    let (c, f) = (j.rem, f as u64);
+    let m = match (
+        c.checked_mul(UNIT),
+        c.checked_add(a).and_then(|s| s.checked_mul(f)),
+    ) {
+        (Some(cu), Some(fs)) => {
+            // `fl ≤ f`, so `fl·(c + a)` fits too.
+            let fls = (c + a) * fl;
+            if cu > fs || cu <= fls {
+                // The next slot already decides another frequency.
+                return 0;
+            }
+            match fl {
+                0 => u64::MAX,
+                _ => (cu - fls).div_ceil(f * UNIT - fl * d),
+            }
+        }
+        _ => {
+            let (c, a, f, fl, d) = (c as u128, a as u128, f as u128, fl as u128, d as u128);
+            let unit = UNIT as u128;
+            if c * unit > f * (c + a) || c * unit <= fl * (c + a) {
+                return 0;
+            }
+            match fl {
+                0 => u64::MAX,
+                _ => (c * unit - fl * (c + a))
+                    .div_ceil(f * unit - fl * d)
+                    .min(u64::MAX as u128) as u64,
+            }
+        }
+    };
+    k = k.min(m);
+    k
 }
 
 #[cfg(test)]
@@ -513,6 +626,75 @@ mod tests {
             }
         }
         assert!(compared > 1000, "only {compared} comparisons");
+    }
+
+    /// `dvfs_run` against stepping: after every job decision of a bench-like CPU under `dvfs`
+    /// and `dpm+dvfs`, a copy of the CPU stepped slot by slot (reconcile as run whole, advance,
+    /// decide) must decide the same job at the same frequency in each of the `k` slots
+    /// `dvfs_run` predicts (those before anything is due); and the prediction must cover most
+    /// of the job slots, or the quiet runs would skip nothing.
+    #[test]
+    fn dvfs_runs_are_the_slots_stepping_decides_the_same_way() {
+        let freqs = Freqs::xeon_default();
+        for policy in [Policy::Dvfs, Policy::DpmDvfs] {
+            let (mut job_slots, mut predicted) = (0u64, 0u64);
+            for seed in 1..6u64 {
+                let (n, frame) = (20u64, 200u64);
+                let seg = frame / n;
+                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+                let jobs: Vec<Job> = (0..n)
+                    .map(|k| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        Job {
+                            task: k as usize,
+                            instance: 0,
+                            release: k * seg,
+                            deadline: ((k + 1 + x % 4) * seg).min(frame),
+                            wcet: 1 + x % (seg / 2),
+                        }
+                    })
+                    .collect();
+                let kinds = vec![JobKind::Periodic; jobs.len()];
+                let mut cpu = CpuState::new(&jobs, &kinds, frame, false);
+                let mut events = Vec::new();
+                let step = |cpu: &mut CpuState, slot: Slot, events: &mut Vec<_>| {
+                    if slot > 0 {
+                        cpu.reconcile(UNIT, UNIT, false, events);
+                    }
+                    cpu.advance_all(slot, (slot / frame, slot % frame), events);
+                    decide(cpu, slot, policy, &freqs)
+                };
+                for slot in 0..3 * frame {
+                    let d = step(&mut cpu, slot, &mut events);
+                    let Run::Job { job, .. } = d.run else {
+                        continue;
+                    };
+                    job_slots += 1;
+                    if cpu.quiet.0 != Quiet::Job {
+                        continue;
+                    }
+                    let due = cpu.next_due(slot);
+                    let k = dvfs_run(&cpu, job, d.freq_ppm, policy, &freqs).min(due - slot - 1);
+                    predicted += k;
+                    let mut copy = cpu.clone();
+                    for t in 1..=k {
+                        let e = step(&mut copy, slot + t, &mut events);
+                        assert_eq!(
+                            (e.run, e.freq_ppm),
+                            (d.run, d.freq_ppm),
+                            "{policy} seed {seed}: slot {} of the run from slot {slot} ({k} slots)",
+                            slot + t
+                        );
+                    }
+                }
+            }
+            assert!(
+                predicted * 2 >= job_slots,
+                "{policy}: only {predicted} of {job_slots} job slots predicted"
+            );
+        }
     }
 
     #[test]

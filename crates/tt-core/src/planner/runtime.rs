@@ -532,7 +532,7 @@ impl Planner {
             if runs {
                 self.runs[i] = QuietRun {
                     from: slot + 1,
-                    until: policy::quiet_run_end(cpu, &d, slot, self.cfg.policy),
+                    until: policy::quiet_run_end(cpu, &d, slot, self.cfg.policy, &self.cfg.freqs),
                 };
             } else if self.runs[i].until != 0 {
                 self.runs[i] = QuietRun::default();

@@ -60,15 +60,14 @@ impl CpuState {
 
     /// Charges slots `from..upto` that `Planner::step` decided without touching this CPU (a
     /// quiet run: `policy::quiet_run_end`): each ran `run` (idle or best-effort, or job `idx`
-    /// at full speed with work left when it was decided), the one before it was reconciled as
-    /// run whole, and nothing else happened. The result is the state `k = upto − from`
+    /// at `f = freq_ppm` with work left when it was decided), the one before it was reconciled
+    /// as run whole, and nothing else happened. The result is the state `k = upto − from`
     /// per-slot steps leave, in closed form:
     /// - every slot charges `sc(I_cur)`, so it drops by `k`;
-    /// - a job at full speed moves one slot of its work per slot to its reserved capacity, and
-    ///   `convert` returns that slot to its interval at once (`res < UNIT` before each slot, so
-    ///   `res + e` reaches `UNIT` exactly once per slot): `add_sc(I_j, +1)` `k` times, which is
-    ///   `add_sc(I_j, +k)` once (the borrowing `min(0, sc)` telescopes); its `rem` drops by `k`
-    ///   slots, the last slot taking what is left (`rem + res ≡ 0 mod UNIT`);
+    /// - the job's slots credit `f` each, the last one what is left if that is less: `e` in all, moved
+    ///   from `rem` to `res`; `convert` returns the whole slots of `res` to the job's interval,
+    ///   `⌊(res + e)/UNIT⌋` in all, and `add_sc(I_j, +1)` per slot equals `add_sc(I_j, +n)` once
+    ///   (the borrowing `min(0, sc)` telescopes; `sc(I_cur)`'s own charges do not propagate);
     /// - the last slot is the one pending, with what it credited.
     pub(crate) fn charge_quiet_run(&mut self, from: Slot, upto: Slot, run: Running) {
         let k = upto - from;
@@ -76,29 +75,27 @@ impl CpuState {
         self.ivs[0].sc -= k as i64;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
-                debug_assert_eq!(freq_ppm as u64, UNIT, "only full-speed runs are quiet");
+                let f = freq_ppm as u64;
                 let j = &mut self.jobs[idx - self.job_base];
-                debug_assert!(j.res < UNIT && j.rem > (k - 1) * UNIT && !j.done);
-                let credited = match j.rem >= k * UNIT {
-                    true => {
-                        j.rem -= k * UNIT;
-                        UNIT
-                    }
-                    false => std::mem::take(&mut j.rem) - (k - 1) * UNIT,
-                };
+                debug_assert!(j.res < UNIT && j.rem > (k - 1) * f && !j.done);
+                let e = j.rem.min(k * f);
+                let credited = e - (k - 1) * f;
+                j.rem -= e;
+                let res = j.res + e;
+                let whole = res / UNIT;
+                j.res = res - whole * UNIT;
                 let park = j.rem == 0 && !j.parked;
-                if j.rem == 0 {
-                    j.res = 0;
-                }
                 j.parked |= park;
                 let deadline = j.deadline;
                 if park {
                     let top = self.ready.pop();
                     debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
                 }
-                let i = self.iv_of(deadline);
-                self.iv_hint.0 = (deadline, i);
-                self.add_sc(i, k as i64);
+                if whole > 0 {
+                    let i = self.iv_of(deadline);
+                    self.iv_hint.0 = (deadline, i);
+                    self.add_sc(i, whole as i64);
+                }
                 Running::Job {
                     idx,
                     credited: credited as u32,
