@@ -16,6 +16,14 @@
 //! advanced and decided in full every slot), and `after`, the current step; the goal of issue 34
 //! item 4 (256 CPUs × 100 jobs: mean ≤ 5 µs, p99.9 ≤ 20 µs) is printed on those lines.
 //!
+//! The host's own interruptions of the benchmark thread (timer ticks, the hypervisor, RT
+//! throttling) are measured in the same process before the runs (a loop reading the clock,
+//! [`interruptions`]) and printed in the header: on a host that interrupts the thread `r` times
+//! a second for longer than the goal, about `r × mean step` of all slots are hit, and once that
+//! exceeds 0.1 % the p99.9 of a run measures the host, not the step. Each line therefore also
+//! gives the p99.9 of the per-slot floor (each slot's minimum over the runs: an interruption
+//! rarely hits the same slot in every run), the step's own cost, judged against the same goal.
+//!
 //! `cargo bench --no-default-features --bench planner_step`
 
 #[path = "planner_common.rs"]
@@ -26,7 +34,62 @@ use scx_tt::planner::runtime::CpuInput;
 use scx_tt::planner::{Freqs, Observation, Planner, PlannerConfig, Policy};
 use std::collections::HashMap;
 use std::hint::black_box;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// A gap between two clock reads at least this long is an interruption (a read takes ~20–50 ns).
+const GAP_NS: u64 = 5_000;
+
+/// The pause before every timed run and between the interruption loop's shares. Under
+/// SCHED_FIFO the kernel's RT throttling (`sched_rt_runtime_us`, 950 ms of every second) stops a
+/// thread that runs longer than that for the rest of the second: a 50 ms hole in one slot, which
+/// alone adds 6 µs to the mean of an 8,000-slot run. Every run is far below 900 ms, so a pause of
+/// 60 ms before each keeps the thread under the budget in any second.
+const PAUSE: Duration = Duration::from_millis(60);
+
+/// The interruption loop runs in shares this long, [`PAUSE`] apart.
+const SHARE: Duration = Duration::from_millis(250);
+
+/// How often and how long the host takes the benchmark thread away, measured by reading the
+/// clock in a loop for `ms` ms on the thread the runs use (pinned, SCHED_FIFO when permitted).
+struct Noise {
+    per_s: f64,
+    median_ns: u64,
+    p99_ns: u64,
+    max_ns: u64,
+}
+
+fn interruptions(ms: u64) -> Noise {
+    let mut gaps = Vec::with_capacity(4096);
+    let mut spun = Duration::ZERO;
+    while spun < Duration::from_millis(ms) {
+        std::thread::sleep(PAUSE);
+        let start = Instant::now();
+        let end = start + SHARE;
+        let mut prev = start;
+        while prev < end {
+            let t = Instant::now();
+            let g = (t - prev).as_nanos() as u64;
+            if g >= GAP_NS && gaps.len() < 1 << 20 {
+                gaps.push(g);
+            }
+            prev = t;
+        }
+        spun += prev - start;
+    }
+    let secs = spun.as_secs_f64().max(1e-9);
+    gaps.sort_unstable();
+    let q = |p: f64| {
+        gaps.get(((gaps.len() as f64 * p) as usize).min(gaps.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(0)
+    };
+    Noise {
+        per_s: gaps.len() as f64 / secs,
+        median_ns: q(0.5),
+        p99_ns: q(0.99),
+        max_ns: gaps.last().copied().unwrap_or(0),
+    }
+}
 
 /// From-scratch spare capacities of every CPU (the baseline).
 fn recompute_all(p: &mut Planner, now: u64) -> i64 {
@@ -76,6 +139,7 @@ impl Side {
 
     /// One planner run over every slot: each step timed, the floor and the best run kept.
     fn run(&mut self, inputs: &[CpuInput], frame: u64, cfg: &PlannerConfig) {
+        std::thread::sleep(PAUSE);
         let mut p = Planner::new(inputs, frame, cfg.clone());
         p.set_reference_step(self.reference);
         // Written once before the run: the first write to a page of a fresh allocation faults
@@ -101,22 +165,21 @@ impl Side {
     }
 }
 
-/// The goal of a configuration, judged on (mean, p99.9).
-fn goal(cpus: usize, jobs: u64, mean: f64, p999: u64) -> String {
+/// The goal of a configuration, judged on (mean, p99.9) and on the p99.9 of the per-slot floor
+/// (the step's own cost, without the host's interruptions).
+fn goal(cpus: usize, jobs: u64, mean: f64, p999: u64, floor_p999: u64) -> String {
     let verdict = |ok: bool| if ok { "met" } else { "missed" };
-    match (cpus, jobs) {
-        (15, _) => format!(
-            "goal mean <= 1500 ({}), p99.9 <= 5000 ({})",
-            verdict(mean <= 1500.0),
-            verdict(p999 <= 5000)
-        ),
-        (256, 100) => format!(
-            "goal mean <= 5000 ({}), p99.9 <= 20000 ({})",
-            verdict(mean <= 5000.0),
-            verdict(p999 <= 20000)
-        ),
-        _ => "goal: linear in CPUs".to_string(),
-    }
+    let (goal_mean, goal_p999) = match (cpus, jobs) {
+        (15, _) => (1500, 5000),
+        (256, 100) => (5000, 20000),
+        _ => return "goal: linear in CPUs".to_string(),
+    };
+    format!(
+        "goal mean <= {goal_mean} ({}), p99.9 <= {goal_p999} ({}; of the floor: {})",
+        verdict(mean <= goal_mean as f64),
+        verdict(p999 <= goal_p999),
+        verdict(floor_p999 <= goal_p999)
+    )
 }
 
 fn run(cpus: usize, frame: u64, jobs: u64, policy: Policy, frames: u64, baseline: bool) {
@@ -175,9 +238,10 @@ fn report(cpus: usize, frame: u64, jobs: u64, policy: Policy, side: Side, baseli
     by_cost.sort_unstable_by(|a, b| b.cmp(a));
     let (worst, worst_slot) = by_cost.first().copied().unwrap_or((0, 0));
     let floor_mean = floor.iter().sum::<u64>() as f64 / slots.max(1) as f64;
-    let goal = goal(cpus, jobs, mean, p999);
+    let (_, _, floor_p999) = common::stats(&mut floor.clone());
+    let goal = goal(cpus, jobs, mean, p999, floor_p999);
     print!(
-        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} {:<6} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  [{goal}]  per-slot floor: max {worst:>6} ns (slot {worst_slot}), mean {floor_mean:>6.0} ns, slot 0 {:>6} ns  median per CPU {:>5.0} ns  mem/CPU {:>7} B",
+        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} {:<6} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  [{goal}]  per-slot floor: p99.9 {floor_p999:>6} ns, max {worst:>6} ns (slot {worst_slot}), mean {floor_mean:>6.0} ns, slot 0 {:>6} ns  median per CPU {:>5.0} ns  mem/CPU {:>7} B",
         policy.name(),
         side.name,
         floor[0],
@@ -229,6 +293,7 @@ fn feed_run(cpus: usize, frame: u64, jobs: u64, frames: u64, feed: Feed) -> (f64
     let slots = (frames * frame) as usize;
     let mut best: Option<(Vec<u64>, u64)> = None;
     for run in 0..RUNS {
+        std::thread::sleep(PAUSE);
         let mut p = Planner::new(&inputs, frame, cfg.clone());
         if feed == Feed::Deferred {
             p.defer_observations(2);
@@ -323,6 +388,15 @@ fn feeds(cpus: usize, frame: u64, jobs: u64, frames: u64) {
 
 fn main() {
     common::header("planner_step");
+    let noise = interruptions(2_000);
+    println!(
+        "host interruptions of this thread (gaps >= {} us between clock reads, 2 s in shares of 250 ms): {:.0}/s, median {:.1} us, p99 {:.1} us, max {:.1} us; a run's p99.9 measures the host once rate x mean step exceeds 0.1 %",
+        GAP_NS / 1000,
+        noise.per_s,
+        noise.median_ns as f64 / 1e3,
+        noise.p99_ns as f64 / 1e3,
+        noise.max_ns as f64 / 1e3
+    );
     println!("(one step = reconcile + advance + decide for every CPU; jobs run their WCET; statistics from the best of {RUNS} runs by median; per-slot floor = each slot's minimum over the {RUNS} runs; every configuration twice, alternated run by run: before = the step before the event-driven one (Planner::set_reference_step), after = the current step)");
     for cpus in [1, 15, 64, 256] {
         run(cpus, 1000, 100, Policy::Bss, 6, true);

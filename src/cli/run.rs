@@ -70,7 +70,9 @@ pub enum SlotClockArg {
 }
 
 impl SlotClockArg {
-    /// Whether the helper-thread clock runs, on a kernel that is PREEMPT_RT or not.
+    /// Whether the helper-thread clock runs, on a kernel that is PREEMPT_RT or not (used by the
+    /// daemon, which needs the `bpf` feature).
+    #[cfg_attr(not(feature = "bpf"), allow(dead_code))]
     pub fn is_rt(self, kernel_rt: bool) -> bool {
         match self {
             SlotClockArg::Auto => kernel_rt,
