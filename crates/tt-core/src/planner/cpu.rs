@@ -113,6 +113,24 @@ pub(crate) enum Quiet {
     Job,
 }
 
+/// The state a `dvfs`/`dpm+dvfs` job decision was taken on (before its slot was charged):
+/// `policy::dvfs_run` derives the run that follows from it without reading the slack again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct SlackSeen {
+    /// The slot decided (`CpuState::now`) and the job.
+    pub(crate) now: Slot,
+    pub(crate) job: usize,
+    /// The job's remaining work and Algorithm 3's slack.
+    pub(crate) c: u64,
+    pub(crate) a: u64,
+    /// The index of the job's interval, its spare capacity and the current interval's.
+    pub(crate) ij: usize,
+    pub(crate) sc_j: i64,
+    pub(crate) sc0: i64,
+    /// Whether the current interval has no unfinished job.
+    pub(crate) free0: bool,
+}
+
 /// [`CpuState::iv_hint`] when it names no interval.
 pub(crate) const NO_HINT: (Slot, usize) = (Slot::MAX, 0);
 
@@ -316,6 +334,9 @@ pub struct CpuState {
     pub(crate) iv_hint: Cached<(Slot, usize)>,
     /// What the last decision found (reset with `quiet_until`, and by a soft job's arrival).
     pub(crate) quiet: Cached<Quiet>,
+    /// What Equation 3 read for the last job decision under `dvfs`/`dpm+dvfs`, before the slot
+    /// was charged (`policy::run_job`), for `policy::dvfs_run`.
+    pub(crate) slack_seen: Cached<SlackSeen>,
     /// Whether best-effort work may run in this CPU's slack.
     pub has_be: bool,
     /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
@@ -388,6 +409,7 @@ impl CpuState {
             now: 0,
             quiet_until: Cached(0),
             iv_hint: Cached(NO_HINT),
+            slack_seen: Cached(SlackSeen::default()),
             quiet: Cached(Quiet::No),
             has_be,
             template_slots: 0,

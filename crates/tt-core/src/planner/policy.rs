@@ -50,7 +50,7 @@
 //!    keeps exact after each slot; admissions made during an idle period see the idle slots as
 //!    already spent.
 
-use super::cpu::{CpuState, JobKind, Quiet, Running, UNIT};
+use super::cpu::{CpuState, JobKind, Quiet, Running, SlackSeen, UNIT};
 use super::offline::Slot;
 use crate::energy::estimate::IdleGovernor;
 
@@ -246,6 +246,11 @@ pub fn idle_duration(cpu: &CpuState) -> u64 {
 /// `I_j` (usually among the first few) and sums the free intervals in front of it; a far `I_j`
 /// is found by [`CpuState::iv_of`] once the free run has ended.
 pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
+    slack_and_interval(cpu, seq, free_intervals).0
+}
+
+/// [`available_slack`] and the index of the job's interval.
+fn slack_and_interval(cpu: &CpuState, seq: usize, free_intervals: bool) -> (u64, usize) {
     let j = cpu.job(seq);
     let mut free = 0u64;
     let mut in_free_run = free_intervals;
@@ -255,7 +260,7 @@ pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 
                 iv.end, j.deadline,
                 "a live job's interval ends at its deadline"
             );
-            return j.res + iv.sc.max(0) as u64 * UNIT + free;
+            return (j.res + iv.sc.max(0) as u64 * UNIT + free, i);
         }
         if in_free_run && iv.pending == 0 && iv.sc > 0 {
             free += iv.sc as u64 * UNIT;
@@ -267,7 +272,7 @@ pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 
         }
     }
     let ij = cpu.iv_of(j.deadline);
-    j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT + free
+    (j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT + free, ij)
 }
 
 /// Decides slot `slot` for one CPU and charges it to the spare capacity.
@@ -350,8 +355,19 @@ pub(crate) fn run_job(cpu: &mut CpuState, idx: usize, policy: Policy, freqs: &Fr
     let freq_ppm = match policy {
         Policy::Bss | Policy::Dpm => UNIT as u32,
         Policy::Dvfs | Policy::DpmDvfs => {
-            let a = available_slack(cpu, idx, policy == Policy::Dvfs);
-            freqs.for_work(cpu.job(idx).rem, a)
+            let (a, ij) = slack_and_interval(cpu, idx, policy == Policy::Dvfs);
+            let c = cpu.job(idx).rem;
+            cpu.slack_seen.0 = SlackSeen {
+                now: cpu.now,
+                job: idx,
+                c,
+                a,
+                ij,
+                sc_j: cpu.ivs[ij].sc,
+                sc0: cpu.ivs[0].sc,
+                free0: cpu.ivs[0].pending == 0,
+            };
+            freqs.for_work(c, a)
         }
     };
     let (task, kind) = (cpu.job(idx).task, cpu.job(idx).kind);
@@ -463,10 +479,12 @@ pub(crate) fn quiet_run_end(
 }
 
 /// How many slots after the one just decided (job `seq` at `f` ppm, charged) [`step_quiet`]
-/// would decide the same way — `seq` at `f`, each slot crediting it `f` whole — with nothing
-/// due: 0 when it cannot tell. The frequency of a slot is Equation 3 on the state the slots
-/// before it left, `least = ⌈c·UNIT/(c + a)⌉` rounded up to a step, with `c` the job's
-/// remaining work and `a` its available slack (Algorithm 3). Within such slots
+/// would decide the same way — `seq` at `f`, each slot crediting it `f` whole but the last — with
+/// nothing due: 0 when it cannot tell. Derived from the state that decision read
+/// ([`SlackSeen`], before its slot was charged; `m = 0` below), with no second look at the
+/// slack. The frequency of a slot is Equation 3 on the state the slots before it left,
+/// `least = ⌈c·UNIT/(c + a)⌉` rounded up to a step, with `c` the job's remaining work and `a`
+/// its available slack (Algorithm 3). Within such slots
 /// - `c` drops by `f` per slot;
 /// - `c + a` drops by `d` per slot, `d = UNIT` when the slot consumed is counted in `a` (the
 ///   job's own interval is the current one, or, under `dvfs`, the current interval leads the
@@ -475,93 +493,72 @@ pub(crate) fn quiet_run_end(
 ///
 /// as long as no `max(0, ·)` of Algorithm 3 changes side and the free run keeps its intervals:
 /// the job's interval keeps `sc ≥ 0` (only conversions add to it, unless it is the current one:
-/// then `sc − m + ⌊(res + m·f)/UNIT⌋ ≥ 0` bounds `m`) and a current interval in the free run
-/// keeps `sc > 0` (at most `sc` slots); no conversion propagates (the job's interval starts
-/// with `sc ≥ 0`). Then the frequency never rises (`(c−f)/(c+a−d) ≤ c/(c+a)` when `f·(c+a) ≥ c`,
-/// Property 1) and drops below `f` at the first `m` (slots charged since this one) with
+/// then `sc − m + ⌊(res + m·f)/UNIT⌋ ≥ 0`, i.e. `m·(UNIT − f) ≤ a`, bounds `m`) and a current
+/// interval in the free run keeps `sc > 0` (`m < sc`); no conversion propagates (the job's
+/// interval starts with `sc ≥ 0`). (The two bounds on `m` are implied by Property 2 and by how
+/// borrowing works — a current interval whose `sc` falls short of its remaining length leaves no
+/// free interval behind it — and never bind in the tests; they are kept as cheap guards.) Then
+/// the frequency never rises (`(c−f)/(c+a−d) ≤ c/(c+a)`
+/// when `f·(c+a) ≥ c`, Property 1) and drops below `f` at the first `m` with
 /// `(c − m·f)·UNIT ≤ fl·(c + a − m·d)`, `fl` the step below `f`:
 /// `m = ⌈(c·UNIT − fl·(c+a)) / (f·UNIT − fl·d)⌉`. Every slot but the last credits `f` whole
-/// (at most `⌈c/f⌉` slots; the last takes what is left and parks the job).
+/// (`⌈c/f⌉` slots in all; the last takes what is left and parks the job). The run is the slots
+/// after the decided one: `m = 1..=k`.
 pub(crate) fn dvfs_run(cpu: &CpuState, seq: usize, f: u32, policy: Policy, freqs: &Freqs) -> u64 {
-    let j = cpu.job(seq);
-    if j.done || j.rem == 0 || f == 0 {
+    let seen = cpu.slack_seen.0;
+    if seen.now != cpu.now || seen.job != seq || seen.c == 0 || f == 0 || cpu.job(seq).done {
         return 0;
     }
-    let ij = cpu.iv_of(j.deadline);
-    let sc0 = cpu.ivs[0].sc;
-    // Algorithm 3's slack on the state the next slot decides on (in O(1) unless `dvfs` has to
-    // sum a free run in front of the job's interval).
-    let a = match (ij, policy) {
-        (0, _) | (_, Policy::DpmDvfs) => j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT,
-        _ => available_slack(cpu, seq, true),
-    };
-    // (d, the most slots the sign conditions allow)
+    let SlackSeen {
+        c,
+        a,
+        ij,
+        sc_j,
+        sc0,
+        free0,
+        ..
+    } = seen;
+    let fw = f as u64;
+    // (d, the largest `m` the sign conditions allow)
     let (d, mut k) = if ij == 0 {
-        // `a = res + sc·UNIT`; after `m` slots `sc` is `sc − m + ⌊(res + m·f)/UNIT⌋`, which is
-        // at least 0 exactly while `m·(UNIT − f) ≤ a`.
-        match (sc0 >= 0, UNIT.saturating_sub(f as u64)) {
+        match (sc0 >= 0, UNIT.saturating_sub(fw)) {
             (false, _) => return 0,
             (true, 0) => (UNIT, u64::MAX),
-            (true, gap) => (UNIT, (a / gap).saturating_add(1)),
+            (true, gap) => (UNIT, a / gap),
         }
     } else {
-        if cpu.ivs[ij].sc < 0 {
+        if sc_j < 0 {
             // Conversions would change the borrowing of the intervals in front of it.
             return 0;
         }
-        let leads_free_run = cpu.ivs[0].pending == 0 && sc0 > 0;
-        match (policy, leads_free_run) {
-            // `sc(I_cur) − m > 0` keeps it in the free run.
-            (Policy::Dvfs, true) => (UNIT, sc0 as u64),
+        match (policy, free0 && sc0 > 0) {
+            (Policy::Dvfs, true) => (UNIT, sc0 as u64 - 1),
             _ => (0, u64::MAX),
         }
     };
-    // Every slot but the last credits `f` whole; the last may take what is left.
-    k = k.min(j.rem.div_ceil(f as u64));
-    // Equation 3 on this state chooses `f` iff `fl·(c + a) < c·UNIT ≤ f·(c + a)` (`fl` the step
-    // below `f`, 0 for the lowest); then the first drop is after `m` slots (see above). In 64
-    // bits when the products fit (a 128-bit division costs several times more), else in 128.
+    k = k.min(c.div_ceil(fw) - 1);
     let steps = freqs.ppm();
     let i = steps.partition_point(|&s| s < f);
-    if steps.get(i) != Some(&f) {
-        return 0;
-    }
-    let fl = match i {
-        0 => 0,
-        _ => steps[i - 1] as u64,
-    };
-    let (c, f) = (j.rem, f as u64);
-    let m = match (
-        c.checked_mul(UNIT),
-        c.checked_add(a).and_then(|s| s.checked_mul(f)),
-    ) {
-        (Some(cu), Some(fs)) => {
-            // `fl ≤ f`, so `fl·(c + a)` fits too.
-            let fls = (c + a) * fl;
-            if cu > fs || cu <= fls {
-                // The next slot already decides another frequency.
-                return 0;
-            }
-            match fl {
-                0 => u64::MAX,
-                _ => (cu - fls).div_ceil(f * UNIT - fl * d),
-            }
-        }
-        _ => {
-            let (c, a, f, fl, d) = (c as u128, a as u128, f as u128, fl as u128, d as u128);
-            let unit = UNIT as u128;
-            if c * unit > f * (c + a) || c * unit <= fl * (c + a) {
-                return 0;
-            }
-            match fl {
-                0 => u64::MAX,
-                _ => (c * unit - fl * (c + a))
+    debug_assert_eq!(steps.get(i), Some(&f), "the decided frequency is a step");
+    if i > 0 && k > 0 {
+        let fl = steps[i - 1] as u64;
+        // `f` was chosen on this state, so `c·UNIT > fl·(c + a)`: the numerator is positive.
+        // In 64 bits when the products fit (a 128-bit division costs several times more).
+        let drop = match (
+            c.checked_mul(UNIT),
+            c.checked_add(a).and_then(|s| s.checked_mul(fl)),
+        ) {
+            (Some(cu), Some(fls)) => (cu - fls).div_ceil(fw * UNIT - fl * d),
+            _ => {
+                let (c, a, f, fl, d) = (c as u128, a as u128, fw as u128, fl as u128, d as u128);
+                let unit = UNIT as u128;
+                (c * unit - fl * (c + a))
                     .div_ceil(f * unit - fl * d)
-                    .min(u64::MAX as u128) as u64,
+                    .min(u64::MAX as u128) as u64
             }
-        }
-    };
-    k = k.min(m);
+        };
+        k = k.min(drop - 1);
+    }
     k
 }
 
