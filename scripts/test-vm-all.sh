@@ -109,7 +109,7 @@ ready() { grep -qxE "kernel $1: ready in [0-9]+ s" "$LOG"; }
 # (a fresh-clone run under stress-ng, 2026-12-07: 176 objects of the 6.12 build compiled in
 # its first 43 min, then about 150 a minute once its autogroup was set to 0 by hand); back to
 # 19 while a kernel's VMs run.
-prep_nice() { echo "$1" > "/proc/$prep/autogroup" 2>/dev/null || true; }
+prep_nice() { { echo "$1" > "/proc/$prep/autogroup"; } 2>/dev/null || true; }
 for k in "${KERNELS[@]}"; do
   t0=$SECONDS
   ready "$k" || prep_nice 0
