@@ -15,7 +15,7 @@ const SLOT_NS: u64 = 1000;
 /// `n` jobs in a frame of `frame` slots, as bench/planner_common.rs builds them: job k released
 /// at the start of segment k, at most half a segment of work, due 0–3 segments after its own
 /// segment ends: always EDF-feasible.
-fn frame_jobs(n: u64, frame: u64, seed: u64, wcet_of: &[u64]) -> Vec<Job> {
+pub(super) fn frame_jobs(n: u64, frame: u64, seed: u64, wcet_of: &[u64]) -> Vec<Job> {
     let seg = (frame / n).max(2);
     let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     (0..n.min(frame / seg))

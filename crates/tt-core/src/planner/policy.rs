@@ -498,8 +498,8 @@ pub(crate) fn quiet_run_end(
 /// interval starts with `sc ≥ 0`). (The two bounds on `m` are implied by Property 2 and by how
 /// borrowing works — a current interval whose `sc` falls short of its remaining length leaves no
 /// free interval behind it — and never bind in the tests; they are kept as cheap guards.) Then
-/// the frequency never rises (`(c−f)/(c+a−d) ≤ c/(c+a)`
-/// when `f·(c+a) ≥ c`, Property 1) and drops below `f` at the first `m` with
+/// the frequency never rises (`(c−f)/(c+a−d) ≤ c/(c+a)` when `f·(c+a) ≥ c`, Property 1) and
+/// drops below `f` at the first `m` with
 /// `(c − m·f)·UNIT ≤ fl·(c + a − m·d)`, `fl` the step below `f`:
 /// `m = ⌈(c·UNIT − fl·(c+a)) / (f·UNIT − fl·d)⌉`. Every slot but the last credits `f` whole
 /// (`⌈c/f⌉` slots in all; the last takes what is left and parks the job). The run is the slots
@@ -632,27 +632,14 @@ mod tests {
     /// of the job slots, or the quiet runs would skip nothing.
     #[test]
     fn dvfs_runs_are_the_slots_stepping_decides_the_same_way() {
+        use crate::planner::equivalence_tests::frame_jobs;
         let freqs = Freqs::xeon_default();
         for policy in [Policy::Dvfs, Policy::DpmDvfs] {
             let (mut job_slots, mut predicted) = (0u64, 0u64);
             for seed in 1..6u64 {
-                let (n, frame) = (20u64, 200u64);
-                let seg = frame / n;
-                let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-                let jobs: Vec<Job> = (0..n)
-                    .map(|k| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        Job {
-                            task: k as usize,
-                            instance: 0,
-                            release: k * seg,
-                            deadline: ((k + 1 + x % 4) * seg).min(frame),
-                            wcet: 1 + x % (seg / 2),
-                        }
-                    })
-                    .collect();
+                let frame = 200u64;
+                // the equivalence test's plans (the bench's shape), WCETs of 1-5 slots
+                let jobs = frame_jobs(20, frame, seed, &[6, 2, 9, 3, 7, 4]);
                 let kinds = vec![JobKind::Periodic; jobs.len()];
                 let mut cpu = CpuState::new(&jobs, &kinds, frame, false);
                 let mut events = Vec::new();
