@@ -12,11 +12,22 @@
 //!   - crps: b reclaims it: b runs at least [`MIN_RECLAIM_PCT`] of the time a leaves in its
 //!     slots, filler at most [`MAX_OTHER_PCT`]; scx_tt's `reclaimed_ns` for b agrees with the
 //!     witness's b-in-a's-slots within [`RECLAIM_AGREE_PCT`];
-//!   - both: a's jobs (its own log) are not delayed by the reclaiming: a's p99 response under
-//!     crps is at most [`A_RESPONSE_SLACK_NS`] above ptps's (the owner's wake-up preempts the
-//!     reclaimer, C in src/bpf/tt_sched.bpf.c); the witness's own checks (nothing foreign, be
-//!     never over a waiting owner, records agree) hold, with b's time outside its slots under
-//!     crps allowed, as it is the reclaiming measured above.
+//!   - both: a's jobs (its own log) are not delayed by the reclaiming: a's median and p99
+//!     response under crps are above ptps's by at most what the host's timer lateness in the
+//!     crps run explains. a's response is counted from its nominal release, so a release timer
+//!     the host fires late lengthens it in either run: the slack is the crps run's own timer
+//!     lateness at the slot boundaries (the witness, from the kernel's timer trace), its p99 for
+//!     the median and its maximum for the p99, and at least [`A_RESPONSE_SLACK_NS`]. (It was a
+//!     fixed 2 ms on the p99, which a CI run under stress-ng missed by 3 ms with a loaded host.)
+//!     The witness's own checks (nothing foreign, be never over a waiting owner, records agree)
+//!     hold, with b's time outside its slots under crps allowed, as it is the reclaiming
+//!     measured above.
+//!
+//! Not exercised here: the owner's wake-up preempting a running reclaimer (C in
+//! src/bpf/tt_sched.bpf.c). a wakes only at its releases, on its slot's tick, while be work
+//! runs in the free slot before (the trace of a quiet run: b ran at none of a's 87 wake-ups,
+//! filler at 79); a's job never sleeps midway, so b never holds the CPU when a becomes
+//! runnable. A build without that kick under crps passes this test (tried, 2026-12-07).
 //!
 //! Under wcps (the default, tests `completion` and others) filler takes a's unused time. Every
 //! figure is printed.
@@ -40,9 +51,21 @@ const MIN_RECLAIM_PCT: f64 = 70.0;
 /// scx_tt's reclaimed_ns for b against the witness's b-in-a's-slots (the whole run, both
 /// split the same way; they differ by the charge points, a few us per switch).
 const RECLAIM_AGREE_PCT: f64 = 10.0;
-/// a's p99 response time under crps at most this much above ptps's (the kick latency of the
-/// owner's wake-up over a running reclaimer, under TCG up to ~1 ms).
-const A_RESPONSE_SLACK_NS: u64 = 2_000_000;
+/// The least slack of a's response under crps over ptps's (a kick's latency under TCG, up to
+/// ~1 ms); the run's own timer lateness decides above it (see the module doc).
+const A_RESPONSE_SLACK_NS: u64 = 1_000_000;
+
+/// What one run gives the comparison of a's response times.
+#[derive(Clone, Copy, Debug)]
+struct RunFigures {
+    /// a's median and p99 response (finish - release) over its judged jobs, from its own log.
+    a_p50: u64,
+    a_p99: u64,
+    /// How late the scheduler's timer fired at the run's slot boundaries (the witness, from the
+    /// kernel's timer trace): p99 and maximum.
+    late_p99: u64,
+    late_max: u64,
+}
 
 /// Time in a's judged slots, by who ran.
 #[derive(Debug, Default)]
@@ -113,8 +136,8 @@ fn pct(part: u64, whole: u64) -> f64 {
     100.0 * part as f64 / whole.max(1) as f64
 }
 
-/// a's p99 response time (finish - release) over its judged jobs, from its own log.
-fn a_p99(c: &mut Checks, out: &VmOutput, run: &str, f: &Frame) -> Option<u64> {
+/// a's median and p99 response time (finish - release) over its judged jobs, from its own log.
+fn a_response(c: &mut Checks, out: &VmOutput, run: &str, f: &Frame) -> Option<(u64, u64)> {
     let log = match out
         .file(&format!("{run}-a.log"))
         .and_then(|t| parse_log(&t))
@@ -138,11 +161,11 @@ fn a_p99(c: &mut Checks, out: &VmOutput, run: &str, f: &Frame) -> Option<u64> {
         r.len() >= 50,
         format!("{run}: a: enough judged jobs ({})", r.len()),
     );
-    r.get(((r.len() as f64 - 1.0) * 0.99).round() as usize)
-        .copied()
+    let q = |p: f64| r.get(((r.len() as f64 - 1.0) * p).round() as usize).copied();
+    Some((q(0.5)?, q(0.99)?))
 }
 
-fn run_one(c: &mut Checks, out: &VmOutput, run: &str) -> Option<u64> {
+fn run_one(c: &mut Checks, out: &VmOutput, run: &str) -> Option<RunFigures> {
     out.check_clean_exit(c, run);
     let table = Table::of("servers", &format!("{run}.json"));
     let (f, events) = match witness::frame(
@@ -237,18 +260,51 @@ fn run_one(c: &mut Checks, out: &VmOutput, run: &str) -> Option<u64> {
             format!("{run}: nothing reclaimed ({reclaimed:?})"),
         );
     }
-    a_p99(c, out, run, &f)
+    let (a_p50, a_p99) = a_response(c, out, run, &f)?;
+    let mut late = r.tick_late.clone();
+    late.sort_unstable();
+    let q = |p: f64| {
+        late.get(((late.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(0)
+    };
+    Some(RunFigures {
+        a_p50,
+        a_p99,
+        late_p99: q(0.99),
+        late_max: q(1.0),
+    })
 }
 
 fn check(out: &VmOutput, c: &mut Checks) {
     let ptps = run_one(c, out, "servers_ptps");
     let crps = run_one(c, out, "servers_crps");
-    println!("  a's p99 response: ptps {:?} ns, crps {:?} ns", ptps, crps);
+    println!("  a's response and the timer lateness: ptps {ptps:?}, crps {crps:?} (ns)");
+    let (Some(p), Some(r)) = (ptps, crps) else {
+        c.check(false, "servers: a's response in both runs".to_string());
+        return;
+    };
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let slack_p50 = A_RESPONSE_SLACK_NS.max(r.late_p99);
+    let slack_p99 = A_RESPONSE_SLACK_NS.max(r.late_max);
     c.check_timing(
-        matches!((ptps, crps), (Some(p), Some(r)) if r <= p + A_RESPONSE_SLACK_NS),
+        r.a_p50 <= p.a_p50 + slack_p50,
         format!(
-            "servers: reclaiming takes nothing from a: its p99 response under crps {crps:?} <= ptps {ptps:?} + {} ms",
-            A_RESPONSE_SLACK_NS / 1_000_000
+            "servers: reclaiming takes nothing from a: its median response under crps {:.2} ms <= ptps {:.2} ms + {:.2} ms (the crps run's timer lateness p99, at least {:.0} ms)",
+            ms(r.a_p50),
+            ms(p.a_p50),
+            ms(slack_p50),
+            ms(A_RESPONSE_SLACK_NS)
+        ),
+    );
+    c.check_timing(
+        r.a_p99 <= p.a_p99 + slack_p99,
+        format!(
+            "servers: reclaiming takes nothing from a: its p99 response under crps {:.2} ms <= ptps {:.2} ms + {:.2} ms (the crps run's largest timer lateness, at least {:.0} ms)",
+            ms(r.a_p99),
+            ms(p.a_p99),
+            ms(slack_p99),
+            ms(A_RESPONSE_SLACK_NS)
         ),
     );
 }
