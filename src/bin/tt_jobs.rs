@@ -13,6 +13,9 @@
 //!   runnable thread whose job is done);
 //! - `none`: spin until the next release.
 //!
+//! `--mid-sleep-us N`: each job sleeps N us once, halfway through its execution (a job that waits
+//! for I/O midway): its thread blocks with its job unfinished and wakes N us later.
+//!
 //! `--overrun-release K --overrun-exec-us N`: the job released at `t0 + K * period` spins N us
 //! instead of its draw (the draw is still made, so the other jobs keep theirs): one job that
 //! overruns its budget, to test what a scheduler does with the jobs after it.
@@ -63,6 +66,9 @@ struct Args {
     /// `--end block`: sleep in naps of this many microseconds (0: one sleep per job).
     #[arg(long, default_value_t = 0)]
     nap_us: u64,
+    /// Each job sleeps this many microseconds halfway through its execution (0: never).
+    #[arg(long, default_value_t = 0)]
+    mid_sleep_us: u64,
     /// The job released at t0 + K * period runs --overrun-exec-us instead of its draw.
     #[arg(long, requires = "overrun_exec_us")]
     overrun_release: Option<u64>,
@@ -111,6 +117,10 @@ fn main() -> Result<()> {
         .exec_us
         .checked_mul(1000)
         .context("--exec-us: at most u64::MAX / 1000")?;
+    let mid_sleep_ns = args
+        .mid_sleep_us
+        .checked_mul(1000)
+        .context("--mid-sleep-us: at most u64::MAX / 1000")?;
     let overrun_ns = match args.overrun_exec_us {
         Some(us) => Some(
             us.checked_mul(1000)
@@ -150,7 +160,14 @@ fn main() -> Result<()> {
             (Some(at), Some(ns)) if at == release => ns,
             _ => drawn,
         };
-        spin_cpu(exec);
+        match mid_sleep_ns {
+            0 => spin_cpu(exec),
+            ns => {
+                spin_cpu(exec / 2);
+                sleep_until_ns(monotonic_ns().saturating_add(ns));
+                spin_cpu(exec - exec / 2);
+            }
+        }
         let finish = monotonic_ns();
         pending = Some((release, finish, exec));
         done += 1;
