@@ -155,7 +155,7 @@ fn state(n: &Node) -> Vec<(u64, u64, Vec<String>)> {
 fn slots_by_hand(util: f64, latency_us: u64) -> u64 {
     let mut best = None;
     for p in 1..=FRAME {
-        if FRAME % p != 0 {
+        if !FRAME.is_multiple_of(p) {
             continue;
         }
         let q = (util * p as f64).ceil() as u64;

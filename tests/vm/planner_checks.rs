@@ -335,12 +335,20 @@ pub fn admitted_run_closing(
     );
 }
 
+/// Tasks that joined or left at run time, by name (see [`admitted_run_closing`]): joined (first
+/// slot), left (`[from, until)` ns), joining (`[from, until)` ns).
+pub type Admitted<'a> = (
+    &'a [(&'a str, u64)],
+    &'a [(&'a str, (u64, u64))],
+    &'a [(&'a str, (u64, u64))],
+);
+
 /// [`admitted_run_closing`] with the witness bounds `b` (a scenario's own timing bounds).
 pub fn admitted_run_closing_with(
     c: &mut Checks,
     out: &VmOutput,
     (plan, run, s): (&str, &str, &Summary),
-    (joined, left, joining): (&[(&str, u64)], &[(&str, (u64, u64))], &[(&str, (u64, u64))]),
+    (joined, left, joining): Admitted<'_>,
     mut b: crate::witness::Bounds,
 ) {
     conformance(c, out, &harness::repo().join(plan), run, 300);

@@ -115,7 +115,7 @@ pub(super) fn note_calibration(console: &str) {
         .lines()
         .filter_map(|l| l.strip_prefix("=== tt-vm: calibration sha256_4mib_ms="))
         .filter_map(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        .last();
+        .next_back();
     let Some(ms) = ms else { return };
     let factor = (CALIBRATION_REFERENCE_MS > 0.0).then(|| ms / CALIBRATION_REFERENCE_MS);
     eprintln!(
