@@ -13,11 +13,12 @@
 //!   - by the witness (the kernel's switch trace) from 1 s after the restart to the run's end,
 //!     while BPF has legacy in class tt (its `BPF class tt/be from T ns` lines: a resize puts it
 //!     in class be until the new reservation starts): legacy ran on CPU 1 in the slots the
-//!     records give it, at most [`MAX_OUTSIDE_SHARE`] of its time in other slots (timing). A restarted scheduler loads every adaptive task as
-//!     be: without the class given back, legacy may run in the slack (be work in any free
-//!     slot) until its next reservation change; this share does not tell that apart reliably
-//!     (with the class left be on purpose: 13.0 % in one boot, 0.6 % in another, legacy's jobs
-//!     mostly falling in its own slots), the exact checks above do the run's side.
+//!     records give it, at most [`MAX_OUTSIDE_SHARE`] of its time in other slots (timing). A
+//!     restarted scheduler loads every adaptive task as be: without the class given back,
+//!     legacy may run in the slack (be work in any free slot) until its next reservation
+//!     change; this share does not tell that apart reliably (with the class left be on
+//!     purpose: 13.0 % in one boot, 0.6 % in another, legacy's jobs mostly falling in its own
+//!     slots), the exact checks above do the run's side.
 
 use crate::adaptive::{pids_of, run_by_owner, tt_spans};
 use crate::harness::{Checks, Vm, VmOutput};
