@@ -245,8 +245,16 @@ fn report(cpus: usize, frame: u64, jobs: u64, policy: Policy, side: Side, baseli
     let (mut samples, mut p) = side.best.expect("at least one run");
     let mut base = Vec::new();
     if baseline {
-        // Same final state, measured after the run so that it does not disturb the caches.
+        // Same final state, measured after the run so that it does not disturb the caches. In
+        // shares of SHARE, each after a pause: at 256 CPUs the baseline takes ~600 ms, and
+        // without them the pause before the next configuration's first run would be ~75 ms
+        // (see `pause`: a long pause slows the run after it).
+        let mut share = Instant::now();
         for _ in 0..(slots as u64 / 10).max(50) {
+            if share.elapsed() >= SHARE {
+                pause();
+                share = Instant::now();
+            }
             let t0 = Instant::now();
             black_box(recompute_all(&mut p, slots as u64));
             base.push(t0.elapsed().as_nanos() as u64);
