@@ -51,7 +51,7 @@ impl Default for Bounds {
 }
 
 /// The `p` quantile of `sorted` (nearest rank), 0 when empty.
-pub(super) fn quantile(sorted: &[u64], p: f64) -> u64 {
+pub fn quantile(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
         0
     } else {
@@ -59,7 +59,8 @@ pub(super) fn quantile(sorted: &[u64], p: f64) -> u64 {
     }
 }
 
-pub(super) fn ms(ns: u64) -> f64 {
+/// ns as ms.
+pub fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 

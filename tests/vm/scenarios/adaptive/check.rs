@@ -483,11 +483,7 @@ fn check_reservations(out: &VmOutput, c: &mut Checks, text: &str, logs: (&[JobLi
         !spans.is_empty(),
         format!("legacy was class tt in BPF ({} spans)", spans.len()),
     );
-    let (mut inside, mut outside, mut unknown) = (0, 0, 0);
-    for &span in &spans {
-        let (i, o, u) = run_by_owner(&f, &segs, &legacy, (1, "legacy"), span);
-        (inside, outside, unknown) = (inside + i, outside + o, unknown + u);
-    }
+    let (inside, outside, unknown) = run_by_owner(&f, &segs, &legacy, (1, "legacy"), &spans);
     let share = outside as f64 / (inside + outside).max(1) as f64;
     c.check_timing(
         share <= MAX_OUTSIDE_SHARE,
@@ -501,7 +497,7 @@ fn check_reservations(out: &VmOutput, c: &mut Checks, text: &str, logs: (&[JobLi
         ),
     );
     let tt_a = pids_of(&f, &events, "tt-a");
-    let (ran, _, _) = run_by_owner(&f, &segs, &tt_a, (1, "tt-a"), (s.t0_ns, end_ns));
+    let (ran, _, _) = run_by_owner(&f, &segs, &tt_a, (1, "tt-a"), &[(s.t0_ns, end_ns)]);
     let owned = f
         .owners
         .iter()
@@ -670,31 +666,35 @@ pub(crate) fn pids_of(f: &witness::Frame, events: &[witness::Event], name: &str)
     pids
 }
 
-/// Of `pids`' run time on `cpu` in [`from_ns`, `to_ns`): (in slots whose record names
-/// `owner`, in other recorded slots, in unrecorded slots), by the witness's segments.
+/// Of `pids`' run time on `cpu` within the disjoint windows `spans` ([from, to) ns each): (in
+/// slots whose record names `owner`, in other recorded slots, in unrecorded slots), by the
+/// witness's segments.
 pub(crate) fn run_by_owner(
     f: &witness::Frame,
     segs: &[witness::Segment],
     pids: &HashSet<u32>,
     (cpu, owner): (u32, &str),
-    (from_ns, to_ns): (u64, u64),
+    spans: &[(u64, u64)],
 ) -> (u64, u64, u64) {
     let (mut inside, mut outside, mut unknown) = (0, 0, 0);
-    for s in segs
+    let mine: Vec<&witness::Segment> = segs
         .iter()
         .filter(|s| s.cpu == cpu && pids.contains(&s.pid))
-    {
-        let mut t = s.start.max(from_ns);
-        let end = s.end.min(to_ns);
-        while t < end {
-            let slot = (t - f.t0_ns) / f.slot_ns;
-            let cut = (f.t0_ns + (slot + 1) * f.slot_ns).min(end);
-            match f.owners.get(&(cpu, slot)) {
-                Some(Some(o)) if o == owner => inside += cut - t,
-                Some(_) => outside += cut - t,
-                None => unknown += cut - t,
+        .collect();
+    for &(from_ns, to_ns) in spans {
+        for s in &mine {
+            let mut t = s.start.max(from_ns);
+            let end = s.end.min(to_ns);
+            while t < end {
+                let slot = (t - f.t0_ns) / f.slot_ns;
+                let cut = (f.t0_ns + (slot + 1) * f.slot_ns).min(end);
+                match f.owners.get(&(cpu, slot)) {
+                    Some(Some(o)) if o == owner => inside += cut - t,
+                    Some(_) => outside += cut - t,
+                    None => unknown += cut - t,
+                }
+                t = cut;
             }
-            t = cut;
         }
     }
     (inside, outside, unknown)

@@ -122,11 +122,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
         .map(|&(a, b)| (a.max(from), b.min(end)))
         .filter(|&(a, b)| a < b)
         .collect();
-    let (mut inside, mut outside, mut unknown) = (0, 0, 0);
-    for &span in &judged {
-        let (i, o, u) = run_by_owner(&f, &segs, &legacy, (1, "legacy"), span);
-        (inside, outside, unknown) = (inside + i, outside + o, unknown + u);
-    }
+    let (inside, outside, unknown) = run_by_owner(&f, &segs, &legacy, (1, "legacy"), &judged);
     let share = outside as f64 / (inside + outside).max(1) as f64;
     println!(
         "  legacy after the restart ({:.1} s from 1 s after it, {:.1} s of it in class tt): {:.1} \

@@ -45,7 +45,7 @@
 use crate::completion::parse_log;
 use crate::harness::{Checks, Vm, VmOutput};
 use crate::planner_checks::Table;
-use crate::witness::{self, Frame, Segment};
+use crate::witness::{self, ms, quantile, Frame, Segment};
 use std::collections::HashSet;
 
 const DURATION_S: u64 = 8;
@@ -76,7 +76,7 @@ struct RunFigures {
     a_p99: u64,
     /// a's judged jobs, and for each of a's wake-ups in its judged slots how long the task
     /// running went on (until the next switch there): those that found b running, and those
-    /// that found the CPU idle.
+    /// that found the CPU idle (each sorted).
     a_jobs: usize,
     wakes_over_b: Vec<u64>,
     wakes_idle: Vec<u64>,
@@ -227,11 +227,10 @@ fn a_response(c: &mut Checks, out: &VmOutput, run: &str, f: &Frame) -> Option<(u
         r.len() >= 50,
         format!("{run}: a: enough judged jobs ({})", r.len()),
     );
-    let q = |p: f64| {
-        r.get(((r.len() as f64 - 1.0) * p).round() as usize)
-            .copied()
-    };
-    Some((q(0.5)?, q(0.99)?, r.len()))
+    if r.is_empty() {
+        return None;
+    }
+    Some((quantile(&r, 0.5), quantile(&r, 0.99), r.len()))
 }
 
 fn run_one(c: &mut Checks, out: &VmOutput, run: &str) -> Option<RunFigures> {
@@ -331,23 +330,21 @@ fn run_one(c: &mut Checks, out: &VmOutput, run: &str) -> Option<RunFigures> {
     }
     let (a_p50, a_p99, a_jobs) = a_response(c, out, run, &f)?;
     let wakes = a_wakes(&table, &f, &events);
-    let of = |x: Found| wakes.iter().filter(|w| w.0 == x).map(|w| w.1).collect();
-    let (wakes_over_b, wakes_idle) = (of(Found::B), of(Found::Idle));
-    let mut late = r.tick_late.clone();
-    late.sort_unstable();
-    let q = |p: f64| {
-        late.get(((late.len() as f64 - 1.0) * p).round() as usize)
-            .copied()
-            .unwrap_or(0)
+    let sorted = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v
     };
+    let of = |x: Found| sorted(wakes.iter().filter(|w| w.0 == x).map(|w| w.1).collect());
+    let (wakes_over_b, wakes_idle) = (of(Found::B), of(Found::Idle));
+    let late = sorted(r.tick_late.clone());
     Some(RunFigures {
         a_p50,
         a_p99,
         a_jobs,
         wakes_over_b,
         wakes_idle,
-        late_p99: q(0.99),
-        late_max: q(1.0),
+        late_p99: quantile(&late, 0.99),
+        late_max: quantile(&late, 1.0),
     })
 }
 
@@ -358,21 +355,14 @@ fn check(out: &VmOutput, c: &mut Checks) {
         c.check(false, "servers: a's response in both runs".to_string());
         return;
     };
-    let ms = |ns: u64| ns as f64 / 1e6;
     for (run, x) in [("ptps", &p), ("crps", &r)] {
         let w = |v: &[u64]| {
-            let mut v = v.to_vec();
-            v.sort_unstable();
-            let q = |p: f64| {
-                v.get(((v.len() as f64 - 1.0) * p).round() as usize)
-                    .map(|&n| ms(n))
-            };
             format!(
-                "{}: p50 {:?} ms, p99 {:?} ms, max {:?} ms",
+                "{}: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
                 v.len(),
-                q(0.5),
-                q(0.99),
-                q(1.0)
+                ms(quantile(v, 0.5)),
+                ms(quantile(v, 0.99)),
+                ms(quantile(v, 1.0))
             )
         };
         println!(
@@ -388,13 +378,7 @@ fn check(out: &VmOutput, c: &mut Checks) {
     }
     // ptps's wake-ups of a halfway through its jobs find the CPU idle: how long the switch to a
     // takes on this host in this measurement.
-    let ptps_wake_p99 = {
-        let mut v = p.wakes_idle.clone();
-        v.sort_unstable();
-        v.get(((v.len() as f64 - 1.0) * 0.99).round() as usize)
-            .copied()
-            .unwrap_or(0)
-    };
+    let ptps_wake_p99 = quantile(&p.wakes_idle, 0.99);
     let kick_bound = A_RESPONSE_SLACK_NS.max(ptps_wake_p99);
     let kicked = r
         .wakes_over_b
