@@ -12,6 +12,7 @@
 //! a clock or a BPF map (the simulation driver is `crate::sim`, the kernel edge `src/cli/run`).
 
 pub mod cpu;
+mod due;
 #[cfg(test)]
 mod equivalence_tests;
 pub mod interface;

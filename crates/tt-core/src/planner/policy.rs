@@ -179,12 +179,12 @@ impl Freqs {
 
     /// Lowest available frequency `f` with `f·(c + avail) ≥ c·UNIT` (Equation 3, rounded up).
     pub fn for_work(&self, c: u64, avail: u64) -> u32 {
-        // f·span ≥ need ⟺ f ≥ ⌈need/span⌉ (integers): one division instead of a product per step.
-        let least = match (c.checked_mul(UNIT), c.checked_add(avail)) {
-            (Some(need), Some(span)) => need.div_ceil(span.max(1)),
-            _ => (c as u128 * UNIT as u128).div_ceil((c as u128 + avail as u128).max(1)) as u64,
-        };
-        let i = self.0.partition_point(|&f| (f as u64) < least);
+        // The first step with f·span ≥ need, in 128 bits (no product can wrap): a binary search
+        // of products, which costs less than the 64-bit division that finding ⌈need/span⌉
+        // first would take (the division was the larger part of a `dvfs` decision).
+        let need = c as u128 * UNIT as u128;
+        let span = c as u128 + avail as u128;
+        let i = self.0.partition_point(|&f| (f as u128) * span < need);
         self.0.get(i).copied().unwrap_or(UNIT as u32)
     }
 }

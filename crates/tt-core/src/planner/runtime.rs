@@ -52,6 +52,7 @@
 use super::cpu::{
     Capacity, CpuState, JobEvent, JobKind, Running, SoftJob, MAX_JOB_SLOTS, NO_HINT, UNIT,
 };
+use super::due::DueWheel;
 use super::offline::{Job, Miss, Slot};
 use super::policy::{self, Decision, Freqs, Policy, Run};
 
@@ -195,6 +196,9 @@ pub struct Planner {
     runs: Vec<QuietRun>,
     /// The CPU indices `step` visits in the slot being decided (scratch).
     due: Vec<u32>,
+    /// Which CPUs' runs end in which slot (a cache of `runs`: `step` takes its due CPUs from it
+    /// instead of scanning every run).
+    wheel: DueWheel,
     cfg: PlannerConfig,
     frame: Slot,
     next_slot: Slot,
@@ -239,6 +243,7 @@ impl Planner {
             loads: states.iter().map(CpuState::load_slots).collect(),
             runs: vec![QuietRun::default(); states.len()],
             due: Vec::with_capacity(states.len()),
+            wheel: DueWheel::new(states.len(), 0),
             cpus: states,
             cfg,
             frame,
@@ -419,6 +424,7 @@ impl Planner {
     fn touch(&mut self, i: usize) {
         self.sync(i);
         self.runs[i].until = 0;
+        self.wheel.mark(i, 0, self.next_slot);
     }
 
     fn touch_all(&mut self) {
@@ -472,11 +478,8 @@ impl Planner {
         let count = match runs {
             true => {
                 self.due.clear();
-                for (i, r) in self.runs.iter().enumerate() {
-                    if r.until <= slot {
-                        self.due.push(i as u32);
-                    }
-                }
+                let runs = &self.runs;
+                self.wheel.take(slot, |i| runs[i].until, &mut self.due);
                 self.due.len()
             }
             false => self.cpus.len(),
@@ -530,14 +533,20 @@ impl Planner {
                 }
             };
             if runs {
+                let until = policy::quiet_run_end(cpu, &d, slot, self.cfg.policy, &self.cfg.freqs);
                 self.runs[i] = QuietRun {
                     from: slot + 1,
-                    until: policy::quiet_run_end(cpu, &d, slot, self.cfg.policy, &self.cfg.freqs),
+                    until,
                 };
+                self.wheel.mark(i, until, slot);
             } else if self.runs[i].until != 0 {
                 self.runs[i] = QuietRun::default();
             }
             self.decisions[i] = d;
+        }
+        if !runs {
+            // every run ended (or none began): every CPU is due in the next slot
+            self.wheel.mark_all(self.cpus.len(), slot + 1);
         }
         self.next_slot = slot + 1;
         Ok(&self.decisions)
