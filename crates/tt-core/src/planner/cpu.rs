@@ -172,6 +172,10 @@ pub struct LiveJob {
     /// the job is out of the ready queue until a reconciliation gives work back (see
     /// "Observations" in the module doc).
     pub parked: bool,
+    /// Where the job's interval was when the job entered the horizon, as a count of intervals
+    /// since slot 0 ([`CpuState::iv_popped`] plus its index then): [`CpuState::job_iv`] finds
+    /// the interval without a search while no split moved it (a cache: checked before use).
+    pub(crate) iv_at: Cached<u64>,
 }
 
 /// A soft aperiodic job: served in slack, no guarantee.
@@ -328,6 +332,8 @@ pub struct CpuState {
     pub(crate) now: Slot,
     /// Sequence number of `jobs[0]`.
     pub(crate) job_base: usize,
+    /// Intervals popped from the front of `ivs` since slot 0 (`LiveJob::iv_at`).
+    pub(crate) iv_popped: Cached<u64>,
     /// `(deadline, index in ivs)` of the interval a job last charged in `consume` ended at:
     /// [`Self::iv_of`] answers it without a search until `ivs` is popped or split
     /// ([`NO_HINT`] then).
@@ -339,6 +345,10 @@ pub struct CpuState {
     pub(crate) slack_seen: Cached<SlackSeen>,
     /// Whether best-effort work may run in this CPU's slack.
     pub has_be: bool,
+    /// Set by `Planner::step` around a decision that starts a quiet run: `consume` then only
+    /// records the slot as pending and the run's closed-form charge takes it with the rest
+    /// ([`Self::charge_quiet_run`]; a soft slot is charged at once, it starts no run).
+    pub(crate) defer_charge: Cached<bool>,
     /// Decided slots not reconciled yet, oldest first (one in the step-by-step protocol, up to
     /// the observation window when observations arrive late).
     pub(crate) pending: PendingQueue,
@@ -363,6 +373,8 @@ pub struct CpuState {
     /// Build cursors into `template_ivs` and `template_by_release` for frame `next_frame`.
     pub(crate) build_iv: usize,
     pub(crate) build_job: usize,
+    /// `iv_popped + index` of frame `next_frame`'s first interval (`LiveJob::iv_at`).
+    pub(crate) build_iv_at: Cached<u64>,
     /// Intervals and jobs built per slot while building (`⌈items / (frame/2)⌉ + 1`, at least
     /// 64).
     pub(crate) build_per_slot: usize,
@@ -395,12 +407,14 @@ impl CpuState {
             ivs: VecDeque::new(),
             jobs: VecDeque::new(),
             job_base: 0,
+            iv_popped: Cached(0),
             ready: BinaryHeap::new(),
             unreleased: VecDeque::new(),
             soft: VecDeque::new(),
             next_frame: 0,
             build_iv: 0,
             build_job: 0,
+            build_iv_at: Cached(0),
             build_offset: 0,
             build_per_slot: 1,
             ring_pad: 0,
@@ -412,6 +426,7 @@ impl CpuState {
             slack_seen: Cached(SlackSeen::default()),
             quiet: Cached(Quiet::No),
             has_be,
+            defer_charge: Cached(false),
             template_slots: 0,
             firm_slots: 0,
         };
@@ -488,6 +503,21 @@ impl CpuState {
     /// Whether job `seq` is finished (or already dropped).
     fn is_done(&self, seq: usize) -> bool {
         seq < self.job_base || self.jobs[seq - self.job_base].done
+    }
+
+    /// Index of job `seq`'s interval: where the job's [`LiveJob::iv_at`] says if the interval
+    /// ending at its deadline is there (it is unless a firm job's split has moved it since the
+    /// job entered the horizon), else [`Self::iv_of`]'s search. Saves the search's probe loop,
+    /// whose exit differs from CPU to CPU (a mispredicted branch per lookup), when a job's
+    /// first slot is charged.
+    #[inline]
+    pub(crate) fn job_iv(&self, seq: usize) -> usize {
+        let j = self.job(seq);
+        let at = j.iv_at.0.wrapping_sub(self.iv_popped.0) as usize;
+        match self.ivs.get(at) {
+            Some(iv) if iv.end == j.deadline => at,
+            _ => self.iv_of(j.deadline),
+        }
     }
 
     /// Index of the interval ending at `deadline` (every live job's interval ends at its deadline).
@@ -669,6 +699,7 @@ impl CpuState {
         }
         while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
             self.ivs.pop_front();
+            self.iv_popped.0 += 1;
             self.iv_hint.0 = NO_HINT;
         }
         // `slot / frame` and `slot % frame`, the same for every CPU: computed once per step.
@@ -736,6 +767,59 @@ mod tests {
             })
             .collect();
         CpuState::new(&jobs, &vec![JobKind::Periodic; jobs.len()], frame, false)
+    }
+
+    /// `job_iv` against the search over the whole deque, for every live job at every slot of a
+    /// CPU that builds frames, releases, runs and finishes jobs, and admits firm jobs that split
+    /// intervals during its first frame: always the job's interval. The cached position misses
+    /// while a split has moved the interval (the check matters) and is the one used for every
+    /// job of the frames built after the splits (else the saving is gone).
+    #[test]
+    fn a_jobs_cached_interval_position_is_checked_and_mostly_right() {
+        use crate::planner::policy::{decide, Freqs, Policy};
+        let frame = 200;
+        let mut cpu = state(20, frame);
+        let (mut events, freqs) = (Vec::new(), Freqs::xeon_default());
+        let (mut lookups, mut cached, mut splits) = (0u64, 0u64, 0u64);
+        let (mut late, mut late_cached) = (0u64, 0u64);
+        for slot in 0..6 * frame {
+            if slot > 0 {
+                cpu.reconcile(UNIT, UNIT, slot % 4 == 0, &mut events);
+            }
+            cpu.advance_all(slot, (slot / frame, slot % frame), &mut events);
+            if slot % 23 == 0 && slot < frame {
+                let d = slot + 1 + (slot * 7) % frame;
+                let before = cpu.ivs.len();
+                if cpu.acceptance(slot, 1, d).available >= 1 {
+                    cpu.guarantee(slot, 5000 + slot as usize, 1, d);
+                    splits += (cpu.ivs.len() > before) as u64;
+                }
+            }
+            for seq in cpu.job_base..cpu.job_base + cpu.jobs.len() {
+                let j = cpu.job(seq);
+                if j.done || j.deadline <= slot {
+                    continue;
+                }
+                let want = cpu.ivs.partition_point(|iv| iv.end < j.deadline);
+                assert_eq!(cpu.job_iv(seq), want, "slot {slot} job {seq}");
+                let hit = (j.iv_at.0.wrapping_sub(cpu.iv_popped.0) == want as u64) as u64;
+                lookups += 1;
+                cached += hit;
+                // frames 4 and 5 were built from frame 2 on, after the last split
+                if j.release >= 4 * frame {
+                    late += 1;
+                    late_cached += hit;
+                }
+            }
+            decide(&mut cpu, slot, Policy::Bss, &freqs);
+        }
+        assert!(splits > 3, "only {splits} splits");
+        assert!(
+            cached < lookups,
+            "no lookup needed the search ({lookups} lookups)"
+        );
+        assert!(late > 1000, "only {late} lookups after the splits");
+        assert_eq!(late_cached, late, "after the splits");
     }
 
     #[test]

@@ -271,7 +271,7 @@ fn slack_and_interval(cpu: &CpuState, seq: usize, free_intervals: bool) -> (u64,
             }
         }
     }
-    let ij = cpu.iv_of(j.deadline);
+    let ij = cpu.job_iv(seq);
     (j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT + free, ij)
 }
 
@@ -459,10 +459,12 @@ pub(crate) fn quiet_run_end(
     }
     let end = match (d.run, policy, cpu.quiet.0) {
         (Run::Job { job, .. }, Policy::Bss | Policy::Dpm, Quiet::Job) => {
+            // `slot` is not charged yet (`CpuState::defer_charge`): the job has work for
+            // `⌈rem/UNIT⌉` slots from `slot` on.
             let j = cpu.job(job);
             match j.done {
                 true => slot + 1,
-                false => slot + 1 + j.rem.div_ceil(UNIT),
+                false => slot + j.rem.div_ceil(UNIT).max(1),
             }
         }
         (Run::Job { job, .. }, Policy::Dvfs | Policy::DpmDvfs, Quiet::Job) => {

@@ -500,6 +500,8 @@ impl Planner {
             };
             let cpu = &mut self.cpus[i];
             catch_up(cpu, &mut self.runs[i], &self.decisions[i], slot);
+            // In a run, the decided slot is charged with the run's other slots.
+            cpu.defer_charge.0 = runs;
             let quick = match quiet && obs.get(i).is_none_or(whole) {
                 true => policy::step_quiet(cpu, slot, self.cfg.policy, &self.cfg.freqs),
                 false => None,
@@ -533,11 +535,14 @@ impl Planner {
                 }
             };
             if runs {
+                cpu.defer_charge.0 = false;
                 let until = policy::quiet_run_end(cpu, &d, slot, self.cfg.policy, &self.cfg.freqs);
-                self.runs[i] = QuietRun {
-                    from: slot + 1,
-                    until,
+                // `slot` itself is not charged yet unless it went to a soft job (`consume`).
+                let from = match d.run {
+                    Run::Soft { .. } => slot + 1,
+                    _ => slot,
                 };
+                self.runs[i] = QuietRun { from, until };
                 self.wheel.mark(i, until, slot);
             } else if self.runs[i].until != 0 {
                 self.runs[i] = QuietRun::default();

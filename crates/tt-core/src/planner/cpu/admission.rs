@@ -73,6 +73,7 @@ impl CpuState {
             wcet: wcet.min(u32::MAX as u64) as u32,
             done: false,
             parked: false,
+            iv_at: super::Cached(self.iv_popped.0 + i as u64),
         });
         self.firm_slots += wcet.min(u32::MAX as u64);
         self.ivs[i].pending += 1;

@@ -12,6 +12,15 @@ impl CpuState {
     /// EDF top the decision took) until a reconciliation gives work back.
     #[inline(always)]
     pub(crate) fn consume(&mut self, run: Running) -> Running {
+        if self.defer_charge.0 && !matches!(run, Running::Soft { .. }) {
+            // The first slot of a quiet run: charged with the run (`charge_quiet_run`), which
+            // replaces this entry by the run's last slot and what it credited.
+            self.pending.push_back(Pending {
+                slot: self.now,
+                run,
+            });
+            return run;
+        }
         self.ivs[0].sc -= 1;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
@@ -51,7 +60,7 @@ impl CpuState {
             debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(seq));
         }
         if whole > 0 {
-            let i = self.iv_of(deadline);
+            let i = self.job_iv(seq);
             self.iv_hint.0 = (deadline, i);
             self.add_sc(i, whole as i64);
         }
@@ -92,7 +101,7 @@ impl CpuState {
                     debug_assert_eq!(top.map(|Reverse((_, s))| s), Some(idx));
                 }
                 if whole > 0 {
-                    let i = self.iv_of(deadline);
+                    let i = self.job_iv(idx);
                     self.iv_hint.0 = (deadline, i);
                     self.add_sc(i, whole as i64);
                 }
@@ -316,7 +325,7 @@ impl CpuState {
             let wcet = j.wcet as u64;
             self.firm_slots -= wcet;
         }
-        let i = self.iv_of(deadline);
+        let i = self.job_iv(seq);
         self.ivs[i].pending -= 1;
         if held > 0 {
             self.add_sc(i, held as i64);

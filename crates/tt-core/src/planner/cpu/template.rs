@@ -52,12 +52,15 @@ impl CpuState {
                     .count() as u32,
             })
             .collect();
+        let ivs = &self.template_ivs;
         self.build_jobs = self
             .template_by_release
             .iter()
             .map(|&j| {
                 let t = &self.template[j];
                 LiveJob {
+                    // the index of the template interval ending at the deadline
+                    iv_at: super::Cached(ivs.partition_point(|iv| iv.end < t.deadline) as u64),
                     task: t.task,
                     kind: self.template_kind[j],
                     release: t.release,
@@ -104,6 +107,7 @@ impl CpuState {
             wcet: 0,
             done: true,
             parked: false,
+            iv_at: super::Cached(0),
         };
         reserve_touched(&mut self.ivs, ivs, filler_iv);
         reserve_touched(&mut self.jobs, jobs, filler_job);
@@ -123,6 +127,10 @@ impl CpuState {
     /// frame when both are done.
     pub(super) fn build(&mut self, budget: usize) {
         let base = self.next_frame * self.frame;
+        if self.build_iv == 0 && self.build_job == 0 {
+            // every frame before this one is in `ivs`
+            self.build_iv_at.0 = self.iv_popped.0 + self.ivs.len() as u64;
+        }
         let iv_end = self
             .template_ivs
             .len()
@@ -144,6 +152,7 @@ impl CpuState {
             self.jobs.push_back(LiveJob {
                 release: base + t.release,
                 deadline: base + t.deadline,
+                iv_at: super::Cached(self.build_iv_at.0 + t.iv_at.0),
                 ..t.clone()
             });
         }
