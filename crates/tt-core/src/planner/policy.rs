@@ -242,36 +242,26 @@ pub fn idle_duration(cpu: &CpuState) -> u64 {
 /// Algorithm 3: units of slack job `seq` may spend by running slower.
 ///
 /// `res(j) + max(0, sc(I_j))`, plus (with `free_intervals`) the positive sc of the leading
-/// intervals that have no remaining work, up to `I_j`. One pass from the current interval finds
-/// `I_j` (usually among the first few) and sums the free intervals in front of it; a far `I_j`
-/// is found by [`CpuState::iv_of`] once the free run has ended.
+/// intervals that have no remaining work, up to `I_j`.
 pub fn available_slack(cpu: &CpuState, seq: usize, free_intervals: bool) -> u64 {
     slack_and_interval(cpu, seq, free_intervals).0
 }
 
-/// [`available_slack`] and the index of the job's interval.
+/// [`available_slack`] and the index of the job's interval: the interval from
+/// [`CpuState::job_iv`] (no search while no split has moved it), the free run in front of it
+/// summed until it ends.
 fn slack_and_interval(cpu: &CpuState, seq: usize, free_intervals: bool) -> (u64, usize) {
     let j = cpu.job(seq);
+    let ij = cpu.job_iv(seq);
     let mut free = 0u64;
-    let mut in_free_run = free_intervals;
-    for (i, iv) in cpu.ivs.iter().enumerate() {
-        if iv.end >= j.deadline {
-            debug_assert_eq!(
-                iv.end, j.deadline,
-                "a live job's interval ends at its deadline"
-            );
-            return (j.res + iv.sc.max(0) as u64 * UNIT + free, i);
-        }
-        if in_free_run && iv.pending == 0 && iv.sc > 0 {
-            free += iv.sc as u64 * UNIT;
-        } else {
-            in_free_run = false;
-            if i >= 8 {
+    if free_intervals {
+        for iv in cpu.ivs.range(..ij) {
+            if iv.pending != 0 || iv.sc <= 0 {
                 break;
             }
+            free += iv.sc as u64 * UNIT;
         }
     }
-    let ij = cpu.job_iv(seq);
     (j.res + cpu.ivs[ij].sc.max(0) as u64 * UNIT + free, ij)
 }
 
