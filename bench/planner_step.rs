@@ -24,7 +24,9 @@
 //! gives the p99.9 of the per-slot floor (each slot's minimum over the runs: an interruption
 //! rarely hits the same slot in every run), the step's own cost, judged against the same goal.
 //!
-//! `cargo bench --no-default-features --bench planner_step`
+//! `cargo bench --no-default-features --bench planner_step`; `PLANNER_STEP_ONLY=256/1000/100`
+//! runs one configuration; `PLANNER_STEP_DRIVER=bss/20/256` runs only the stand-alone driver
+//! ([`driver`]: one planner at a time, the per-slot floor by slot of each 10).
 
 #[path = "planner_common.rs"]
 mod common;
@@ -438,7 +440,52 @@ fn feeds(cpus: usize, frame: u64, jobs: u64, frames: u64) {
     println!("{line}");
 }
 
+/// The stand-alone driver (`PLANNER_STEP_DRIVER=policy/runs/cpus`, e.g. `bss/20/256`): one
+/// planner at a time for the bench's plan (frame 1,000, 100 jobs a CPU, 6 frames), no reference
+/// side, no pause, no other planner alive; prints the per-slot floor over `runs` runs by slot of
+/// each 10 (slot 0 releases a job on every CPU, slot 5 completes it under bss and dpm), the
+/// floor's mean and p99.9. What changes the step's own cost shows here with less noise than in
+/// the alternated runs above (bench/results/issue34-step.txt, sessions 35 and 36).
+fn driver(spec: &str) {
+    let parts: Vec<&str> = spec.split('/').collect();
+    let [policy, runs, cpus] = parts[..] else {
+        panic!("PLANNER_STEP_DRIVER={spec:?}: expected policy/runs/cpus, e.g. bss/20/256");
+    };
+    let policy: Policy = policy.parse().expect("PLANNER_STEP_DRIVER policy");
+    let runs: usize = runs.parse().expect("PLANNER_STEP_DRIVER runs");
+    let cpus: usize = cpus.parse().expect("PLANNER_STEP_DRIVER cpus");
+    let (frame, slots) = (1000u64, 6000usize);
+    let inputs = common::cpus(cpus, 100, frame);
+    let cfg = PlannerConfig {
+        policy,
+        freqs: Freqs::xeon_default(),
+        slot_ns: 1_000_000,
+    };
+    let mut floor = vec![u64::MAX; slots];
+    for _ in 0..runs.max(1) {
+        let mut p = Planner::new(&inputs, frame, cfg.clone());
+        for (s, f) in floor.iter_mut().enumerate() {
+            let t0 = Instant::now();
+            black_box(p.step(s as u64, &[]).expect("in order"));
+            *f = (*f).min(t0.elapsed().as_nanos() as u64);
+        }
+    }
+    let by_slot: Vec<u64> = (0..10)
+        .map(|k| floor.iter().skip(k).step_by(10).sum::<u64>() / (slots as u64 / 10))
+        .collect();
+    let mean = floor.iter().sum::<u64>() / slots as u64;
+    let (_, _, p999) = common::stats(&mut floor);
+    println!(
+        "driver {policy} {cpus} CPUs x 100 jobs, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
+    );
+}
+
 fn main() {
+    if let Ok(spec) = std::env::var("PLANNER_STEP_DRIVER") {
+        println!("benchmark thread: {}", common::isolate());
+        driver(&spec);
+        return;
+    }
     common::header("planner_step");
     let noise = interruptions(2_000);
     let _ = NOISE_PER_S.set(noise.per_s);
