@@ -179,9 +179,11 @@ const PREFETCH_AHEAD: usize = 3;
 /// between slots and the prefetches are only instructions.
 const PREFETCH_MIN: usize = 64;
 
-/// A CPU's quiet run (`policy::quiet_run_end`): `step` decides the slots in `[.., until)` as
-/// it decided the slot before `from` without touching the CPU's state; slots `from..` of them
-/// are not charged yet ([`Planner::sync`] charges them). `until == 0`: no run.
+/// A CPU's quiet run (`policy::quiet_run_end`): `step` decides the slots before `until` as it
+/// decided the run's first slot, without touching the CPU's state; slots `from..` of them are
+/// not charged yet ([`Planner::sync`] charges them). A run starts with `from` at the decided
+/// slot itself (`CpuState::defer_charge`), or after it when that slot went to a soft job and was
+/// charged at once; a sync moves `from` on. `until == 0`: no run.
 #[derive(Clone, Copy, Debug, Default)]
 struct QuietRun {
     from: Slot,
