@@ -26,6 +26,8 @@ const RUN: &str = "demos";
 const START_P99_NS: u64 = 12_000_000;
 /// ... and at worst (a host hiccup).
 const START_MAX_NS: u64 = 30_000_000;
+/// The shortest window of `demos.yaml` (SC2's, 50 ms).
+const WINDOW_MIN_NS: i64 = 50_000_000;
 
 /// (time ms, cmd) of the schedule log `text`.
 fn lines(text: &str) -> Vec<(u64, String)> {
@@ -65,17 +67,38 @@ fn check(out: &VmOutput, c: &mut Checks) {
         s_run.len(),
         k_run.len()
     );
-    c.check(
-        out.number("kernel_log_rc").ok() == Some(0)
-            && s_run.len() >= 90
-            && s_run == k_run
-            && sim.lines().take(k_run.len()).collect::<Vec<_>>()
-                == kernel.lines().take(k_run.len()).collect::<Vec<_>>(),
-        format!(
-            "the kernel run's SC schedule log equals DEmOS's own line for line ({} lines)",
-            k_run.len()
-        ),
+    let equal = out.number("kernel_log_rc").ok() == Some(0)
+        && s_run.len() >= 90
+        && s_run == k_run
+        && sim.lines().take(k_run.len()).collect::<Vec<_>>()
+            == kernel.lines().take(k_run.len()).collect::<Vec<_>>();
+    let what = format!(
+        "the kernel run's SC schedule log equals DEmOS's own line for line ({} lines)",
+        k_run.len()
     );
+    // A guest the host stalled for a whole window (the shortest is 50 ms) cannot run that
+    // window: its starts are missing from the kernel's log, which then measures the host, not
+    // the sequencing. Seen once under stress-ng (2026-12-07: a tick 99.9 ms late, the window at
+    // 4650 ms missing, every other line equal). Only then is the equality a timing check (the
+    // harness measures it again); otherwise it is exact.
+    let stall_ns = summary
+        .cpus
+        .iter()
+        .filter(|c| c.managed)
+        .map(|c| c.late_ns.max)
+        .max()
+        .unwrap_or(0);
+    match stall_ns >= WINDOW_MIN_NS {
+        true => {
+            println!(
+                "  a managed CPU's tick came {:.1} ms late (a whole window): the log equality is \
+                 judged as timing",
+                stall_ns as f64 / 1e6
+            );
+            c.check_timing(equal, what)
+        }
+        false => c.check(equal, what),
+    }
     // the times, by the witness
     let events = match out
         .file(&format!("{RUN}.witness"))
