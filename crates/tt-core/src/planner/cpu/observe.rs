@@ -301,7 +301,7 @@ impl CpuState {
             }
         }
         if slots > 0 {
-            let i = self.iv_of(deadline);
+            let i = self.job_iv(seq);
             self.add_sc(i, -(slots as i64));
         }
         units - give
