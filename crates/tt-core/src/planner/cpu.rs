@@ -674,6 +674,70 @@ impl CpuState {
         due.min(build).max(slot + 1)
     }
 
+    /// How far a quiet run decided at `slot` that would go on until `end` may go past
+    /// [`Self::quiet_until`] (the first slot `advance` has something to do) because what is
+    /// due there cannot change the run's decisions; `quiet_until` when nothing can be crossed.
+    /// - `job = Some(seq)`: job `seq` runs (the EDF top). A release is crossed when the released
+    ///   job comes after `seq` in EDF order (a later deadline, or the same deadline and a later
+    ///   sequence number): `seq` stays the top, and a release changes no spare capacity nor any
+    ///   interval's count of unfinished jobs, so neither the frequency of Equation 3 nor the run
+    ///   that `policy::dvfs_run` derived changes. Interval ends are not crossed: the slots of the
+    ///   run are charged to one interval.
+    /// - `job = None`: a DPM idle period, which `decide` keeps whatever is released or ends
+    ///   (`slot < idle_until` comes first). Releases and interval ends are crossed; the closed-form
+    ///   charge then charges each slot to the interval it lies in
+    ///   ([`Self::charge_quiet_run`]).
+    ///
+    /// Never crossed: the build of the frame after next (it goes on every slot once started),
+    /// the deadline of the ready top or of a job released in the run (a miss is reported at its
+    /// deadline), an unreleased job that is finished already (`advance` drops it at once).
+    pub(crate) fn cross_due(&self, slot: Slot, end: Slot, job: Option<usize>) -> Slot {
+        let due = self.quiet_until.0;
+        let build = self.next_frame.saturating_sub(2) * self.frame + self.build_offset;
+        let mut bound = end.min(build.max(slot + 1));
+        if let Some(&Reverse((deadline, _))) = self.ready.peek() {
+            bound = bound.min(deadline);
+        }
+        let key = match job {
+            Some(seq) => {
+                bound = bound.min(self.ivs.front().map_or(slot + 1, |iv| iv.end));
+                Some((self.job(seq).deadline, seq))
+            }
+            None => None,
+        };
+        for &seq in &self.unreleased {
+            let Some(j) = self.jobs.get(seq.wrapping_sub(self.job_base)) else {
+                return due;
+            };
+            if j.release >= bound {
+                break;
+            }
+            if j.done {
+                return due;
+            }
+            if key.is_some_and(|k| (j.deadline, seq) < k) {
+                bound = j.release;
+                break;
+            }
+            bound = bound.min(j.deadline);
+        }
+        bound.max(due)
+    }
+
+    /// Releases the jobs released at or before `slot` (what `advance` does at each slot up to
+    /// `slot`), in release order.
+    pub(crate) fn release_upto(&mut self, slot: Slot) {
+        while let Some(&seq) = self.unreleased.front() {
+            if !self.is_done(seq) && self.job(seq).release > slot {
+                break;
+            }
+            self.unreleased.pop_front();
+            if !self.is_done(seq) {
+                self.ready.push(Reverse((self.job(seq).deadline, seq)));
+            }
+        }
+    }
+
     /// Moves to `slot`: reports misses, drops past intervals, builds a share of the frame after
     /// next, releases jobs.
     pub(crate) fn advance_all(&mut self, slot: Slot, pos: (u64, Slot), events: &mut Vec<JobEvent>) {
@@ -711,15 +775,7 @@ impl CpuState {
             // Spread frame k+2 over half of frame k, from this CPU's offset on.
             self.build(self.build_per_slot);
         }
-        while let Some(&seq) = self.unreleased.front() {
-            if !self.is_done(seq) && self.job(seq).release > slot {
-                break;
-            }
-            self.unreleased.pop_front();
-            if !self.is_done(seq) {
-                self.ready.push(Reverse((self.job(seq).deadline, seq)));
-            }
-        }
+        self.release_upto(slot);
     }
 
     /// The earliest-deadline released unfinished job.

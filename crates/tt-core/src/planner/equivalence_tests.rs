@@ -5,8 +5,9 @@
 //! by `observe`, or none) must take the same decisions, report the same events and admissions
 //! and hold the same state (`Debug` of every CPU, caches left out) after every slot.
 
-use super::offline::Job;
+use super::offline::{Job, Slot};
 use super::runtime::CpuInput;
+use super::Decision;
 use super::{Observation, Placement, Planner, PlannerConfig, Policy};
 use proptest::prelude::*;
 
@@ -267,5 +268,75 @@ fn bench_like_plans_decide_the_same_under_every_policy() {
                 feed,
             );
         }
+    }
+}
+
+/// One CPU's frame of 20 slots: job 0 released at 0, due at 10; job 1 released at `release_1`,
+/// due at 20; two slots of work each. Returns the event-driven planner's decisions and whether
+/// it visited the CPU, per slot of `frames` frames, after checking every decision against the
+/// reference step's.
+fn visits(policy: Policy, release_1: Slot, frames: u64) -> Vec<(Decision, bool)> {
+    let jobs = [(0, 10), (release_1, 20)].map(|(release, deadline)| Job {
+        task: release as usize,
+        instance: 0,
+        release,
+        deadline,
+        wcet: 2,
+    });
+    let inputs = [CpuInput {
+        jobs: jobs.to_vec(),
+        has_be: false,
+    }];
+    let cfg = PlannerConfig {
+        policy,
+        freqs: super::Freqs::xeon_default(),
+        slot_ns: SLOT_NS,
+    };
+    let mut a = Planner::new(&inputs, 20, cfg.clone());
+    let mut b = Planner::new(&inputs, 20, cfg);
+    b.set_reference_step(true);
+    (0..frames * 20)
+        .map(|s| {
+            let d = a.step(s, &[]).expect("in order")[0];
+            assert_eq!(d, b.step(s, &[]).expect("in order")[0], "slot {s}");
+            (d, a.visited().contains(&0))
+        })
+        .collect()
+}
+
+/// A quiet run goes on past what cannot change it (`CpuState::cross_due`): under DPM the idle
+/// period after job 0 (slots 2..18: the free rest of job 0's interval and job 1's slack) is one
+/// run across job 1's release (slot 5) and the end of job 0's interval (slot 10); under DVFS
+/// job 0, stretched over its interval, runs on across job 1's release (slot 3, a later
+/// deadline). Each is a slot the step used to visit. The decisions are the reference step's.
+#[test]
+fn quiet_runs_cross_releases_and_interval_ends_that_cannot_change_them() {
+    let dpm = visits(Policy::Dpm, 5, 3);
+    for frame in 0..3 {
+        let f = frame * 20;
+        let idle = |s: u64| matches!(dpm[s as usize].0.run, super::Run::Idle);
+        assert!(
+            (f + 2..f + 18).all(idle),
+            "frame {frame}: {:?}",
+            &dpm[f as usize..][..20]
+        );
+        for s in [f + 5, f + 10] {
+            assert!(!dpm[s as usize].1, "DPM visited the CPU in slot {s}");
+        }
+        assert!(
+            dpm[(f + 18) as usize].1,
+            "the idle period ends with a visit"
+        );
+    }
+    let dvfs = visits(Policy::Dvfs, 3, 3);
+    for frame in 0..3 {
+        let s = (frame * 20 + 3) as usize;
+        assert_eq!(dvfs[s].0, dvfs[s - 1].0, "job 0 runs on at slot {s}");
+        assert!(
+            matches!(dvfs[s].0.run, super::Run::Job { task: 0, .. }),
+            "{:?}",
+            dvfs[s]
+        );
+        assert!(!dvfs[s].1, "DVFS visited the CPU in slot {s}");
     }
 }

@@ -435,7 +435,9 @@ pub(crate) fn step_quiet(
 /// - `d` is a slot of a DPM idle period: it goes on until `idle_until`;
 ///
 /// each at most until [`CpuState::quiet_until`], the next slot `advance` has something to do
-/// (a release, an interval end, a share of the build).
+/// (a release, an interval end, a share of the build), unless what is due there cannot change
+/// the run ([`CpuState::cross_due`]: a job's run goes on past releases of jobs after it in EDF
+/// order, a DPM idle period past releases and interval ends).
 pub(crate) fn quiet_run_end(
     cpu: &CpuState,
     d: &Decision,
@@ -447,27 +449,33 @@ pub(crate) fn quiet_run_end(
     if due <= slot + 1 || cpu.pending.len() != 1 {
         return slot + 1;
     }
-    let end = match (d.run, policy, cpu.quiet.0) {
+    // (the end, what runs: a job, or nothing in a DPM idle period)
+    let (end, job) = match (d.run, policy, cpu.quiet.0) {
         (Run::Job { job, .. }, Policy::Bss | Policy::Dpm, Quiet::Job) => {
             // `slot` is not charged yet (`CpuState::defer_charge`): the job has work for
             // `⌈rem/UNIT⌉` slots from `slot` on.
             let j = cpu.job(job);
             match j.done {
-                true => slot + 1,
-                false => slot + j.rem.div_ceil(UNIT).max(1),
+                true => return slot + 1,
+                false => (slot + j.rem.div_ceil(UNIT).max(1), Some(job)),
             }
         }
-        (Run::Job { job, .. }, Policy::Dvfs | Policy::DpmDvfs, Quiet::Job) => {
-            slot + 1 + dvfs_run(cpu, job, d.freq_ppm, policy, freqs)
-        }
-        (Run::Idle | Run::Be, Policy::Bss | Policy::Dvfs, Quiet::Idle) => due,
+        (Run::Job { job, .. }, Policy::Dvfs | Policy::DpmDvfs, Quiet::Job) => (
+            slot + 1 + dvfs_run(cpu, job, d.freq_ppm, policy, freqs),
+            Some(job),
+        ),
+        (Run::Idle | Run::Be, Policy::Bss | Policy::Dvfs, Quiet::Idle) => return due,
         (Run::Idle, Policy::Dpm | Policy::DpmDvfs, _) => match d.idle_until {
-            Some(until) if until > slot + 1 => until,
-            _ => slot + 1,
+            Some(until) if until > slot + 1 => (until, None),
+            _ => return slot + 1,
         },
-        _ => slot + 1,
+        _ => return slot + 1,
     };
-    end.min(due)
+    match end > due {
+        // Past what is due: crossed if it cannot change the run (`CpuState::cross_due`).
+        true => end.min(cpu.cross_due(slot, end, job)),
+        false => end,
+    }
 }
 
 /// How many slots after the one just decided (job `seq` at `f` ppm, charged) [`step_quiet`]

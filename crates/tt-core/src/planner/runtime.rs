@@ -435,6 +435,13 @@ impl Planner {
         }
     }
 
+    /// The CPU indices the last `step` visited when it used quiet runs (no observations, the
+    /// event-driven step): the others repeated their decision untouched.
+    #[cfg(test)]
+    pub(crate) fn visited(&self) -> &[u32] {
+        &self.due
+    }
+
     /// The next slot `step` expects; admissions made now guarantee from this slot on.
     pub fn now(&self) -> Slot {
         self.next_slot

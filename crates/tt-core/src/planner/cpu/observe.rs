@@ -78,10 +78,28 @@ impl CpuState {
     ///   `⌊(res + e)/UNIT⌋` in all, and `add_sc(I_j, +1)` per slot equals `add_sc(I_j, +n)` once
     ///   (the borrowing `min(0, sc)` telescopes; `sc(I_cur)`'s own charges do not propagate);
     /// - the last slot is the one pending, with what it credited.
+    ///
+    /// A run may cross what [`Self::cross_due`] allows: the jobs released before `upto` are
+    /// released first (in a job's run they come after the job in EDF order, so that order is
+    /// the order per-slot steps push and pop the ready queue in), and the slots of a DPM idle
+    /// period are charged to the interval each lies in, the intervals that end before `upto`
+    /// dropped as `advance` drops them.
     pub(crate) fn charge_quiet_run(&mut self, from: Slot, upto: Slot, run: Running) {
         let k = upto - from;
         debug_assert!(k > 0 && self.pending.len() == 1);
-        self.ivs[0].sc -= k as i64;
+        self.release_upto(upto - 1);
+        let mut at = from;
+        while self.ivs[0].end < upto {
+            // (a run synced at `at` may have stopped where this interval ended)
+            debug_assert!(matches!(run, Running::Other) && self.ivs[0].end >= at);
+            let end = self.ivs[0].end;
+            self.ivs[0].sc -= (end - at) as i64;
+            self.ivs.pop_front();
+            self.iv_popped.0 += 1;
+            self.iv_hint.0 = super::NO_HINT;
+            at = end;
+        }
+        self.ivs[0].sc -= (upto - at) as i64;
         let run = match run {
             Running::Job { idx, freq_ppm, .. } => {
                 let f = freq_ppm as u64;
