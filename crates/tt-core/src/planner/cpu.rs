@@ -677,16 +677,27 @@ impl CpuState {
     /// How far a quiet run decided at `slot` that would go on until `end` may go past
     /// [`Self::quiet_until`] (the first slot `advance` has something to do) because what is
     /// due there cannot change the run's decisions; `quiet_until` when nothing can be crossed.
-    /// - `job = Some(seq)`: job `seq` runs (the EDF top). A release is crossed when the released
-    ///   job comes after `seq` in EDF order (a later deadline, or the same deadline and a later
-    ///   sequence number): `seq` stays the top, and a release changes no spare capacity nor any
-    ///   interval's count of unfinished jobs, so neither the frequency of Equation 3 nor the run
-    ///   that `policy::dvfs_run` derived changes. Interval ends are not crossed: the slots of the
-    ///   run are charged to one interval.
-    /// - `job = None`: a DPM idle period, which `decide` keeps whatever is released or ends
-    ///   (`slot < idle_until` comes first). Releases and interval ends are crossed; the closed-form
-    ///   charge then charges each slot to the interval it lies in
+    /// - `job = Some(seq)`: job `seq` runs (the EDF top).
+    ///   - A release is crossed when the released job comes after `seq` in EDF order (a later
+    ///     deadline, or the same deadline and a later sequence number): `seq` stays the top, and
+    ///     a release changes no spare capacity nor any interval's count of unfinished jobs.
+    ///   - An interval end is crossed. Under `bss` and `dpm` the job runs at full speed whatever
+    ///     the slack. Under `dvfs`/`dpm+dvfs` the run has one of `policy::dvfs_run`'s regimes:
+    ///     the job's own interval is current (the run ends by the job's deadline, that
+    ///     interval's end); the current interval leads a free run (the run ends before its
+    ///     `sc` is spent, so before it ends); or the slack is `res + max(0, sc(I_j))` alone
+    ///     (`d = 0`). In the last, the current interval either has an unfinished job due before
+    ///     `seq` (unreleased, or it would be the top: its release stops the run first) or has
+    ///     no work and `sc ≤ 0`, so the next interval borrows (`sc < 0`) and cannot lead a free
+    ///     run either; by induction no interval that becomes current adds to the slack, and when
+    ///     the job's own interval becomes current the slack only starts to fall by a slot per
+    ///     slot, which delays the frequency's drop (`(c − m·f)·UNIT ≤ fl·(c + a − …)` holds
+    ///     later). So the decisions of the run stay `seq` at `f`.
+    ///
+    ///   The closed-form charge charges each slot to the interval it lies in
     ///   ([`Self::charge_quiet_run`]).
+    /// - `job = None`: a DPM idle period, which `decide` keeps whatever is released or ends
+    ///   (`slot < idle_until` comes first). Releases and interval ends are crossed.
     ///
     /// Never crossed: the build of the frame after next (it goes on every slot once started),
     /// the deadline of the ready top or of a job released in the run (a miss is reported at its
@@ -698,13 +709,7 @@ impl CpuState {
         if let Some(&Reverse((deadline, _))) = self.ready.peek() {
             bound = bound.min(deadline);
         }
-        let key = match job {
-            Some(seq) => {
-                bound = bound.min(self.ivs.front().map_or(slot + 1, |iv| iv.end));
-                Some((self.job(seq).deadline, seq))
-            }
-            None => None,
-        };
+        let key = job.map(|seq| (self.job(seq).deadline, seq));
         for &seq in &self.unreleased {
             let Some(j) = self.jobs.get(seq.wrapping_sub(self.job_base)) else {
                 return due;

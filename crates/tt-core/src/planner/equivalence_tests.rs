@@ -181,7 +181,22 @@ fn run(
     draws: &[u64],
     feed: Feed,
 ) {
-    let frame = 30;
+    run_frame(cpus, 30, jobs, frames, policy, wcets, ops, draws, feed);
+}
+
+/// [`run`] with a frame of `frame` slots.
+#[allow(clippy::too_many_arguments)]
+fn run_frame(
+    cpus: usize,
+    frame: u64,
+    jobs: u64,
+    frames: u64,
+    policy: usize,
+    wcets: &[u64],
+    ops: &[Op],
+    draws: &[u64],
+    feed: Feed,
+) {
     let inputs: Vec<CpuInput> = (0..cpus)
         .map(|c| CpuInput {
             jobs: frame_jobs(jobs, frame, c as u64 + 1, wcets),
@@ -338,5 +353,36 @@ fn quiet_runs_cross_releases_and_interval_ends_that_cannot_change_them() {
             dvfs[s]
         );
         assert!(!dvfs[s].1, "DVFS visited the CPU in slot {s}");
+    }
+}
+
+/// Bench-shaped CPUs under the DVFS policies, long enough frames for many overlapping jobs
+/// (runs that cross releases and the ends of other jobs' intervals, `CpuState::cross_due`):
+/// the same decisions, events and states as the reference step, with and without arrivals.
+#[test]
+fn dvfs_runs_across_releases_and_interval_ends_decide_as_the_reference_step() {
+    let firm = Op::Firm {
+        wcet: 3,
+        rel: 40,
+        cpu: 1,
+        only: false,
+    };
+    for policy in [2, 3] {
+        for ops in [
+            &[Op::Nothing][..],
+            &[Op::Nothing, Op::Nothing, firm.clone()],
+        ] {
+            run_frame(
+                8,
+                200,
+                20,
+                3,
+                policy,
+                &[9, 4, 2, 7, 5, 1],
+                ops,
+                &[1],
+                Feed::None,
+            );
+        }
     }
 }

@@ -81,9 +81,11 @@ impl CpuState {
     ///
     /// A run may cross what [`Self::cross_due`] allows: the jobs released before `upto` are
     /// released first (in a job's run they come after the job in EDF order, so that order is
-    /// the order per-slot steps push and pop the ready queue in), and the slots of a DPM idle
-    /// period are charged to the interval each lies in, the intervals that end before `upto`
-    /// dropped as `advance` drops them.
+    /// the order per-slot steps push and pop the ready queue in), and each slot is charged to
+    /// the interval it lies in, the intervals that end before `upto` dropped as `advance` drops
+    /// them. A job's conversions are added to its interval once, after the drops: the change of
+    /// borrowing `add_sc` propagates telescopes per interval, and what it would have propagated
+    /// to the dropped intervals is gone with them.
     pub(crate) fn charge_quiet_run(&mut self, from: Slot, upto: Slot, run: Running) {
         let k = upto - from;
         debug_assert!(k > 0 && self.pending.len() == 1);
@@ -91,7 +93,7 @@ impl CpuState {
         let mut at = from;
         while self.ivs[0].end < upto {
             // (a run synced at `at` may have stopped where this interval ended)
-            debug_assert!(matches!(run, Running::Other) && self.ivs[0].end >= at);
+            debug_assert!(self.ivs[0].end >= at);
             let end = self.ivs[0].end;
             self.ivs[0].sc -= (end - at) as i64;
             self.ivs.pop_front();
