@@ -685,8 +685,9 @@ impl CpuState {
     ///     the slack. Under `dvfs`/`dpm+dvfs` the run has one of `policy::dvfs_run`'s regimes:
     ///     the job's own interval is current (the run ends by the job's deadline, that
     ///     interval's end); the current interval leads a free run (the run ends before its
-    ///     `sc` is spent, so before it ends); or the slack is `res + max(0, sc(I_j))` alone
-    ///     (`d = 0`). In the last, the current interval either has an unfinished job due before
+    ///     `sc` is spent, or goes on where the spent `sc` and the interval end together, in the
+    ///     next interval's regime: `policy::dvfs_phases`); or the slack is
+    ///     `res + max(0, sc(I_j))` alone (`d = 0`). In the last, the current interval either has an unfinished job due before
     ///     `seq` (unreleased, or it would be the top: its release stops the run first) or has
     ///     no work and `sc ≤ 0`, so the next interval borrows (`sc < 0`) and cannot lead a free
     ///     run either; by induction no interval that becomes current adds to the slack, and when

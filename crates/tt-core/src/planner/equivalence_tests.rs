@@ -372,17 +372,9 @@ fn dvfs_runs_across_releases_and_interval_ends_decide_as_the_reference_step() {
             &[Op::Nothing][..],
             &[Op::Nothing, Op::Nothing, firm.clone()],
         ] {
-            run_frame(
-                8,
-                200,
-                20,
-                3,
-                policy,
-                &[9, 4, 2, 7, 5, 1],
-                ops,
-                &[1],
-                Feed::None,
-            );
+            for wcets in [&[9, 4, 2, 7, 5, 1][..], &[4], &[4, 3]] {
+                run_frame(8, 200, 20, 3, policy, wcets, ops, &[1], Feed::None);
+            }
         }
     }
 }

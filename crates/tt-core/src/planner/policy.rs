@@ -519,12 +519,13 @@ pub(crate) fn dvfs_run(cpu: &CpuState, seq: usize, f: u32, policy: Policy, freqs
         ..
     } = seen;
     let fw = f as u64;
-    // (d, the largest `m` the sign conditions allow)
-    let (d, mut k) = if ij == 0 {
+    // (d, the largest `m` the sign conditions allow, the interval whose regime follows when the
+    // current one's spare capacity runs out exactly where it ends)
+    let (d, lim, next) = if ij == 0 {
         match (sc0 >= 0, UNIT.saturating_sub(fw)) {
             (false, _) => return 0,
-            (true, 0) => (UNIT, u64::MAX),
-            (true, gap) => (UNIT, a / gap),
+            (true, 0) => (UNIT, u64::MAX, None),
+            (true, gap) => (UNIT, a / gap, None),
         }
     } else {
         if sc_j < 0 {
@@ -532,34 +533,112 @@ pub(crate) fn dvfs_run(cpu: &CpuState, seq: usize, f: u32, policy: Policy, freqs
             return 0;
         }
         match (policy, free0 && sc0 > 0) {
-            (Policy::Dvfs, true) => (UNIT, sc0 as u64 - 1),
-            _ => (0, u64::MAX),
+            (Policy::Dvfs, true) => {
+                let left = cpu.ivs[0].end - cpu.now;
+                (UNIT, sc0 as u64 - 1, (sc0 as u64 == left).then_some(1))
+            }
+            _ => (0, u64::MAX, None),
         }
     };
-    k = k.min(c.div_ceil(fw) - 1);
+    let k = c.div_ceil(fw) - 1;
     let steps = freqs.ppm();
     let i = steps.partition_point(|&s| s < f);
     debug_assert_eq!(steps.get(i), Some(&f), "the decided frequency is a step");
-    if i > 0 && k > 0 {
-        let fl = steps[i - 1] as u64;
-        // `f` was chosen on this state, so `c·UNIT > fl·(c + a)`: the numerator is positive.
-        // In 64 bits when the products fit (a 128-bit division costs several times more).
-        let drop = match (
-            c.checked_mul(UNIT),
-            c.checked_add(a).and_then(|s| s.checked_mul(fl)),
-        ) {
-            (Some(cu), Some(fls)) => (cu - fls).div_ceil(fw * UNIT - fl * d),
-            _ => {
-                let (c, a, f, fl, d) = (c as u128, a as u128, fw as u128, fl as u128, d as u128);
-                let unit = UNIT as u128;
-                (c * unit - fl * (c + a))
-                    .div_ceil(f * unit - fl * d)
-                    .min(u64::MAX as u128) as u64
+    let fl = match i {
+        0 => None,
+        _ => Some(steps[i - 1] as u64),
+    };
+    if let Some(fl) = fl {
+        if k > 0 {
+            // `f` was chosen on this state, so `c·UNIT > fl·(c + a)`: the numerator is positive.
+            // In 64 bits when the products fit (a 128-bit division costs several times more).
+            let drop = match (
+                c.checked_mul(UNIT),
+                c.checked_add(a).and_then(|s| s.checked_mul(fl)),
+            ) {
+                (Some(cu), Some(fls)) => (cu - fls).div_ceil(fw * UNIT - fl * d),
+                _ => phase_drop(c, a, fw, fl, d, 0, 0),
+            };
+            if drop <= lim {
+                return k.min(drop - 1);
             }
-        };
-        k = k.min(drop - 1);
+        }
     }
-    k
+    if k <= lim || next.is_none() {
+        return k.min(lim);
+    }
+    k.min(dvfs_phases(cpu, &seen, fw, fl, policy, (d, lim, next)))
+}
+
+/// [`dvfs_run`] past the end of a current interval that led the free run in front of the job's
+/// interval and whose spare capacity runs out exactly where it ends (`sc = ` its remaining
+/// slots: nothing borrows from it). At that end Algorithm 3's slack goes on without a jump — the
+/// interval's last free slot is spent as the interval ends, and the free run (if any) goes on
+/// from the next interval — and the next interval sets the next regime: the job's own
+/// interval (`d = UNIT`, the sign bound `(m − m₀)·(UNIT − f) ≤ a(m₀)`), another free one with
+/// `sc > 0` under `dvfs` (`d = UNIT` up to its spare capacity, and on to the next one if that
+/// runs out where it ends), or anything else (`d = 0`: the slack in front of the job's
+/// interval is gone, `a = res + sc(I_j)`). Within a phase starting at slot `m₀` after the
+/// decided one, with `c + a` fallen by `spent` by then, the frequency drops at the first
+/// `m ≥ m₀` with `(c − m·f)·UNIT ≤ fl·(c + a − spent − (m − m₀)·d)` ([`phase_drop`]). Returns the
+/// run's largest `m`, at most the last phase's bound (`u64::MAX` when no bound applies).
+fn dvfs_phases(
+    cpu: &CpuState,
+    seen: &SlackSeen,
+    fw: u64,
+    fl: Option<u64>,
+    policy: Policy,
+    first: (u64, u64, Option<usize>),
+) -> u64 {
+    let SlackSeen { c, a, ij, .. } = *seen;
+    let (mut d, mut lim, mut next) = first;
+    let (mut m0, mut spent) = (0u64, 0u128);
+    while let Some(idx) = next {
+        let Some(iv) = cpu.ivs.get(idx) else {
+            return lim;
+        };
+        spent += (lim + 1 - m0) as u128 * d as u128;
+        m0 = lim + 1;
+        // Algorithm 3's slack at `m₀`: `c + a − spent − c(m₀)`, `c(m₀) = c − m₀·f`
+        let a0 = (a as u128 + m0 as u128 * fw as u128).saturating_sub(spent);
+        (d, lim, next) = if idx == ij {
+            match UNIT.saturating_sub(fw) {
+                0 => (UNIT, u64::MAX, None),
+                gap => (UNIT, sat(m0 as u128 + a0 / gap as u128), None),
+            }
+        } else if policy == Policy::Dvfs && iv.pending == 0 && iv.sc > 0 {
+            let sc = iv.sc as u64;
+            let whole = sc == iv.end - iv.start;
+            (UNIT, m0 + sc - 1, whole.then_some(idx + 1))
+        } else {
+            (0, u64::MAX, None)
+        };
+        if let Some(fl) = fl {
+            let drop = phase_drop(c, a, fw, fl, d, m0, spent);
+            if drop <= lim {
+                return drop - 1;
+            }
+        }
+    }
+    lim
+}
+
+/// The first `m ≥ m0` at which the frequency of a run at `f` drops to `fl` (see
+/// [`dvfs_phases`]): `c·UNIT − fl·(c + a − spent + m0·d) ≤ m·(f·UNIT − fl·d)`, in 128 bits.
+fn phase_drop(c: u64, a: u64, f: u64, fl: u64, d: u64, m0: u64, spent: u128) -> u64 {
+    let unit = UNIT as i128;
+    let s = c as i128 + a as i128 - spent as i128 + m0 as i128 * d as i128;
+    let need = c as i128 * unit - fl as i128 * s;
+    let per = f as i128 * unit - fl as i128 * d as i128;
+    match need <= 0 {
+        true => m0,
+        false => sat((need as u128).div_ceil(per as u128)).max(m0),
+    }
+}
+
+/// `v` as a `u64`, saturated.
+fn sat(v: u128) -> u64 {
+    v.min(u64::MAX as u128) as u64
 }
 
 #[cfg(test)]
@@ -625,59 +704,118 @@ mod tests {
         assert!(compared > 1000, "only {compared} comparisons");
     }
 
-    /// `dvfs_run` against stepping: after every job decision of a bench-like CPU under `dvfs`
-    /// and `dpm+dvfs`, a copy of the CPU stepped slot by slot (reconcile as run whole, advance,
-    /// decide) must decide the same job at the same frequency in each of the `k` slots
-    /// `dvfs_run` predicts (those before anything is due); and the prediction must cover most
-    /// of the job slots, or the quiet runs would skip nothing.
+    /// Steps one CPU with `jobs` per slot (every slot run whole) for three frames under
+    /// `policy`; after every job decision the quiet path could extend, checks that every slot of
+    /// the run `dvfs_run` predicts — across what `cross_due` allows, as `Planner::step` takes
+    /// it — decides the same job at the same frequency. Returns (job slots, predicted slots
+    /// summed over the decisions, runs that went past the current interval).
+    fn check_dvfs_runs(
+        jobs: &[Job],
+        frame: Slot,
+        policy: Policy,
+        freqs: &Freqs,
+    ) -> (u64, u64, u64) {
+        let (mut job_slots, mut predicted, mut phases) = (0u64, 0u64, 0u64);
+        let kinds = vec![JobKind::Periodic; jobs.len()];
+        let mut cpu = CpuState::new(jobs, &kinds, frame, false);
+        let mut events = Vec::new();
+        let step = |cpu: &mut CpuState, slot: Slot, events: &mut Vec<_>| {
+            if slot > 0 {
+                cpu.reconcile(UNIT, UNIT, false, events);
+            }
+            cpu.advance_all(slot, (slot / frame, slot % frame), events);
+            decide(cpu, slot, policy, freqs)
+        };
+        for slot in 0..3 * frame {
+            let d = step(&mut cpu, slot, &mut events);
+            let Run::Job { job, .. } = d.run else {
+                continue;
+            };
+            job_slots += 1;
+            if cpu.quiet.0 != Quiet::Job {
+                continue;
+            }
+            let k = dvfs_run(&cpu, job, d.freq_ppm, policy, freqs);
+            let end = slot.saturating_add(k).saturating_add(1);
+            let k = k.min(cpu.cross_due(slot, end, Some(job)) - slot - 1);
+            predicted += k;
+            phases += (slot + k >= cpu.ivs[0].end) as u64;
+            let mut copy = cpu.clone();
+            for t in 1..=k {
+                let e = step(&mut copy, slot + t, &mut events);
+                assert_eq!(
+                    (e.run, e.freq_ppm),
+                    (d.run, d.freq_ppm),
+                    "{policy}: slot {} of the run from slot {slot} ({k} slots), jobs {jobs:?}",
+                    slot + t
+                );
+            }
+        }
+        (job_slots, predicted, phases)
+    }
+
+    /// `dvfs_run` against stepping on the equivalence test's plans (the bench's shape): the
+    /// prediction holds, covers most job slots, and some runs go on past the current interval
+    /// (`dvfs_phases`).
     #[test]
     fn dvfs_runs_are_the_slots_stepping_decides_the_same_way() {
         use crate::planner::equivalence_tests::frame_jobs;
-        let freqs = Freqs::xeon_default();
         for policy in [Policy::Dvfs, Policy::DpmDvfs] {
-            let (mut job_slots, mut predicted) = (0u64, 0u64);
-            for seed in 1..6u64 {
-                let frame = 200u64;
-                // the equivalence test's plans (the bench's shape), WCETs of 1-5 slots
-                let jobs = frame_jobs(20, frame, seed, &[6, 2, 9, 3, 7, 4]);
-                let kinds = vec![JobKind::Periodic; jobs.len()];
-                let mut cpu = CpuState::new(&jobs, &kinds, frame, false);
-                let mut events = Vec::new();
-                let step = |cpu: &mut CpuState, slot: Slot, events: &mut Vec<_>| {
-                    if slot > 0 {
-                        cpu.reconcile(UNIT, UNIT, false, events);
-                    }
-                    cpu.advance_all(slot, (slot / frame, slot % frame), events);
-                    decide(cpu, slot, policy, &freqs)
+            let (mut job_slots, mut predicted, mut phases) = (0u64, 0u64, 0u64);
+            for seed in 1..12u64 {
+                // WCETs of 1-5 slots
+                let wcets: &[u64] = match seed % 3 {
+                    0 => &[6, 2, 9, 3, 7, 4],
+                    1 => &[4],
+                    _ => &[4, 4, 1],
                 };
-                for slot in 0..3 * frame {
-                    let d = step(&mut cpu, slot, &mut events);
-                    let Run::Job { job, .. } = d.run else {
-                        continue;
-                    };
-                    job_slots += 1;
-                    if cpu.quiet.0 != Quiet::Job {
-                        continue;
-                    }
-                    let due = cpu.next_due(slot);
-                    let k = dvfs_run(&cpu, job, d.freq_ppm, policy, &freqs).min(due - slot - 1);
-                    predicted += k;
-                    let mut copy = cpu.clone();
-                    for t in 1..=k {
-                        let e = step(&mut copy, slot + t, &mut events);
-                        assert_eq!(
-                            (e.run, e.freq_ppm),
-                            (d.run, d.freq_ppm),
-                            "{policy} seed {seed}: slot {} of the run from slot {slot} ({k} slots)",
-                            slot + t
-                        );
-                    }
-                }
+                let jobs = frame_jobs(20, 200, seed, wcets);
+                let (j, p, ph) = check_dvfs_runs(&jobs, 200, policy, &Freqs::xeon_default());
+                (job_slots, predicted, phases) = (job_slots + j, predicted + p, phases + ph);
             }
             assert!(
                 predicted * 2 >= job_slots,
                 "{policy}: only {predicted} of {job_slots} job slots predicted"
             );
+            assert!(phases > 0, "{policy}: no run went past its interval");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(400))]
+
+        /// `dvfs_run` against stepping on random EDF-feasible frames (any releases, deadlines
+        /// and WCETs, so intervals that borrow, free runs of several intervals, jobs whose own
+        /// interval becomes current in a run).
+        #[test]
+        fn dvfs_runs_hold_on_random_feasible_frames(
+            frame in 20..90u64,
+            raw in proptest::collection::vec((0..100u64, 1..100u64, 1..8u64), 1..12),
+        ) {
+            let jobs: Vec<Job> = raw
+                .iter()
+                .enumerate()
+                .map(|(k, &(r, span, w))| {
+                    let release = r % frame;
+                    let deadline = (release + 1 + span % (frame - release)).min(frame);
+                    Job {
+                        task: k,
+                        instance: 0,
+                        release,
+                        deadline,
+                        wcet: w.min(deadline - release),
+                    }
+                })
+                .collect();
+            proptest::prop_assume!(crate::planner::offline::edf(&jobs, frame).is_ok());
+            // the paper's steps (most slack runs at the lowest) and twenty fine ones (the
+            // frequency drops within most runs)
+            let fine: Vec<f64> = (1..=20).map(|k| k as f64 / 20.0).collect();
+            for freqs in [Freqs::xeon_default(), Freqs::new(&fine).expect("valid")] {
+                for policy in [Policy::Dvfs, Policy::DpmDvfs] {
+                    check_dvfs_runs(&jobs, frame, policy, &freqs);
+                }
+            }
         }
     }
 
