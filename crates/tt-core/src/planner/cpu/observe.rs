@@ -89,8 +89,12 @@ impl CpuState {
     pub(crate) fn charge_quiet_run(&mut self, from: Slot, upto: Slot, run: Running) {
         let k = upto - from;
         debug_assert!(k > 0 && self.pending.len() == 1);
-        self.release_upto(upto - 1);
         let mut at = from;
+        // Nothing is due before `quiet_until` (set by the `advance` the run started after, 0
+        // once anything changed the CPU): a run that ends by then crosses nothing.
+        if upto > self.quiet_until.0 {
+            self.release_upto(upto - 1);
+        }
         while self.ivs[0].end < upto {
             // (a run synced at `at` may have stopped where this interval ended)
             debug_assert!(self.ivs[0].end >= at);
