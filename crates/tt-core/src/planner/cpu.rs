@@ -687,13 +687,14 @@ impl CpuState {
     ///     interval's end); the current interval leads a free run (the run ends before its
     ///     `sc` is spent, or goes on where the spent `sc` and the interval end together, in the
     ///     next interval's regime: `policy::dvfs_phases`); or the slack is
-    ///     `res + max(0, sc(I_j))` alone (`d = 0`). In the last, the current interval either has an unfinished job due before
-    ///     `seq` (unreleased, or it would be the top: its release stops the run first) or has
-    ///     no work and `sc ≤ 0`, so the next interval borrows (`sc < 0`) and cannot lead a free
-    ///     run either; by induction no interval that becomes current adds to the slack, and when
-    ///     the job's own interval becomes current the slack only starts to fall by a slot per
-    ///     slot, which delays the frequency's drop (`(c − m·f)·UNIT ≤ fl·(c + a − …)` holds
-    ///     later). So the decisions of the run stay `seq` at `f`.
+    ///     `res + max(0, sc(I_j))` alone (`d = 0`). In the last, the current interval either
+    ///     has an unfinished job due before `seq` (unreleased, or it would be the top: its
+    ///     release stops the run first) or has no work and `sc ≤ 0`, so the next interval
+    ///     borrows (`sc < 0`) and cannot lead a free run either; by induction no interval that
+    ///     becomes current adds to the slack, and when the job's own interval becomes current
+    ///     the slack only starts to fall by a slot per slot, which delays the frequency's drop
+    ///     (`(c − m·f)·UNIT ≤ fl·(c + a − …)` holds later). So the decisions of the run stay
+    ///     `seq` at `f`.
     ///
     ///   The closed-form charge charges each slot to the interval it lies in
     ///   ([`Self::charge_quiet_run`]).
@@ -728,6 +729,13 @@ impl CpuState {
             bound = bound.min(j.deadline);
         }
         bound.max(due)
+    }
+
+    /// Drops the current interval (it has ended).
+    pub(crate) fn pop_interval(&mut self) {
+        self.ivs.pop_front();
+        self.iv_popped.0 += 1;
+        self.iv_hint.0 = NO_HINT;
     }
 
     /// Releases the jobs released at or before `slot` (what `advance` does at each slot up to
@@ -768,9 +776,7 @@ impl CpuState {
             }
         }
         while self.ivs.front().is_some_and(|iv| iv.end <= slot) {
-            self.ivs.pop_front();
-            self.iv_popped.0 += 1;
-            self.iv_hint.0 = NO_HINT;
+            self.pop_interval();
         }
         // `slot / frame` and `slot % frame`, the same for every CPU: computed once per step.
         let (k, offset) = pos;

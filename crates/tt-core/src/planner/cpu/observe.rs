@@ -100,9 +100,7 @@ impl CpuState {
             debug_assert!(self.ivs[0].end >= at);
             let end = self.ivs[0].end;
             self.ivs[0].sc -= (end - at) as i64;
-            self.ivs.pop_front();
-            self.iv_popped.0 += 1;
-            self.iv_hint.0 = super::NO_HINT;
+            self.pop_interval();
             at = end;
         }
         self.ivs[0].sc -= (upto - at) as i64;
