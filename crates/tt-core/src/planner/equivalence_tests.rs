@@ -170,21 +170,8 @@ fn observation(r: u64) -> Observation {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn run(
-    cpus: usize,
-    jobs: u64,
-    frames: u64,
-    policy: usize,
-    wcets: &[u64],
-    ops: &[Op],
-    draws: &[u64],
-    feed: Feed,
-) {
-    run_frame(cpus, 30, jobs, frames, policy, wcets, ops, draws, feed);
-}
-
-/// [`run`] with a frame of `frame` slots.
+/// Two planners, one with the reference step, fed `frames` frames of `frame` slots on `cpus`
+/// CPUs and `ops` between the steps: the same decisions, events, replies and states.
 #[allow(clippy::too_many_arguments)]
 fn run_frame(
     cpus: usize,
@@ -263,7 +250,7 @@ proptest! {
         draws in proptest::collection::vec(any::<u64>(), 1..50),
         feed in prop_oneof![Just(Feed::None), Just(Feed::Step), Just(Feed::Late)],
     ) {
-        run(cpus, jobs, frames, policy, &wcets, &ops, &draws, feed);
+        run_frame(cpus, 30, jobs, frames, policy, &wcets, &ops, &draws, feed);
     }
 }
 
@@ -272,8 +259,9 @@ proptest! {
 fn bench_like_plans_decide_the_same_under_every_policy() {
     for policy in 0..4 {
         for feed in [Feed::None, Feed::Step, Feed::Late] {
-            run(
+            run_frame(
                 4,
+                30,
                 6,
                 4,
                 policy,
