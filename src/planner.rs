@@ -3,4 +3,5 @@
 
 pub use tt_core::planner::*;
 
+pub mod pool;
 pub mod shared;

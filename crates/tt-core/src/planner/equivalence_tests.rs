@@ -366,3 +366,119 @@ fn dvfs_runs_across_releases_and_interval_ends_decide_as_the_reference_step() {
         }
     }
 }
+
+/// How a sharded step's executor runs the shards (`Planner::step_on`).
+#[derive(Clone, Copy, Debug)]
+enum Exec {
+    /// Each shard on a thread of its own (`std::thread::scope`), all at once.
+    Threads,
+    /// In reverse order on the calling thread.
+    Reversed,
+    /// None: `step_on` must run them itself.
+    Lazy,
+}
+
+impl super::runtime::StepExec for (Exec, std::sync::atomic::AtomicUsize) {
+    fn run(&self, shards: &mut [super::runtime::Shard<'_>]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.1.fetch_add(shards.len(), Relaxed);
+        match self.0 {
+            Exec::Threads => std::thread::scope(|s| {
+                for sh in shards.iter_mut() {
+                    s.spawn(move || sh.run());
+                }
+            }),
+            Exec::Reversed => shards.iter_mut().rev().for_each(|s| s.run()),
+            Exec::Lazy => {}
+        }
+    }
+}
+
+/// A planner whose step is cut into `shards` shards run by `exec`, against one that steps on one
+/// thread, on `cpus` CPUs whose releases line up (so that many CPUs are due in a slot), with
+/// `ops` between the steps: the same decisions, events, replies and states after every slot.
+#[allow(clippy::too_many_arguments)]
+fn run_sharded(
+    cpus: usize,
+    shards: usize,
+    exec: Exec,
+    policy: usize,
+    wcets: &[u64],
+    ops: &[Op],
+    draws: &[u64],
+    feed: Feed,
+) {
+    let frame = 30;
+    let inputs: Vec<CpuInput> = (0..cpus)
+        .map(|c| CpuInput {
+            jobs: frame_jobs(5, frame, c as u64 % 7 + 1, wcets),
+            has_be: c % 2 == 1,
+        })
+        .collect();
+    let cfg = PlannerConfig {
+        policy: Policy::ALL[policy],
+        freqs: super::Freqs::xeon_default(),
+        slot_ns: SLOT_NS,
+    };
+    let mut a = Planner::new(&inputs, frame, cfg.clone());
+    let mut b = Planner::new(&inputs, frame, cfg);
+    a.set_step_shards(shards);
+    if let Feed::Late = feed {
+        a.defer_observations(2);
+        b.defer_observations(2);
+    }
+    let exec = (exec, std::sync::atomic::AtomicUsize::new(0));
+    let mut next_task = 1000;
+    let mut draw = draws.iter().copied().cycle();
+    for s in 0..3 * frame {
+        let obs: Vec<Observation> = match feed {
+            Feed::Step if s > 0 => (0..cpus)
+                .map(|_| observation(draw.next().unwrap()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        if let Feed::Late = feed {
+            for c in 0..cpus {
+                let o = observation(draw.next().unwrap());
+                if s >= 2 {
+                    let va = a.observe(c, s - 2, o).map(<[u64]>::to_vec);
+                    assert_eq!(va, b.observe(c, s - 2, o).map(<[u64]>::to_vec), "observe");
+                }
+            }
+        }
+        let da = a.step_on(s, &obs, &exec).expect("in order").to_vec();
+        let db = b.step(s, &obs).expect("in order").to_vec();
+        assert_eq!(da, db, "decisions of slot {s}");
+        assert_eq!(a.events(), b.events(), "events of slot {s}");
+        assert_eq!(a.unobserved(), b.unobserved(), "unobserved after slot {s}");
+        apply(&mut a, &mut b, &ops[s as usize % ops.len()], &mut next_task);
+        if s % 7 == 0 || s % frame == frame - 1 {
+            assert_eq!(state(&a), state(&b), "state after slot {s}");
+        }
+    }
+    assert_eq!(state(&a), state(&b), "state at the end");
+    let handed = exec.1.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        handed >= 2 * shards,
+        "the executor was handed {handed} shards: the step was never cut"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// The step cut into shards (`Planner::set_step_shards`, `step_on`) decides as one thread.
+    #[test]
+    fn a_sharded_step_decides_as_one_thread(
+        cpus in 48..100usize,
+        shards in 2..6usize,
+        exec in prop_oneof![Just(Exec::Threads), Just(Exec::Reversed), Just(Exec::Lazy)],
+        policy in 0..4usize,
+        wcets in proptest::collection::vec(0..20u64, 1..6),
+        ops in proptest::collection::vec(op(), 1..20),
+        draws in proptest::collection::vec(any::<u64>(), 1..50),
+        feed in prop_oneof![Just(Feed::None), Just(Feed::Step), Just(Feed::Late)],
+    ) {
+        run_sharded(cpus, shards, exec, policy, &wcets, &ops, &draws, feed);
+    }
+}

@@ -49,12 +49,14 @@
 //! horizon"). A removal changes the template the same way and also frees the capacity its live
 //! jobs still hold at once.
 
-use super::cpu::{
-    Capacity, CpuState, JobEvent, JobKind, Running, SoftJob, MAX_JOB_SLOTS, NO_HINT, UNIT,
-};
+use super::cpu::{Capacity, CpuState, JobEvent, JobKind, Running, SoftJob, MAX_JOB_SLOTS, UNIT};
 use super::due::DueWheel;
 use super::offline::{Job, Miss, Slot};
-use super::policy::{self, Decision, Freqs, Policy, Run};
+use super::policy::{Decision, Freqs, Policy, Run};
+
+mod shard;
+pub use shard::{InPlace, Shard, StepExec, MAX_SHARDS};
+use shard::{ShardOut, StepCtx};
 
 /// Planner parameters.
 #[derive(Clone, Debug)]
@@ -217,6 +219,10 @@ pub struct Planner {
     unobserved: u64,
     /// Slots voided by the last [`Self::observe`].
     voided: Vec<Slot>,
+    /// One buffer per shard of a step ([`Self::set_step_shards`]).
+    outs: Vec<ShardOut>,
+    /// Where the last step cut its CPUs (scratch).
+    cuts: Vec<(usize, usize)>,
     /// `step` as it was before the event-driven advance (every CPU advanced fully every slot):
     /// kept for the benchmark's before/after rows and the equivalence tests
     /// ([`Self::set_reference_step`]).
@@ -256,6 +262,8 @@ impl Planner {
             window: 0,
             unobserved: 0,
             voided: Vec::new(),
+            outs: vec![ShardOut::default()],
+            cuts: Vec::new(),
             reference_step: false,
         }
     }
@@ -455,6 +463,18 @@ impl Planner {
     /// Reconciles slot `slot-1` with `obs` (one per CPU; empty = every planned job ran its whole
     /// slot without completing), then decides slot `slot` for every CPU.
     pub fn step(&mut self, slot: Slot, obs: &[Observation]) -> Result<&[Decision], StepError> {
+        self.step_on(slot, obs, &InPlace)
+    }
+
+    /// [`Self::step`], with the visits of a slot in which at least [`shard::SHARD_MIN`] CPUs
+    /// are due cut into [`Self::set_step_shards`] shards that `exec` runs (on other threads:
+    /// the edge's `StepPool`). Decisions, events and state are those of [`Self::step`].
+    pub fn step_on(
+        &mut self,
+        slot: Slot,
+        obs: &[Observation],
+        exec: &dyn StepExec,
+    ) -> Result<&[Decision], StepError> {
         if slot != self.next_slot {
             return Err(StepError::OutOfOrder {
                 expected: self.next_slot,
@@ -468,22 +488,13 @@ impl Planner {
             });
         }
         self.events.clear();
-        let full = Observation {
-            ran_ns: self.cfg.slot_ns,
-            done: false,
-        };
-        let pos = (slot / self.frame, slot % self.frame);
         // The quiet path reconciles the slot before as run whole, not completed: only when
         // `step` reconciles it and the observation (if any) says so.
         let quiet = !self.reference_step && self.window == 0 && self.cfg.slot_ns > 0;
         // Quiet runs: with no observation at all, a CPU in a run repeats its decision and is
         // not touched (its slots are charged when the run ends or its state is read).
         let runs = quiet && obs.is_empty();
-        let whole = |o: &Observation| o.ran_ns >= full.ran_ns && !o.done;
-        // With quiet runs, the CPUs due in this slot (the others keep their decision); on a
-        // large node their steps go with the state of the ones a few places ahead prefetched (in
-        // two stages: the struct, then the deque lines it points at), since it is not in the
-        // cache any more.
+        // With quiet runs, the CPUs due in this slot (the others keep their decision).
         let count = match runs {
             true => {
                 self.due.clear();
@@ -493,77 +504,80 @@ impl Planner {
             }
             false => self.cpus.len(),
         };
-        let prefetch = runs && count >= PREFETCH_MIN;
-        for k in 0..count {
-            if prefetch {
-                if let Some(&j) = self.due.get(k + 2 * PREFETCH_AHEAD) {
-                    self.cpus[j as usize].prefetch_state();
-                }
-                if let Some(&j) = self.due.get(k + PREFETCH_AHEAD) {
-                    self.cpus[j as usize].prefetch_data();
+        let ctx = StepCtx {
+            slot,
+            pos: (slot / self.frame, slot % self.frame),
+            cfg: &self.cfg,
+            obs,
+            quiet,
+            runs,
+            window: self.window,
+            reference_step: self.reference_step,
+        };
+        let k = match count >= shard::SHARD_MIN {
+            true => self.outs.len(),
+            false => 1,
+        };
+        match k {
+            1 => Shard {
+                ctx,
+                base: 0,
+                due: &self.due,
+                cpus: &mut self.cpus,
+                runs: &mut self.runs,
+                decisions: &mut self.decisions,
+                loads: &mut self.loads,
+                out: &mut self.outs[0],
+                done: false,
+            }
+            .run(),
+            _ => {
+                shard::cuts(
+                    runs.then_some(&self.due[..]),
+                    self.cpus.len(),
+                    k,
+                    &mut self.cuts,
+                );
+                let mut shards = shard::split(
+                    ctx,
+                    &self.due,
+                    &self.cuts,
+                    &mut self.cpus,
+                    &mut self.runs,
+                    &mut self.decisions,
+                    &mut self.loads,
+                    &mut self.outs,
+                );
+                exec.run(&mut shards);
+                for s in &mut shards {
+                    // a shard the executor left out: the step stays whole
+                    s.run();
                 }
             }
-            let i = match runs {
-                true => self.due[k] as usize,
-                false => k,
-            };
-            let cpu = &mut self.cpus[i];
-            catch_up(cpu, &mut self.runs[i], &self.decisions[i], slot);
-            // In a run, the decided slot is charged with the run's other slots.
-            cpu.defer_charge.0 = runs;
-            let quick = match quiet && obs.get(i).is_none_or(whole) {
-                true => policy::step_quiet(cpu, slot, self.cfg.policy, &self.cfg.freqs),
-                false => None,
-            };
-            let d = match quick {
-                Some(d) => d,
-                None => {
-                    if self.reference_step {
-                        cpu.iv_hint.0 = NO_HINT;
-                    }
-                    if let Some(o) = obs.get(i) {
-                        cpu.reconcile(o.ran_ns, self.cfg.slot_ns, o.done, &mut self.scratch);
-                    } else if self.window == 0 {
-                        cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
-                    }
-                    while cpu.pending.len() > self.window {
-                        cpu.reconcile(full.ran_ns, self.cfg.slot_ns, full.done, &mut self.scratch);
-                        self.unobserved += 1;
-                    }
-                    if self.reference_step {
-                        cpu.advance_all(slot, pos, &mut self.scratch);
-                    } else {
-                        cpu.advance(slot, pos, &mut self.scratch);
-                    }
-                    if !self.scratch.is_empty() {
-                        self.events.extend(self.scratch.drain(..).map(|e| (i, e)));
-                    }
-                    let d = policy::decide(cpu, slot, self.cfg.policy, &self.cfg.freqs);
-                    self.loads[i] = cpu.load_slots();
-                    d
-                }
-            };
-            if runs {
-                cpu.defer_charge.0 = false;
-                let until = policy::quiet_run_end(cpu, &d, slot, self.cfg.policy, &self.cfg.freqs);
-                // `slot` itself is not charged yet unless it went to a soft job (`consume`).
-                let from = match d.run {
-                    Run::Soft { .. } => slot + 1,
-                    _ => slot,
-                };
-                self.runs[i] = QuietRun { from, until };
-                self.wheel.mark(i, until, slot);
-            } else if self.runs[i].until != 0 {
-                self.runs[i] = QuietRun::default();
-            }
-            self.decisions[i] = d;
         }
-        if !runs {
+        for out in &mut self.outs[..k] {
+            self.events.append(&mut out.events);
+            self.unobserved += std::mem::take(&mut out.unobserved);
+        }
+        match runs {
+            true => {
+                for &i in &self.due {
+                    self.wheel
+                        .mark(i as usize, self.runs[i as usize].until, slot);
+                }
+            }
             // every run ended (or none began): every CPU is due in the next slot
-            self.wheel.mark_all(self.cpus.len(), slot + 1);
+            false => self.wheel.mark_all(self.cpus.len(), slot + 1),
         }
         self.next_slot = slot + 1;
         Ok(&self.decisions)
+    }
+
+    /// Cuts the visits of a slot with many due CPUs into `shards` (1 to [`MAX_SHARDS`],
+    /// clamped) for [`Self::step_on`]'s executor. 1 (the default): one thread.
+    pub fn set_step_shards(&mut self, shards: usize) {
+        self.outs
+            .resize_with(shards.clamp(1, MAX_SHARDS), ShardOut::default);
     }
 
     /// Admits a firm aperiodic job released now: `wcet` slots before slot `deadline` (absolute,
