@@ -68,19 +68,46 @@ const FIFO_PRIORITY: i32 = 10;
 /// CPU (the last one online) and under SCHED_FIFO. Each part is done when permitted; the returned
 /// line says what was done and, for what was not, why. Needs root (or CAP_SYS_NICE) for FIFO.
 /// Under the kernel's RT throttling (`sched_rt_runtime_us`), other tasks still get their share.
-pub fn isolate() -> String {
+/// The executor of a step cut into `threads` shards: `threads − 1` helper threads
+/// (`scx_tt::planner::pool::StepPool`), each pinned to a CPU below the benchmark thread's and
+/// SCHED_FIFO like it (when permitted), spinning for `spin` after each shard. Call it before
+/// [`isolate`], so that the helpers start on the other CPUs.
+#[allow(dead_code)]
+pub fn step_pool(threads: usize, spin: std::time::Duration) -> scx_tt::planner::pool::StepPool {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let cpu = cpus - 1;
+    scx_tt::planner::pool::StepPool::new(threads.saturating_sub(1), spin, move |h| {
+        if let Err(e) = pin(h % cpus.saturating_sub(1).max(1)) {
+            eprintln!("step helper {h} not pinned: {e}");
+        }
+        let param = libc::sched_param {
+            sched_priority: FIFO_PRIORITY,
+        };
+        // SAFETY: `param` lives across the call, which only reads it.
+        unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+    })
+    .expect("helper threads")
+}
+
+/// Pins the calling thread to `cpu`; `Err` with the reason.
+fn pin(cpu: usize) -> Result<(), std::io::Error> {
     // SAFETY: `set` is a plain bit mask owned by this frame; the calls only read it.
-    let pinned = unsafe {
+    let r = unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
         libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
     };
-    let pinned = if pinned == 0 {
-        format!("pinned to CPU {cpu}")
-    } else {
-        format!("not pinned ({})", std::io::Error::last_os_error())
+    match r {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+pub fn isolate() -> String {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = cpus - 1;
+    let pinned = match pin(cpu) {
+        Ok(()) => format!("pinned to CPU {cpu}"),
+        Err(e) => format!("not pinned ({e})"),
     };
     let param = libc::sched_param {
         sched_priority: FIFO_PRIORITY,

@@ -62,6 +62,18 @@ fn pause() {
     LAST.set(Some(Instant::now()));
 }
 
+/// Shards per thread of a sharded step. More would let the threads share the work by how fast
+/// each gets through it, but a CPU's state then moves between the threads' caches from slot to
+/// slot: on this host 2 threads x 4 or 8 shards measured no better than 2 x 1 and sometimes
+/// worse than one thread (bench/results/issue34-step.txt, session 38).
+const SHARDS_PER_THREAD: usize = 1;
+
+/// The fewest due CPUs of a step the sharded rows cut (`Planner::set_step_shards`).
+const SHARD_MIN: usize = 100;
+
+/// The helper threads of the sharded rows ("after/2").
+static POOL: std::sync::OnceLock<scx_tt::planner::pool::StepPool> = std::sync::OnceLock::new();
+
 /// The host's interruptions of the benchmark thread per second ([`interruptions`]), for the
 /// goal lines.
 static NOISE_PER_S: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
@@ -146,15 +158,19 @@ const RUNS: usize = 5;
 struct Side {
     name: &'static str,
     reference: bool,
+    /// Shards of the step (`Planner::set_step_shards`), run by the planner thread and the
+    /// helpers of [`POOL`].
+    threads: usize,
     floor: Vec<u64>,
     best: Option<(Vec<u64>, Planner)>,
 }
 
 impl Side {
-    fn new(name: &'static str, reference: bool, slots: usize) -> Self {
+    fn new(name: &'static str, reference: bool, threads: usize, slots: usize) -> Self {
         Side {
             name,
             reference,
+            threads,
             floor: vec![u64::MAX; slots],
             best: None,
         }
@@ -165,12 +181,22 @@ impl Side {
         pause();
         let mut p = Planner::new(inputs, frame, cfg.clone());
         p.set_reference_step(self.reference);
+        p.set_step_shards(SHARDS_PER_THREAD * self.threads, SHARD_MIN);
+        let pool = POOL.get().expect("the pool is made first");
+        if self.threads > 1 {
+            // as the daemon would before a slot: the helpers spin when the step comes
+            pool.wake();
+            let t0 = Instant::now();
+            while pool.spinning() < pool.helpers() && t0.elapsed() < Duration::from_millis(5) {
+                std::hint::spin_loop();
+            }
+        }
         // Written once before the run: the first write to a page of a fresh allocation faults
         // (a huge page is zeroed, which flushes the caches), and the next step would pay for it.
         let mut samples = black_box(vec![1u64; self.floor.len()]);
         for (s, sample) in samples.iter_mut().enumerate() {
             let t0 = Instant::now();
-            let d = p.step(s as u64, &[]).expect("in order");
+            let d = p.step_on(s as u64, &[], pool).expect("in order");
             black_box(d);
             *sample = t0.elapsed().as_nanos() as u64;
         }
@@ -225,10 +251,13 @@ fn run(cpus: usize, frame: u64, jobs: u64, policy: Policy, frames: u64, baseline
     };
     let inputs = common::cpus(cpus, jobs, frame);
     let slots = (frames * frame) as usize;
-    let mut sides = [
-        Side::new("before", true, slots),
-        Side::new("after", false, slots),
+    let mut sides = vec![
+        Side::new("before", true, 1, slots),
+        Side::new("after", false, 1, slots),
     ];
+    if goal_of(cpus, jobs).is_some() && cpus >= 64 {
+        sides.push(Side::new("after/2", false, 2, slots));
+    }
     // Alternated, so that both sides see the same state of the shared host.
     for _ in 0..RUNS {
         for side in &mut sides {
@@ -279,7 +308,7 @@ fn report(cpus: usize, frame: u64, jobs: u64, policy: Policy, side: Side, baseli
     let (_, _, floor_p999) = common::stats(&mut floor.clone());
     let goal = goal(cpus, jobs, mean, p999, floor_p999);
     print!(
-        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} {:<6} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  [{goal}]  per-slot floor: p99.9 {floor_p999:>6} ns, max {worst:>6} ns (slot {worst_slot}), mean {floor_mean:>6.0} ns, slot 0 {:>6} ns  median per CPU {:>5.0} ns  mem/CPU {:>7} B",
+        "{cpus:>4} CPUs frame {frame:>5} jobs/CPU {jobs:>5} {:<9} {:<7} mean {mean:>7.0} median {median:>6} ns  p99 {p99:>8} ns  p99.9 {p999:>8} ns  [{goal}]  per-slot floor: p99.9 {floor_p999:>6} ns, max {worst:>6} ns (slot {worst_slot}), mean {floor_mean:>6.0} ns, slot 0 {:>6} ns  median per CPU {:>5.0} ns  mem/CPU {:>7} B",
         policy.name(),
         side.name,
         floor[0],
@@ -446,10 +475,19 @@ fn feeds(cpus: usize, frame: u64, jobs: u64, frames: u64) {
 /// each 10 (slot 0 releases a job on every CPU, slot 5 completes it under bss and dpm), the
 /// floor's mean and p99.9. What changes the step's own cost shows here with less noise than in
 /// the alternated runs above (bench/results/issue34-step.txt, sessions 35 and 36).
-fn driver(spec: &str) {
+fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
+    let field = |i: usize, default: usize| {
+        spec.split('/')
+            .nth(i)
+            .map_or(default, |s| s.parse().expect("a number"))
+    };
+    let (shards, shard_min) = (field(4, SHARDS_PER_THREAD * threads), field(5, SHARD_MIN));
     let parts: Vec<&str> = spec.split('/').collect();
-    let [policy, runs, cpus] = parts[..] else {
-        panic!("PLANNER_STEP_DRIVER={spec:?}: expected policy/runs/cpus, e.g. bss/20/256");
+    let (policy, runs, cpus) = match parts[..] {
+        [policy, runs, cpus, ..] => (policy, runs, cpus),
+        _ => panic!(
+            "PLANNER_STEP_DRIVER={spec:?}: expected policy/runs/cpus[/threads], e.g. bss/20/256/2"
+        ),
     };
     let policy: Policy = policy.parse().expect("PLANNER_STEP_DRIVER policy");
     let runs: usize = runs.parse().expect("PLANNER_STEP_DRIVER runs");
@@ -464,9 +502,10 @@ fn driver(spec: &str) {
     let mut floor = vec![u64::MAX; slots];
     for _ in 0..runs.max(1) {
         let mut p = Planner::new(&inputs, frame, cfg.clone());
+        p.set_step_shards(shards, shard_min);
         for (s, f) in floor.iter_mut().enumerate() {
             let t0 = Instant::now();
-            black_box(p.step(s as u64, &[]).expect("in order"));
+            black_box(p.step_on(s as u64, &[], pool).expect("in order"));
             *f = (*f).min(t0.elapsed().as_nanos() as u64);
         }
     }
@@ -474,18 +513,29 @@ fn driver(spec: &str) {
         .map(|k| floor.iter().skip(k).step_by(10).sum::<u64>() / (slots as u64 / 10))
         .collect();
     let mean = floor.iter().sum::<u64>() / slots as u64;
+    let starts: Vec<u64> = floor.iter().step_by(frame as usize).copied().collect();
     let (_, _, p999) = common::stats(&mut floor);
     println!(
-        "driver {policy} {cpus} CPUs x 100 jobs, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
+        "driver {policy} {cpus} CPUs x 100 jobs, {threads} thread(s), {shards} shard(s) from {shard_min} due CPUs, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; frame starts (ns) {starts:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
     );
 }
 
 fn main() {
     if let Ok(spec) = std::env::var("PLANNER_STEP_DRIVER") {
+        let threads = spec
+            .split('/')
+            .nth(3)
+            .map_or(1, |t| t.parse().expect("threads"));
+        // Before `isolate`: the helpers pin themselves to the other CPUs as normal threads.
+        let pool = common::step_pool(threads, Duration::from_millis(100));
         println!("benchmark thread: {}", common::isolate());
-        driver(&spec);
+        driver(&spec, threads, &pool);
+        println!("shards run by helpers: {}", pool.lent());
         return;
     }
+    // Before `header` (which pins this thread and makes it SCHED_FIFO): one helper thread for
+    // the "after/2" rows, pinned to another CPU; it parks 5 ms after its last shard.
+    let _ = POOL.set(common::step_pool(2, Duration::from_millis(5)));
     common::header("planner_step");
     let noise = interruptions(2_000);
     let _ = NOISE_PER_S.set(noise.per_s);
@@ -497,7 +547,7 @@ fn main() {
         noise.p99_ns as f64 / 1e3,
         noise.max_ns as f64 / 1e3
     );
-    println!("(one step = reconcile + advance + decide for every CPU; jobs run their WCET; statistics from the best of {RUNS} runs by median; per-slot floor = each slot's minimum over the {RUNS} runs; every configuration twice, alternated run by run: before = the step before the event-driven one (Planner::set_reference_step), after = the current step)");
+    println!("(one step = reconcile + advance + decide for every CPU; jobs run their WCET; statistics from the best of {RUNS} runs by median; per-slot floor = each slot's minimum over the {RUNS} runs; every configuration twice, alternated run by run: before = the step before the event-driven one (Planner::set_reference_step), after = the current step, after/2 (the 256-CPU goal rows) = the current step with the slots in which at least {SHARD_MIN} CPUs are due cut in two, the second half stepped at the same time by a helper thread on another CPU (scx_tt::planner::pool::StepPool, SCHED_FIFO like this thread))");
     for cpus in [1, 15, 64, 256] {
         run(cpus, 1000, 100, Policy::Bss, 6, true);
     }

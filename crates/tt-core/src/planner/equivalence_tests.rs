@@ -422,7 +422,7 @@ fn run_sharded(
     };
     let mut a = Planner::new(&inputs, frame, cfg.clone());
     let mut b = Planner::new(&inputs, frame, cfg);
-    a.set_step_shards(shards);
+    a.set_step_shards(shards, 48);
     if let Feed::Late = feed {
         a.defer_observations(2);
         b.defer_observations(2);

@@ -221,6 +221,8 @@ pub struct Planner {
     voided: Vec<Slot>,
     /// One buffer per shard of a step ([`Self::set_step_shards`]).
     outs: Vec<ShardOut>,
+    /// The fewest due CPUs of a step that is cut into shards.
+    shard_min: usize,
     /// Where the last step cut its CPUs (scratch).
     cuts: Vec<(usize, usize)>,
     /// `step` as it was before the event-driven advance (every CPU advanced fully every slot):
@@ -263,6 +265,7 @@ impl Planner {
             unobserved: 0,
             voided: Vec::new(),
             outs: vec![ShardOut::default()],
+            shard_min: usize::MAX,
             cuts: Vec::new(),
             reference_step: false,
         }
@@ -466,8 +469,8 @@ impl Planner {
         self.step_on(slot, obs, &InPlace)
     }
 
-    /// [`Self::step`], with the visits of a slot in which at least [`shard::SHARD_MIN`] CPUs
-    /// are due cut into [`Self::set_step_shards`] shards that `exec` runs (on other threads:
+    /// [`Self::step`], with the visits of a slot in which many CPUs are due cut into
+    /// [`Self::set_step_shards`] shards that `exec` runs (on other threads:
     /// the edge's `StepPool`). Decisions, events and state are those of [`Self::step`].
     pub fn step_on(
         &mut self,
@@ -513,8 +516,9 @@ impl Planner {
             runs,
             window: self.window,
             reference_step: self.reference_step,
+            prefetch: runs && count >= PREFETCH_MIN,
         };
-        let k = match count >= shard::SHARD_MIN {
+        let k = match count >= self.shard_min {
             true => self.outs.len(),
             false => 1,
         };
@@ -573,11 +577,15 @@ impl Planner {
         Ok(&self.decisions)
     }
 
-    /// Cuts the visits of a slot with many due CPUs into `shards` (1 to [`MAX_SHARDS`],
-    /// clamped) for [`Self::step_on`]'s executor. 1 (the default): one thread.
-    pub fn set_step_shards(&mut self, shards: usize) {
+    /// Cuts the visits of a slot in which at least `min_due` CPUs are due (at least 2) into
+    /// `shards` (1 to [`MAX_SHARDS`], clamped) for [`Self::step_on`]'s executor. 1 (the
+    /// default): one thread. Below `min_due` the hand-over costs more than it saves: handing a
+    /// shard to another core, and the CPU states it visits moving to that core's cache, cost
+    /// 1–5 µs on the machines of bench/results/issue34-step.txt (session 38).
+    pub fn set_step_shards(&mut self, shards: usize, min_due: usize) {
         self.outs
             .resize_with(shards.clamp(1, MAX_SHARDS), ShardOut::default);
+        self.shard_min = min_due.max(2);
     }
 
     /// Admits a firm aperiodic job released now: `wcet` slots before slot `deadline` (absolute,

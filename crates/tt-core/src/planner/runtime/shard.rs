@@ -20,16 +20,11 @@
 //! shard the executor did not run is run by `step` itself afterwards, so a lazy or wrong
 //! executor makes a step slower, never different.
 
-use super::{catch_up, QuietRun, PREFETCH_AHEAD, PREFETCH_MIN};
+use super::{catch_up, QuietRun, PREFETCH_AHEAD};
 use crate::planner::cpu::{CpuState, JobEvent};
 use crate::planner::offline::Slot;
 use crate::planner::policy::{self, Decision, Run};
 use crate::planner::runtime::{Observation, PlannerConfig};
-
-/// The fewest due CPUs for which `step` hands shards to the executor: below it one thread's
-/// step takes a few µs at most and the hand-over (a cache line each way between cores) is a
-/// larger share.
-pub(super) const SHARD_MIN: usize = 48;
 
 /// The most shards a step is cut into.
 pub const MAX_SHARDS: usize = 16;
@@ -65,6 +60,8 @@ pub(super) struct StepCtx<'a> {
     pub(super) runs: bool,
     pub(super) window: usize,
     pub(super) reference_step: bool,
+    /// Enough CPUs are due in the step (all shards) for their states to be cold.
+    pub(super) prefetch: bool,
 }
 
 /// A shard's buffers, kept by the planner between steps.
@@ -114,7 +111,7 @@ impl Shard<'_> {
         // On a large node a CPU's state is not in the cache any more when its turn comes: the
         // state of the ones a few places ahead is prefetched, in two stages (the struct, then
         // the deque lines it points at).
-        let prefetch = ctx.runs && count >= PREFETCH_MIN;
+        let prefetch = ctx.prefetch;
         for k in 0..count {
             if prefetch {
                 if let Some(&j) = self.due.get(k + 2 * PREFETCH_AHEAD) {
