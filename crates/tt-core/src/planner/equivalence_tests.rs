@@ -367,27 +367,23 @@ fn dvfs_runs_across_releases_and_interval_ends_decide_as_the_reference_step() {
     }
 }
 
-/// How a sharded step's executor runs the shards (`Planner::step_on`).
+/// How a sharded step's executor runs the shards (`Planner::step_on`). The core starts no
+/// thread: shards on real threads are tested with the edge's `StepPool` (src/planner/pool.rs).
 #[derive(Clone, Copy, Debug)]
 enum Exec {
-    /// Each shard on a thread of its own (`std::thread::scope`), all at once.
-    Threads,
-    /// In reverse order on the calling thread.
+    /// In order.
+    InOrder,
+    /// In reverse order.
     Reversed,
     /// None: `step_on` must run them itself.
     Lazy,
 }
 
-impl super::runtime::StepExec for (Exec, std::sync::atomic::AtomicUsize) {
+impl super::runtime::StepExec for (Exec, std::cell::Cell<usize>) {
     fn run(&self, shards: &mut [super::runtime::Shard<'_>]) {
-        use std::sync::atomic::Ordering::Relaxed;
-        self.1.fetch_add(shards.len(), Relaxed);
+        self.1.set(self.1.get() + shards.len());
         match self.0 {
-            Exec::Threads => std::thread::scope(|s| {
-                for sh in shards.iter_mut() {
-                    s.spawn(move || sh.run());
-                }
-            }),
+            Exec::InOrder => shards.iter_mut().for_each(|s| s.run()),
             Exec::Reversed => shards.iter_mut().rev().for_each(|s| s.run()),
             Exec::Lazy => {}
         }
@@ -427,7 +423,7 @@ fn run_sharded(
         a.defer_observations(2);
         b.defer_observations(2);
     }
-    let exec = (exec, std::sync::atomic::AtomicUsize::new(0));
+    let exec = (exec, std::cell::Cell::new(0));
     let mut next_task = 1000;
     let mut draw = draws.iter().copied().cycle();
     for s in 0..3 * frame {
@@ -457,7 +453,7 @@ fn run_sharded(
         }
     }
     assert_eq!(state(&a), state(&b), "state at the end");
-    let handed = exec.1.load(std::sync::atomic::Ordering::Relaxed);
+    let handed = exec.1.get();
     assert!(
         handed >= 2 * shards,
         "the executor was handed {handed} shards: the step was never cut"
@@ -472,7 +468,7 @@ proptest! {
     fn a_sharded_step_decides_as_one_thread(
         cpus in 48..100usize,
         shards in 2..6usize,
-        exec in prop_oneof![Just(Exec::Threads), Just(Exec::Reversed), Just(Exec::Lazy)],
+        exec in prop_oneof![Just(Exec::InOrder), Just(Exec::Reversed), Just(Exec::Lazy)],
         policy in 0..4usize,
         wcets in proptest::collection::vec(0..20u64, 1..6),
         ops in proptest::collection::vec(op(), 1..20),
