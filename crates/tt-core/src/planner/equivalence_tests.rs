@@ -170,6 +170,33 @@ fn observation(r: u64) -> Observation {
     }
 }
 
+/// The observations of slot `s` under `feed`, drawn from `draw`: those `step` takes (returned),
+/// or, late, slot `s − 2`'s given to both planners by `observe` (the replies must agree).
+fn feed_slot(
+    a: &mut Planner,
+    b: &mut Planner,
+    s: u64,
+    feed: Feed,
+    draw: &mut impl Iterator<Item = u64>,
+) -> Vec<Observation> {
+    let cpus = a.cpu_count();
+    if let Feed::Late = feed {
+        for c in 0..cpus {
+            let o = observation(draw.next().unwrap());
+            if s >= 2 {
+                let va = a.observe(c, s - 2, o).map(<[u64]>::to_vec);
+                assert_eq!(va, b.observe(c, s - 2, o).map(<[u64]>::to_vec), "observe");
+            }
+        }
+    }
+    match feed {
+        Feed::Step if s > 0 => (0..cpus)
+            .map(|_| observation(draw.next().unwrap()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Two planners, one with the reference step, fed `frames` frames of `frame` slots on `cpus`
 /// CPUs and `ops` between the steps: the same decisions, events, replies and states.
 #[allow(clippy::too_many_arguments)]
@@ -205,21 +232,7 @@ fn run_frame(
     let mut next_task = 1000;
     let mut draw = draws.iter().copied().cycle();
     for s in 0..frames * frame {
-        let obs: Vec<Observation> = match feed {
-            Feed::Step if s > 0 => (0..cpus)
-                .map(|_| observation(draw.next().unwrap()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        if let Feed::Late = feed {
-            for c in 0..cpus {
-                let o = observation(draw.next().unwrap());
-                if s >= 2 {
-                    let va = a.observe(c, s - 2, o).map(<[u64]>::to_vec);
-                    assert_eq!(va, b.observe(c, s - 2, o).map(<[u64]>::to_vec), "observe");
-                }
-            }
-        }
+        let obs = feed_slot(&mut a, &mut b, s, feed, &mut draw);
         let da = a.step(s, &obs).expect("in order").to_vec();
         let db = b.step(s, &obs).expect("in order").to_vec();
         assert_eq!(da, db, "decisions of slot {s}");
@@ -427,21 +440,7 @@ fn run_sharded(
     let mut next_task = 1000;
     let mut draw = draws.iter().copied().cycle();
     for s in 0..3 * frame {
-        let obs: Vec<Observation> = match feed {
-            Feed::Step if s > 0 => (0..cpus)
-                .map(|_| observation(draw.next().unwrap()))
-                .collect(),
-            _ => Vec::new(),
-        };
-        if let Feed::Late = feed {
-            for c in 0..cpus {
-                let o = observation(draw.next().unwrap());
-                if s >= 2 {
-                    let va = a.observe(c, s - 2, o).map(<[u64]>::to_vec);
-                    assert_eq!(va, b.observe(c, s - 2, o).map(<[u64]>::to_vec), "observe");
-                }
-            }
-        }
+        let obs = feed_slot(&mut a, &mut b, s, feed, &mut draw);
         let da = a.step_on(s, &obs, &exec).expect("in order").to_vec();
         let db = b.step(s, &obs).expect("in order").to_vec();
         assert_eq!(da, db, "decisions of slot {s}");
