@@ -505,7 +505,13 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
         p.set_step_shards(shards, shard_min);
         for (s, f) in floor.iter_mut().enumerate() {
             let t0 = Instant::now();
-            black_box(p.step_on(s as u64, &[], pool).expect("in order"));
+            // one function per kind of slot, for callgrind's --toggle-collect (see below)
+            match (s as u64 % frame, s % 10) {
+                _ if s == 0 => step_other(&mut p, 0, pool),
+                (0, _) => step_frame_start(&mut p, s as u64, pool),
+                (_, 0) => step_release(&mut p, s as u64, pool),
+                _ => step_other(&mut p, s as u64, pool),
+            }
             *f = (*f).min(t0.elapsed().as_nanos() as u64);
         }
     }
@@ -518,6 +524,25 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
     println!(
         "driver {policy} {cpus} CPUs x 100 jobs, {threads} thread(s), {shards} shard(s) from {shard_min} due CPUs, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; frame starts (ns) {starts:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
     );
+}
+
+// The driver's step, by kind of slot, never inlined: instruction counts of each kind with
+// `valgrind --tool=callgrind '--toggle-collect=*step_frame_start*'` (the frame starts after
+// slot 0; `*step_release*`: slot 0 of every 10 but those; `*step_other*`: the rest) and
+// PLANNER_STEP_DRIVER=policy/1/256; deterministic, unlike the clock.
+#[inline(never)]
+fn step_frame_start(p: &mut Planner, s: u64, pool: &scx_tt::planner::pool::StepPool) {
+    black_box(p.step_on(s, &[], pool).expect("in order"));
+}
+
+#[inline(never)]
+fn step_release(p: &mut Planner, s: u64, pool: &scx_tt::planner::pool::StepPool) {
+    black_box(p.step_on(s, &[], pool).expect("in order"));
+}
+
+#[inline(never)]
+fn step_other(p: &mut Planner, s: u64, pool: &scx_tt::planner::pool::StepPool) {
+    black_box(p.step_on(s, &[], pool).expect("in order"));
 }
 
 fn main() {
