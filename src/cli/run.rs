@@ -211,6 +211,21 @@ pub struct RunArgs {
     /// the frame minus 2; 2 or more keeps the guard band exact).
     #[arg(long, value_name = "L", default_value_t = 2, requires = "planner")]
     pub planner_lead_slots: u64,
+    /// Planner mode: threads that step the planner, 1..=16 (for nodes with many managed CPUs):
+    /// the planner thread on the plan's first housekeeping CPU and N-1 helpers, each pinned to
+    /// another housekeeping CPU (one per helper: refused when the node has too few) at the
+    /// planner thread's SCHED_FIFO priority. A slot that steps at least --planner-shard-min
+    /// CPUs is cut into N shards stepped at once, with the same decisions as on one thread;
+    /// the helpers are woken shortly before each slot tick and spin until its step, then sleep
+    /// (docs/planner.md, "The step on several threads").
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "planner",
+          value_parser = clap::value_parser!(u64).range(1..=16))]
+    pub planner_threads: u64,
+    /// With --planner-threads: the fewest CPUs a slot must step to be cut into shards (2..=1024;
+    /// below it handing a shard over costs more than it saves).
+    #[arg(long, value_name = "CPUS", default_value_t = 64, requires = "planner_threads",
+          value_parser = clap::value_parser!(u64).range(2..=1024))]
+    pub planner_shard_min: u64,
     /// Planner mode: decide as if every slot ran whole and no job completed early (the worst
     /// case: no reclaim) instead of reading BPF's per-slot observations (docs/planner.md,
     /// "Observations: the closed loop"). For comparison.

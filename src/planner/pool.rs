@@ -46,6 +46,9 @@ struct Shared {
     panic: Mutex<Option<Payload>>,
     /// Shards run by helpers so far.
     lent: AtomicU64,
+    /// [`StepPool::wake_on_demand`]: helpers park once a step they took part in is over, and a
+    /// step does not wake them for the next.
+    on_demand: AtomicBool,
 }
 
 #[repr(align(128))]
@@ -87,6 +90,7 @@ impl StepPool {
             stop: AtomicBool::new(false),
             panic: Mutex::new(None),
             lent: AtomicU64::new(0),
+            on_demand: AtomicBool::new(false),
         });
         let setup = Arc::new(setup);
         let mut pool = StepPool {
@@ -135,6 +139,25 @@ impl StepPool {
     pub fn lent(&self) -> u64 {
         self.shared.lent.load(Relaxed)
     }
+
+    /// From now on helpers spin only after [`Self::wake`] (for `spin`, or until they ran
+    /// shards of a step), then park: for an owner that steps at known times (the daemon's
+    /// planner loop wakes them just before each slot tick), so they spin only around the step.
+    pub fn wake_on_demand(&self) {
+        self.shared.on_demand.store(true, Release);
+    }
+}
+
+/// A pool shared with its owner's other threads: the kernel path's planner steps through it
+/// (`KernelPlanner::set_step_exec` takes the executor by value) while the planner loop wakes
+/// the helpers ahead of each slot ([`StepPool::wake`]) and the run reports [`StepPool::lent`].
+#[derive(Clone)]
+pub struct SharedPool(pub Arc<StepPool>);
+
+impl StepExec for SharedPool {
+    fn run(&self, shards: &mut [Shard<'_>]) {
+        self.0.run(shards)
+    }
 }
 
 /// Takes and runs shards of the epoch in `word` until none is left; returns how many it ran.
@@ -177,16 +200,21 @@ fn helper(shared: &Shared, h: usize, spin: Duration) {
     let mut polls = 0u32;
     while !shared.stop.load(Relaxed) {
         let word = shared.claim.0.load(Acquire);
+        let mut over = false;
         if word >> 32 != seen {
             seen = word >> 32;
             let ran = take_and_run(shared, word);
             shared.lent.fetch_add(ran as u64, Relaxed);
             since = Instant::now();
-            continue;
+            // on demand: its part of the step is done, the next wake-up comes before the next
+            over = ran > 0 && shared.on_demand.load(Relaxed);
+            if !over {
+                continue;
+            }
         }
         std::hint::spin_loop();
         polls = polls.wrapping_add(1);
-        if polls.is_multiple_of(256) && since.elapsed() >= spin {
+        if over || (polls.is_multiple_of(256) && since.elapsed() >= spin) {
             shared.parked[h].0.store(true, Release);
             // an epoch published since the last look is not waited for: its planner thread
             // runs what nobody takes
@@ -242,7 +270,9 @@ impl StepExec for StepPool {
         let wait = Wait(shared, n);
         take_and_run(shared, word);
         drop(wait);
-        self.wake();
+        if !shared.on_demand.load(Relaxed) {
+            self.wake();
+        }
         if let Some(p) = shared
             .panic
             .lock()
@@ -339,6 +369,60 @@ mod tests {
                 assert_eq!(a.events(), b.events(), "{policy} events of slot {s}");
             }
             assert_eq!(format!("{a:?}"), format!("{b:?}"), "{policy}: state");
+        }
+    }
+
+    /// `wake_on_demand` (the daemon's planner loop): a helper that ran its part of a step
+    /// parks at once and is not woken by the steps after it, only by `wake`; decisions stay
+    /// those of one thread throughout.
+    #[test]
+    fn on_demand_helpers_park_after_their_part_of_a_step() {
+        let pool = StepPool::new(1, Duration::from_secs(30), |_| {}).expect("threads");
+        pool.wake_on_demand();
+        let (mut a, mut b) = (planner(100, Policy::Dvfs), planner(100, Policy::Dvfs));
+        a.set_step_shards(2, 2);
+        let t0 = Instant::now();
+        let mut s = 0u64;
+        // steps until the helper took a shard (it spins for 30 s from its start, so it is
+        // awake; on a loaded host the planner thread may take both shards of many steps)
+        while pool.lent() == 0 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "no shard lent in {s} steps"
+            );
+            let da = a.step_on(s, &[], &pool).expect("in order").to_vec();
+            assert_eq!(da, b.step(s, &[]).expect("in order"), "slot {s}");
+            s += 1;
+        }
+        // its part done, the helper parks at once (not after its 30 s spin), and a step does
+        // not wake it again
+        let t1 = Instant::now();
+        while pool.spinning() != 0 {
+            assert!(
+                t1.elapsed() < Duration::from_secs(10),
+                "still spinning after 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let lent = pool.lent();
+        for k in 0..50 {
+            let da = a.step_on(s + k, &[], &pool).expect("in order").to_vec();
+            assert_eq!(da, b.step(s + k, &[]).expect("in order"), "slot {}", s + k);
+        }
+        assert_eq!(
+            (pool.lent(), pool.spinning()),
+            (lent, 0),
+            "parked helpers took shards"
+        );
+        // `wake` makes it spin (and take shards) again
+        pool.wake();
+        let t2 = Instant::now();
+        while pool.spinning() != 1 {
+            assert!(
+                t2.elapsed() < Duration::from_secs(10),
+                "not awake after 10 s"
+            );
+            std::thread::sleep(Duration::from_millis(1));
         }
     }
 

@@ -40,9 +40,10 @@
 //! wait as before; slots that started meanwhile are counted late (`planner_late_slots`).
 
 use super::kernel_path::{Advance, DpmWrite, EntryWrite, KernelPlanner, SlotObs};
+use super::pool::{SharedPool, StepPool};
 use super::runtime::StepError;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use std::time::Instant;
 
 /// Initial estimate of the lock hold per planner item (interval, live job or template job), ns.
@@ -113,6 +114,9 @@ pub struct PlannerHandle {
     slot_ns: u64,
     lead: u64,
     frame: u64,
+    /// The helper threads the planner steps on (`--planner-threads`), for the planner loop to
+    /// wake ahead of each slot and the run to report.
+    pool: Option<Arc<StepPool>>,
 }
 
 impl PlannerHandle {
@@ -128,7 +132,28 @@ impl PlannerHandle {
             late_writes: Mutex::new(LateWrites::default()),
             ahead: true,
             slot_ns: slot_ns.max(1),
+            pool: None,
         }
+    }
+
+    /// `planner` stepping its slots on `pool`'s helpers as well ([`KernelPlanner::set_step_exec`]):
+    /// a slot that steps at least `min_due` CPUs is cut into one shard per thread.
+    pub fn with_pool(
+        mut planner: KernelPlanner,
+        slot_ns: u64,
+        pool: Arc<StepPool>,
+        min_due: usize,
+    ) -> Self {
+        let shards = pool.helpers() + 1;
+        planner.set_step_exec(Box::new(SharedPool(pool.clone())), shards, min_due);
+        let mut h = Self::new(planner, slot_ns);
+        h.pool = Some(pool);
+        h
+    }
+
+    /// The helper threads, if the planner steps on several threads.
+    pub fn pool(&self) -> Option<&Arc<StepPool>> {
+        self.pool.as_ref()
     }
 
     /// The behaviour before decoupling: operations decide nothing ahead, the planner thread

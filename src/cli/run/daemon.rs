@@ -158,6 +158,7 @@ impl<'a> Daemon<'a> {
             .guard_us
             .unwrap_or_else(|| guard::bound(plan.slot_us).min);
         let mut cfg = configure(args, plan, provisional, &online)?;
+        super::planner_loop::helper_cpus(args, plan, &cfg)?;
         let freq = take_frequencies(args, plan, &mut cfg)?;
         let idle = Arc::new(Mutex::new(take_idle(args, plan, model)?));
         // 2b. start-up: the tasks settle while the guard band is calibrated
@@ -283,6 +284,15 @@ impl<'a> Daemon<'a> {
         report::print_switches(&summary.table_switches, acc, &self.cfg.managed);
         report::print_restarts(self.restarts.log(), acc, &self.cfg.managed);
         report::print_guard(&self.guard);
+        if let Some(pool) = live.planner.as_ref().and_then(|p| p.pool()) {
+            println!(
+                "planner threads: {} (--planner-threads; slots of at least {} CPUs cut): the \
+                 helpers stepped {} shards",
+                pool.helpers() + 1,
+                self.args.planner_shard_min,
+                pool.lent()
+            );
+        }
         let freq = self.args.planner.map(|_| self.freq.report());
         if let Some(f) = &freq {
             println!("{}", f.describe());

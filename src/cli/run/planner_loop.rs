@@ -29,6 +29,7 @@ use scx_tt::energy::model::PowerModel;
 use scx_tt::plan::Plan;
 use scx_tt::planner::kernel_path::SlotObs;
 use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner};
+use scx_tt::planner::pool::StepPool;
 use scx_tt::planner::shared::{PlannerHandle, Turn};
 use scx_tt::planner::{Freqs, Policy};
 use scx_tt::sched::affinity;
@@ -135,6 +136,8 @@ pub struct Writers {
     pub idle: Option<Arc<Mutex<IdleControl>>>,
     /// `--demos`: the sequencer decides the slots instead of the planner.
     pub demos: Option<Arc<DemosSeq>>,
+    /// `--planner-threads`: the helpers, woken [`helper_wake_ahead_ns`] before each slot tick.
+    pub helpers: Option<Arc<StepPool>>,
 }
 
 /// The planner of `--planner POLICY`, deciding from the table `cfg` loads (all at full speed).
@@ -173,7 +176,67 @@ pub fn kernel_planner(
     if args.planner_log.is_some() {
         planner.enable_log();
     }
-    Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)))
+    let cpus = helper_cpus(args, plan, cfg)?;
+    if cpus.is_empty() {
+        return Ok(Arc::new(PlannerHandle::new(planner, cfg.slot_ns)));
+    }
+    let spin = std::time::Duration::from_nanos(2 * helper_wake_ahead_ns(cfg.slot_ns));
+    let pinned = cpus.clone();
+    let pool = StepPool::new(cpus.len(), spin, move |h| prepare_thread(Some(pinned[h])))
+        .context("starting the planner's helper threads (--planner-threads)")?;
+    pool.wake_on_demand();
+    if args.verbose {
+        eprintln!(
+            "scx_tt: the planner steps on {} threads: helpers on CPUs {cpus:?}, slots of at \
+             least {} CPUs cut",
+            cpus.len() + 1,
+            args.planner_shard_min
+        );
+    }
+    Ok(Arc::new(PlannerHandle::with_pool(
+        planner,
+        cfg.slot_ns,
+        Arc::new(pool),
+        args.planner_shard_min as usize,
+    )))
+}
+
+/// How long before a slot tick the planner loop wakes its helper threads (they spin twice as
+/// long, through the step after the tick): 200 µs, at most a quarter of the slot. Waking a
+/// parked thread takes 10-50 µs on the machines of bench/results/issue34-step.txt.
+pub fn helper_wake_ahead_ns(slot_ns: u64) -> u64 {
+    (slot_ns / 4).min(200_000)
+}
+
+/// The CPUs of the `--planner-threads` helpers: housekeeping CPUs (`cfg.housekeeping`, every
+/// online CPU the plan does not manage) other than the planner thread's (the plan's first
+/// housekeeping CPU), one per helper, in order; empty for one thread. Refused, naming the
+/// flag, its value and the rule, when the node has too few.
+pub fn helper_cpus(args: &RunArgs, plan: &Plan, cfg: &SchedConfig) -> Result<Vec<u32>> {
+    let helpers = args.planner_threads.saturating_sub(1) as usize;
+    if args.planner.is_none() || helpers == 0 {
+        return Ok(Vec::new());
+    }
+    let planner_cpu = plan.housekeeping.first().copied();
+    let free: Vec<u32> = cfg
+        .housekeeping
+        .iter()
+        .copied()
+        .filter(|&c| Some(c) != planner_cpu)
+        .collect();
+    if free.len() < helpers {
+        anyhow::bail!(
+            "--planner-threads {}: each of its {helpers} helper thread(s) needs a housekeeping \
+             CPU of its own besides the planner thread's (CPU {}); this node has {} more \
+             ({free:?}); next step: --planner-threads {} or fewer, or more online CPUs the \
+             plan does not manage",
+            args.planner_threads,
+            planner_cpu.map_or_else(|| "none".to_string(), |c| c.to_string()),
+            free.len(),
+            free.len() + 1
+        );
+    }
+    Ok(free[..helpers].to_vec())
 }
 
 /// The frequencies dvfs chooses from: the P-states of `--power-model` when given (the cluster
@@ -223,6 +286,7 @@ impl PlannerLoop {
                 .polling()
                 .then(|| idle.clone()),
             demos: demos.cloned(),
+            helpers: planner.pool().cloned(),
         };
         Self::start(
             planner.clone(),
@@ -503,12 +567,19 @@ impl drive::Backend for Kernel<'_> {
         Ok(())
     }
 
-    /// Just after the next boundary of the slot clock.
+    /// Just after the next boundary of the slot clock; with helper threads, they are woken
+    /// [`helper_wake_ahead_ns`] before it, to spin through the step that follows.
     fn wait(&mut self, cur: drive::Cur) {
-        sleep_until_ns(match cur {
+        let at = match cur {
             Some(c) => self.clock.start_ns(c + 1),
             None => self.clock.t0_ns,
-        });
+        };
+        if let Some(pool) = &self.writers.helpers {
+            let ahead = helper_wake_ahead_ns(self.clock.slot_ns);
+            sleep_until_ns(at.saturating_sub(ahead));
+            pool.wake();
+        }
+        sleep_until_ns(at);
     }
 }
 
@@ -675,6 +746,89 @@ fn run_demos(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[derive(clap::Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn run_args(argv: &[&str]) -> Result<RunArgs, clap::Error> {
+        <Cli as clap::Parser>::try_parse_from(std::iter::once("scx_tt").chain(argv.iter().copied()))
+            .map(|c| c.run)
+    }
+
+    /// `--planner-threads N`: N - 1 helpers, each on a housekeeping CPU of its own besides the
+    /// planner thread's; too few is refused naming the flag, the value and the CPUs there are,
+    /// and numbers outside the ranges are refused by the parser naming the flag.
+    #[test]
+    fn planner_threads_take_housekeeping_cpus_of_their_own_or_are_refused() {
+        let plan = scx_tt::plan::from_str(include_str!("../../../schedules/demo.json"))
+            .expect("the demo plan");
+        assert_eq!(
+            (plan.managed.clone(), plan.housekeeping.clone()),
+            (vec![1, 2], vec![0])
+        );
+        let cfg = SchedConfig::from_plan(&plan, 0, &[0, 1, 2, 3, 4]).expect("config");
+        let helpers = |argv: &[&str]| {
+            let mut all = vec!["--table", "x.json", "--planner", "dvfs"];
+            all.extend_from_slice(argv);
+            helper_cpus(&run_args(&all).expect("parses"), &plan, &cfg)
+        };
+        assert_eq!(helpers(&[]).expect("one thread"), Vec::<u32>::new());
+        assert_eq!(
+            helpers(&["--planner-threads", "1"]).expect("one"),
+            Vec::<u32>::new()
+        );
+        assert_eq!(helpers(&["--planner-threads", "2"]).expect("two"), vec![3]);
+        assert_eq!(
+            helpers(&["--planner-threads", "3"]).expect("three"),
+            vec![3, 4]
+        );
+        let e = helpers(&["--planner-threads", "4"])
+            .expect_err("four")
+            .to_string();
+        for part in [
+            "--planner-threads 4",
+            "(CPU 0)",
+            "has 2 more ([3, 4])",
+            "3 or fewer",
+        ] {
+            assert!(e.contains(part), "{part:?} not in {e:?}");
+        }
+        for (flag, bad) in [
+            ("--planner-threads", "0"),
+            ("--planner-threads", "17"),
+            ("--planner-threads", "-1"),
+            ("--planner-threads", "18446744073709551617"),
+            ("--planner-shard-min", "1"),
+            ("--planner-shard-min", "1025"),
+        ] {
+            let mut argv = vec!["--table", "x.json", "--planner", "bss"];
+            if flag != "--planner-threads" {
+                argv.extend_from_slice(&["--planner-threads", "2"]);
+            }
+            let given = format!("{flag}={bad}");
+            argv.push(&given);
+            let e = run_args(&argv).err().map(|e| e.to_string());
+            assert!(
+                e.as_ref()
+                    .is_some_and(|e| e.contains(flag) && e.contains(bad)),
+                "{flag} {bad}: {e:?}"
+            );
+        }
+        // the helpers' flags need planner mode
+        assert!(run_args(&["--table", "x.json", "--planner-threads", "2"]).is_err());
+        assert!(run_args(&[
+            "--table",
+            "x.json",
+            "--planner",
+            "bss",
+            "--planner-shard-min",
+            "8"
+        ])
+        .is_err());
+    }
 
     fn policy() -> (i32, i32) {
         let mut param: libc::sched_param = unsafe { std::mem::zeroed() };

@@ -121,6 +121,7 @@ fn check_flags(args: &RunArgs) -> Result<()> {
         (args.perf_table.is_some(), "--perf-table"),
         (args.planner_log.is_some(), "--planner-log"),
         (args.exit_when_tasks_exit, "--exit-when-tasks-exit"),
+        (args.planner_threads > 1, "--planner-threads"),
     ] {
         if given {
             bail!("{flag} with --simulated-node: refused (nothing runs on the CPUs of a simulated node)");

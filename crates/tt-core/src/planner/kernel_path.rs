@@ -59,7 +59,7 @@ use crate::energy::perf::cpuperf_target;
 use crate::planner::cpu::UNIT;
 use crate::planner::offline::Slot;
 use crate::planner::policy::{Freqs, Policy};
-use crate::planner::runtime::{CpuInput, Planner, PlannerConfig};
+use crate::planner::runtime::{CpuInput, Planner, PlannerConfig, StepExec};
 use std::collections::VecDeque;
 use thiserror::Error;
 
@@ -180,6 +180,8 @@ pub struct KernelPlanner {
     log: Option<Vec<LogEvent>>,
     log_truncated: bool,
     log_header: Option<LogHeader>,
+    /// The executor of the sharded step ([`Self::set_step_exec`]); `None`: one thread.
+    exec: Option<Box<dyn StepExec + Send>>,
 }
 
 impl KernelPlanner {
@@ -230,7 +232,16 @@ impl KernelPlanner {
             log: None,
             log_truncated: false,
             log_header: None,
+            exec: None,
         })
+    }
+
+    /// Steps slots in which at least `min_due` CPUs are visited cut into `shards` shards, run
+    /// by `exec` (e.g. the edge's helper threads, `scx_tt --planner-threads`); the decisions
+    /// are the same as on one thread (`Planner::step_on`).
+    pub fn set_step_exec(&mut self, exec: Box<dyn StepExec + Send>, shards: usize, min_due: usize) {
+        self.planner.set_step_shards(shards, min_due);
+        self.exec = Some(exec);
     }
 
     pub fn lead(&self) -> u64 {

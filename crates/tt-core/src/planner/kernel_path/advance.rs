@@ -68,7 +68,10 @@ impl KernelPlanner {
         };
         while self.planner.now() <= last {
             let t = self.planner.now();
-            let decisions = self.planner.step(t, &[])?;
+            let decisions = match &self.exec {
+                Some(exec) => self.planner.step_on(t, &[], &**exec)?,
+                None => self.planner.step(t, &[])?,
+            };
             writer.slot(t, decisions, cur, &mut out);
         }
         self.late_total += out.late;
