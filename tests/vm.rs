@@ -61,6 +61,8 @@ mod planner_dpm;
 mod planner_dvfs;
 #[path = "vm/scenarios/planner_loop/check.rs"]
 mod planner_loop;
+#[path = "vm/scenarios/planner_threads/check.rs"]
+mod planner_threads;
 #[path = "vm/scenarios/preempt/check.rs"]
 mod preempt;
 #[path = "vm/scenarios/restart/check.rs"]
