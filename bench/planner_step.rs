@@ -534,6 +534,90 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
     );
 }
 
+/// The kernel path as the daemon's planner thread runs it (`PLANNER_STEP_KERNEL=policy/runs/
+/// cpus[/threads[/min_due]]`, e.g. `dvfs/5/256/2`): a closed-loop `KernelPlanner` (lead 2) on
+/// the bench's plan; each slot `cur` is one turn: the observation of every CPU's slot `cur - 1`
+/// (its owner by the table the writes built, run whole, not done: the worst case, jobs run
+/// their WCET), then `advance(Some(cur))`. Timed per turn; per-slot floor over `runs` runs.
+/// `threads` > 1: the pool's helpers step `threads` shards of every slot stepping at least
+/// `min_due` CPUs (default 64), as `scx_tt --planner-threads` does.
+fn kernel_driver(spec: &str, pool: &std::sync::Arc<scx_tt::planner::pool::StepPool>) {
+    use scx_tt::planner::kernel_path::{KernelPathConfig, KernelPlanner, SlotObs};
+    let field = |i: usize, default: usize| {
+        spec.split('/')
+            .nth(i)
+            .map_or(default, |s| s.parse().expect("a number"))
+    };
+    let policy: Policy = spec
+        .split('/')
+        .next()
+        .unwrap_or("bss")
+        .parse()
+        .expect("PLANNER_STEP_KERNEL policy");
+    let (runs, cpus, threads, min_due) = (field(1, 5), field(2, 256), field(3, 1), field(4, 64));
+    let (frame, slots) = (1000u64, 6000usize);
+    let slot_ns = 1_000_000u64;
+    let inputs = common::cpus(cpus, 100, frame);
+    let mut floor = vec![u64::MAX; slots];
+    // the turn's two parts: the observations, the advance
+    let (mut obs_floor, mut adv_floor) = (vec![u64::MAX; slots], vec![u64::MAX; slots]);
+    for _ in 0..runs.max(1) {
+        let cfg = KernelPathConfig {
+            policy,
+            lead: 2,
+            frame_slots: frame,
+            slot_ns,
+            freqs: Freqs::xeon_default(),
+        };
+        let mut table = vec![scx_tt::abi::NO_TASK; cpus * frame as usize];
+        let mut p = KernelPlanner::new(&inputs, 100, cfg, table.clone()).expect("planner mode");
+        p.close_loop();
+        if threads > 1 {
+            let exec = scx_tt::planner::pool::SharedPool(pool.clone());
+            p.set_step_exec(Box::new(exec), threads, min_due);
+        }
+        for s in 0..slots {
+            let f = &mut floor[s];
+            let cur = s as u64;
+            let t0 = Instant::now();
+            if let Some(prev) = cur.checked_sub(1) {
+                let at = (prev % frame) as usize;
+                for cpu in 0..cpus {
+                    let obs = SlotObs::Seen {
+                        owner: scx_tt::abi::entry_task(table[cpu * frame as usize + at]),
+                        done: false,
+                        owner_ns: slot_ns,
+                        avail_ns: slot_ns,
+                    };
+                    black_box(p.observe(cpu, prev, obs, Some(prev)));
+                }
+            }
+            let t1 = Instant::now();
+            let adv = p.advance(Some(cur)).expect("in order");
+            let t2 = t0.elapsed().as_nanos() as u64;
+            *f = (*f).min(t2);
+            let o = (t1 - t0).as_nanos() as u64;
+            obs_floor[s] = obs_floor[s].min(o);
+            adv_floor[s] = adv_floor[s].min(t2 - o);
+            for w in &adv.writes {
+                if let Some(task) = w.task {
+                    table[w.cpu * frame as usize + w.frame_slot as usize] = task;
+                }
+            }
+        }
+    }
+    let by_slot: Vec<u64> = (0..10)
+        .map(|k| floor.iter().skip(k).step_by(10).sum::<u64>() / (slots as u64 / 10))
+        .collect();
+    let mean = floor.iter().sum::<u64>() / slots as u64;
+    let part = |v: &[u64]| v.iter().sum::<u64>() / slots as u64;
+    let (obs_mean, adv_mean) = (part(&obs_floor), part(&adv_floor));
+    let (_, _, p999) = common::stats(&mut floor);
+    println!(
+        "kernel path {policy} {cpus} CPUs x 100 jobs, closed loop, {threads} thread(s) (cut from {min_due} CPUs), floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; floor mean {mean} ns (observations {obs_mean}, advance {adv_mean}); floor p99.9 {p999} ns"
+    );
+}
+
 // The driver's step, by kind of slot, never inlined: instruction counts of each kind with
 // `valgrind --tool=callgrind '--toggle-collect=*step_frame_start*'` (the frame starts after
 // slot 0; `*step_release*`: slot 0 of every 10 but those; `*step_other*`: the rest) and
@@ -554,6 +638,19 @@ fn step_other(p: &mut Planner, s: u64, pool: &scx_tt::planner::pool::StepPool) {
 }
 
 fn main() {
+    if let Ok(spec) = std::env::var("PLANNER_STEP_KERNEL") {
+        let threads = spec
+            .split('/')
+            .nth(3)
+            .map_or(1, |t| t.parse().expect("threads"));
+        // Before `isolate`, as below; the helpers wait for wake-ups as the daemon's do not:
+        // here they spin between steps (the turns follow one another without a slot's pause)
+        let pool = std::sync::Arc::new(common::step_pool(threads, Duration::from_millis(100)));
+        println!("benchmark thread: {}", common::isolate());
+        kernel_driver(&spec, &pool);
+        println!("shards run by helpers: {}", pool.lent());
+        return;
+    }
     if let Ok(spec) = std::env::var("PLANNER_STEP_DRIVER") {
         let threads = spec
             .split('/')
