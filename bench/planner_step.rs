@@ -469,9 +469,8 @@ fn feeds(cpus: usize, frame: u64, jobs: u64, frames: u64) {
     println!("{line}");
 }
 
-/// The stand-alone driver (`PLANNER_STEP_DRIVER=policy/runs/cpus[/threads[/shards[/min_due[/window]]]]`,
-/// e.g. `bss/20/256`; `window` > 0: observations deferred as the closed kernel path does, so
-/// every step visits every CPU, e.g. `dvfs/10/256/2/2/2/1064` for `--planner-threads 2`): one
+/// The stand-alone driver (`PLANNER_STEP_DRIVER=policy/runs/cpus[/threads[/shards[/min_due]]]`,
+/// e.g. `bss/20/256`; the closed kernel path: `kernel_driver`): one
 /// planner at a time for the bench's plan (frame 1,000, 100 jobs a CPU, 6 frames), no reference
 /// side, no pause, no other planner alive; prints the per-slot floor over `runs` runs by slot of
 /// each 10 (slot 0 releases a job on every CPU, slot 5 completes it under bss and dpm), the
@@ -484,9 +483,6 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
             .map_or(default, |s| s.parse().expect("a number"))
     };
     let (shards, shard_min) = (field(4, SHARDS_PER_THREAD * threads), field(5, SHARD_MIN));
-    // the closed kernel path (`KernelPlanner::close_loop`): observations deferred by `window`
-    // slots, so every step visits every CPU (0: the open loop, quiet runs)
-    let window = field(6, 0);
     let parts: Vec<&str> = spec.split('/').collect();
     let (policy, runs, cpus) = match parts[..] {
         [policy, runs, cpus, ..] => (policy, runs, cpus),
@@ -508,9 +504,6 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
     for _ in 0..runs.max(1) {
         let mut p = Planner::new(&inputs, frame, cfg.clone());
         p.set_step_shards(shards, shard_min);
-        if window > 0 {
-            p.defer_observations(window);
-        }
         for (s, f) in floor.iter_mut().enumerate() {
             let t0 = Instant::now();
             // one function per kind of slot, for callgrind's --toggle-collect (see below)
@@ -530,7 +523,7 @@ fn driver(spec: &str, threads: usize, pool: &scx_tt::planner::pool::StepPool) {
     let starts: Vec<u64> = floor.iter().step_by(frame as usize).copied().collect();
     let (_, _, p999) = common::stats(&mut floor);
     println!(
-        "driver {policy} {cpus} CPUs x 100 jobs, {threads} thread(s), {shards} shard(s) from {shard_min} due CPUs, observations deferred by {window} slots, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; frame starts (ns) {starts:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
+        "driver {policy} {cpus} CPUs x 100 jobs, {threads} thread(s), {shards} shard(s) from {shard_min} due CPUs, floor of {runs} runs: mean by slot of 10 (ns) {by_slot:?}; frame starts (ns) {starts:?}; floor mean {mean} ns; floor p99.9 {p999} ns"
     );
 }
 
