@@ -396,14 +396,14 @@ mod tests {
         }
         // its part done, the helper parks at once (not after its 30 s spin), and a step does
         // not wake it again
-        let t1 = Instant::now();
-        while pool.spinning() != 0 {
-            assert!(
-                t1.elapsed() < Duration::from_secs(10),
-                "still spinning after 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        let spinning = |want: usize, what: &str| {
+            let t = Instant::now();
+            while pool.spinning() != want {
+                assert!(t.elapsed() < Duration::from_secs(10), "{what} after 10 s");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        };
+        spinning(0, "still spinning");
         let lent = pool.lent();
         for k in 0..50 {
             let da = a.step_on(s + k, &[], &pool).expect("in order").to_vec();
@@ -416,14 +416,7 @@ mod tests {
         );
         // `wake` makes it spin (and take shards) again
         pool.wake();
-        let t2 = Instant::now();
-        while pool.spinning() != 1 {
-            assert!(
-                t2.elapsed() < Duration::from_secs(10),
-                "not awake after 10 s"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
+        spinning(1, "not awake");
     }
 
     /// Two planners stepped at the same time from two threads share one pool: a `run` that
