@@ -176,13 +176,21 @@ fn check(out: &VmOutput, c: &mut Checks) {
     let cpu1 = pc::on_cpu(&trace);
     let last = cpu1.iter().map(|r| r.slot).max().unwrap_or(0);
     let first = fa.max(fv).div_ceil(FRAME) * FRAME;
-    let (mut frames, mut wrong) = (0, Vec::new());
+    // A frame with a slot that has no record is not judged: its owners' slots cannot be
+    // counted (under host load a tick came 100.8 ms late in a fresh-clone CI run, 2026-12-08,
+    // and the nine slots it skipped have no record; the planner's decisions for them are
+    // judged by the replay below).
+    let (mut frames, mut skipped, mut wrong) = (0, Vec::new(), Vec::new());
     let mut a = first;
     while a + FRAME <= last + 1 {
         let got = |t: &str| owned(&cpu1, t, a, a + FRAME);
-        frames += 1;
-        if !(got("app") >= 3 && got("vm1") >= 2 && got("tt-a") >= 4) {
-            wrong.push((a, got("app"), got("vm1"), got("tt-a")));
+        if pc::recorded(&cpu1, a, a + FRAME) < FRAME {
+            skipped.push(a);
+        } else {
+            frames += 1;
+            if !(got("app") >= 3 && got("vm1") >= 2 && got("tt-a") >= 4) {
+                wrong.push((a, got("app"), got("vm1"), got("tt-a")));
+            }
         }
         a += FRAME;
     }
@@ -191,8 +199,9 @@ fn check(out: &VmOutput, c: &mut Checks) {
         late,
         frames >= 10 && wrong.is_empty(),
         format!(
-            "from slot {first}: each of {frames} frames: app >= 3, vm1 >= 2, tt-a >= 4 (wrong: \
-             (slot, app, vm1, tt-a) {wrong:?})"
+            "from slot {first}: each of {frames} whole frames: app >= 3, vm1 >= 2, tt-a >= 4 \
+             (wrong: (slot, app, vm1, tt-a) {wrong:?}; not judged, a slot without a record: \
+             {skipped:?})"
         ),
     );
     let before = owned(&cpu1, "app", 0, fa) + owned(&cpu1, "vm1", 0, fv);
